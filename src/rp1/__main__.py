@@ -1,0 +1,5 @@
+import sys
+
+from rp1.cli import main
+
+sys.exit(main())

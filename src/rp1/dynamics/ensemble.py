@@ -1,0 +1,95 @@
+"""The ensemble world model: ``M`` MLPs held as one stacked pytree (SPEC §3).
+
+Each member maps ``[norm(s), norm(a)]`` to a normalised delta ``y``; the predicted next state is
+``denorm_s(norm(s) + denorm_Δ(y))``, i.e. ``norm(s') = norm(s) + y·σ_Δ + μ_Δ``.
+
+Example::
+
+    model = ensemble_init(key, obs_dim=18, act_dim=6, members=5, hidden=(1024, 1024))
+    next_all = predict_all(model, obs, act)      # [5, ..., 18]
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from rp1.dynamics.normalizer import (
+    Normalizer,
+    denormalize,
+    normalize,
+    normalizer_init,
+)
+from rp1.nn import Params, mlp_apply, mlp_init
+
+STATE_CLIP = 3.0
+ACTION_CLIP = 3.0
+
+
+@struct.dataclass
+class Ensemble:
+    """World-model state: stacked member parameters (leading axis ``M``) and the normalisers."""
+
+    params: Params
+    obs_norm: Normalizer
+    act_norm: Normalizer
+    delta_norm: Normalizer
+
+    @property
+    def members(self) -> int:
+        """Ensemble size ``M``."""
+        return self.params[0][0].shape[0]
+
+
+def ensemble_init(
+    key: jax.Array, obs_dim: int, act_dim: int, members: int = 5, hidden: Sequence[int] = (1024, 1024)
+) -> Ensemble:
+    """``members`` independently initialised MLPs ``obs_dim + act_dim -> hidden… -> obs_dim``."""
+    sizes = [obs_dim + act_dim, *hidden, obs_dim]
+    params = jax.vmap(lambda k: mlp_init(k, sizes))(jax.random.split(key, members))
+    return Ensemble(
+        params=params,
+        obs_norm=normalizer_init(obs_dim, STATE_CLIP),
+        act_norm=normalizer_init(act_dim, ACTION_CLIP),
+        delta_norm=normalizer_init(obs_dim),
+    )
+
+
+def model_inputs(model: Ensemble, obs: jax.Array, act: jax.Array) -> jax.Array:
+    """``[norm(s), norm(a)]``, shape ``[..., obs_dim + act_dim]``."""
+    return jnp.concatenate([normalize(model.obs_norm, obs), normalize(model.act_norm, act)], -1)
+
+
+def predict_normalized_deltas(params: Params, inputs: jax.Array) -> jax.Array:
+    """Every member's raw output ``y``: ``inputs [..., in]`` (shared) -> ``[M, ..., obs_dim]``."""
+    return jax.vmap(mlp_apply, in_axes=(0, None))(params, inputs)
+
+
+def next_normalized_states(model: Ensemble, obs: jax.Array, y: jax.Array) -> jax.Array:
+    """``norm(s') = norm(s) + y·σ_Δ + μ_Δ`` for outputs ``y [M, ..., obs_dim]``."""
+    return normalize(model.obs_norm, obs) + denormalize(model.delta_norm, y)
+
+
+def predict_all(model: Ensemble, obs: jax.Array, act: jax.Array) -> jax.Array:
+    """Next states of every member (un-normalised): ``obs [..., obs_dim], act [..., act_dim]`` ->
+    ``[M, ..., obs_dim]``."""
+    y = predict_normalized_deltas(model.params, model_inputs(model, obs, act))
+    return denormalize(model.obs_norm, next_normalized_states(model, obs, y))
+
+
+def predict_member(model: Ensemble, obs: jax.Array, act: jax.Array, member: jax.Array) -> jax.Array:
+    """Next state of one member (an int, traced or not): ``[..., obs_dim]``."""
+    params = jax.tree_util.tree_map(lambda p: p[member], model.params)
+    y = mlp_apply(params, model_inputs(model, obs, act))
+    return denormalize(model.obs_norm, next_normalized_states(model, obs, y))
+
+
+def predict_random_member(
+    model: Ensemble, obs: jax.Array, act: jax.Array, key: jax.Array
+) -> jax.Array:
+    """Next state from a member drawn uniformly at random: one draw for the whole batch."""
+    member = jax.random.randint(key, (), 0, model.members)
+    return predict_member(model, obs, act, member)
