@@ -1,0 +1,104 @@
+"""Exponential weights over λ values, driven by how much new data surprised the model (SPEC §6).
+
+Example::
+
+    bandit = ExpWeights(arms=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5), seed=0)
+    bandit.update(g0)                 # baseline feedback: nothing was played yet, only recorded
+    lam = bandit.choose(0.0)          # the first outer iteration uses λ = 0
+    ...                               # train with lam, collect data, compute G, fit -> l_val
+    bandit.update(g, norm=l_val)      # credits the arm just played
+    lam = bandit.sample()
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Sequence
+
+import numpy as np
+
+WEIGHTINGS = ("probability", "exp-score")
+
+
+class ExpWeights:
+    """EXP3-style bandit over fixed arms with ε-uniform mixing and score decay.
+
+    ``probabilities = (1 − ε)·softmax(scores) + ε/k``. ``update(feedback, norm)`` normalises the
+    feedback against the mean of the last ``window`` feedbacks (current included),
+    ``ĝ = (feedback − mean) / norm``, and updates only the arm last played:
+    ``score ← decay·score + lr·ĝ / p``, with ``p`` the arm's probability when it was drawn
+    (``weighting="probability"``, SPEC) or ``max(exp(score), 1e-4)`` (``"exp-score"``, the authors'
+    reference code).
+    """
+
+    def __init__(
+        self,
+        arms: Sequence[float] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5),
+        lr: float = 0.2,
+        eps: float = 0.2,
+        decay: float = 0.9,
+        seed: int | None = None,
+        window: int = 5,
+        weighting: str = "probability",
+    ):
+        if len(arms) < 1:
+            raise ValueError("ExpWeights needs at least one arm")
+        if not 0.0 <= eps <= 1.0:
+            raise ValueError(f"eps must be in [0, 1], got {eps}")
+        if weighting not in WEIGHTINGS:
+            raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+        self.arms = tuple(float(a) for a in arms)
+        self.lr, self.eps, self.decay, self.weighting = lr, eps, decay, weighting
+        self.scores = np.zeros(len(self.arms))
+        self.history: deque[float] = deque(maxlen=window)
+        self.rng = np.random.default_rng(seed)
+        self.played: int | None = None
+        self.played_prob: float | None = None
+
+    @property
+    def probabilities(self) -> np.ndarray:
+        """Sampling probability of every arm, shape ``[k]``, summing to 1."""
+        z = np.exp(self.scores - self.scores.max())
+        return (1.0 - self.eps) * z / z.sum() + self.eps / len(self.arms)
+
+    def sample(self) -> float:
+        """Draw an arm (ε uniformly, else by softmax of the scores) and return its λ."""
+        return self._play(int(self.rng.choice(len(self.arms), p=self.probabilities)))
+
+    def choose(self, arm_value: float) -> float:
+        """Play a given arm without drawing (e.g. λ = 0 in the first outer iteration)."""
+        return self._play(self.arms.index(float(arm_value)))
+
+    def _play(self, index: int) -> float:
+        self.played = index
+        self.played_prob = float(self.probabilities[index])
+        return self.arms[index]
+
+    def update(self, feedback: float, norm: float = 1.0) -> float:
+        """Record ``feedback``; credit the arm last played, if any. Returns the normalised ``ĝ``."""
+        self.history.append(float(feedback))
+        g_hat = (float(feedback) - float(np.mean(self.history))) / float(norm)
+        if self.played is not None:
+            i = self.played
+            weight = self.played_prob if self.weighting == "probability" else max(np.exp(self.scores[i]), 1e-4)
+            self.scores[i] = self.decay * self.scores[i] + self.lr * g_hat / weight
+            self.played = self.played_prob = None
+        return g_hat
+
+    def state_dict(self) -> dict:
+        """Everything needed to continue identically (JSON-serialisable)."""
+        return {
+            "scores": self.scores.tolist(),
+            "history": list(self.history),
+            "rng": self.rng.bit_generator.state,
+            "played": self.played,
+            "played_prob": self.played_prob,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore a :meth:`state_dict`."""
+        self.scores = np.asarray(state["scores"], np.float64)
+        self.history.clear()
+        self.history.extend(state["history"])
+        self.rng.bit_generator.state = state["rng"]
+        self.played, self.played_prob = state["played"], state["played_prob"]
