@@ -1,0 +1,287 @@
+"""Typed, frozen run configuration with the paper's values as defaults, and the preset registry.
+
+A :class:`Config` is built from a preset (``halfcheetah-rp1``, ``ant-greedy``, ``hopper-quick``, …),
+optionally overridden with ``key=value`` strings (``model.hidden=64,64``), and validated once. The
+methods of SPEC §8 differ only in their :class:`LambdaConfig`, early stopping α and bonus type.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import typing
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from rp1.envs import names as task_names
+from rp1.errors import ConfigError
+
+LAMBDA_ARMS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
+BONUSES = ("reward", "state")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """World model and its fitting (SPEC §3)."""
+
+    members: int = 5
+    hidden: tuple[int, ...] = (1024, 1024)
+    lr: float = 1e-3
+    batch_size: int = 1024
+    check_every: int = 5
+    patience: int = 5
+    max_epochs: int = 2000
+    max_train_samples: int = 200_000
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """Policy, PPO inside the model and the stop rule (SPEC §4)."""
+
+    hidden: tuple[int, ...] = (32, 32)
+    action_std: float = 0.5
+    lr: float = 3e-4
+    batch_steps: int = 50_000
+    epochs: int = 10
+    max_updates: int = 200
+    first_check: int = 11
+
+
+@dataclass(frozen=True)
+class CollectConfig:
+    """Real-data collection and its early stopping (SPEC §5); ``alpha = 0`` turns it off."""
+
+    phase_cap: int = 3000
+    alpha: float = 5e-4
+    noise_max: float = 3.0
+    share: float = 0.99
+
+
+@dataclass(frozen=True)
+class LambdaConfig:
+    """How λ is chosen (SPEC §6): ``adaptive`` (exponential weights) or ``fixed`` at ``value``."""
+
+    mode: str = "adaptive"
+    value: float = 0.0
+    arms: tuple[float, ...] = LAMBDA_ARMS
+    lr: float = 0.2
+    eps: float = 0.2
+    decay: float = 0.9
+    window: int = 5
+    weighting: str = "probability"
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything a run needs; ``config.json`` of a run directory is :meth:`to_dict` of this."""
+
+    preset: str
+    task: str
+    method: str
+    seed: int = 0
+    budget: int = 100_000
+    bonus: str = "reward"
+    eval_episodes: int = 10
+    model: ModelConfig = field(default_factory=ModelConfig)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    collect: CollectConfig = field(default_factory=CollectConfig)
+    lam: LambdaConfig = field(default_factory=LambdaConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-serialisable dict (tuples become lists)."""
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Config":
+        """Inverse of :meth:`to_dict`."""
+        return _from_dict(cls, data)
+
+
+def _from_dict(cls, data: dict[str, Any]):
+    hints = typing.get_type_hints(cls)
+    kwargs = {}
+    for f in fields(cls):
+        if f.name not in data:
+            continue
+        value = data[f.name]
+        hint = hints[f.name]
+        if dataclasses.is_dataclass(hint):
+            value = _from_dict(hint, value)
+        elif typing.get_origin(hint) is tuple:
+            value = tuple(value)
+        kwargs[f.name] = value
+    return cls(**kwargs)
+
+
+# --- methods (SPEC §8) -------------------------------------------------------------------------
+
+MODEL_BASED_METHODS = {
+    # method: (λ mode, fixed λ, early-stopping α, bonus)
+    "rp1": ("adaptive", 0.0, 5e-4, "reward"),
+    "greedy": ("fixed", 0.0, 0.0, "reward"),
+    "vr": ("fixed", 0.5, 0.0, "reward"),
+    "rp1-noadapt": ("fixed", 0.0, 5e-4, "reward"),
+    "rp1-nopca": ("adaptive", 0.0, 0.0, "reward"),
+    "rp1-statevar": ("adaptive", 0.0, 5e-4, "state"),
+}
+
+
+def method_config(task: str, method: str, preset: str, **top) -> Config:
+    """The paper-scale config of ``method`` on ``task``."""
+    mode, value, alpha, bonus = MODEL_BASED_METHODS[method]
+    return Config(
+        preset=preset,
+        task=task,
+        method=method,
+        bonus=bonus,
+        collect=CollectConfig(alpha=alpha),
+        lam=LambdaConfig(mode=mode, value=value),
+        **top,
+    )
+
+
+def quick_config(task: str, preset: str) -> Config:
+    """RP1 shrunk to learn visibly on a 2-core CPU in about ten minutes."""
+    base = method_config(task, "rp1", preset, budget=10_000)
+    return replace(
+        base,
+        model=replace(base.model, hidden=(200, 200), max_epochs=200, batch_size=256),
+        policy=replace(base.policy, batch_steps=5_000, max_updates=60),
+        collect=replace(base.collect, phase_cap=1_000),
+    )
+
+
+def _build_presets() -> dict[str, tuple[str, typing.Callable[[], Config]]]:
+    presets = {}
+    for task in task_names():
+        for method in MODEL_BASED_METHODS:
+            name = f"{task}-{method}"
+            presets[name] = (
+                f"{method} on {task} at paper settings (10^5 samples)",
+                lambda t=task, m=method, n=name: method_config(t, m, n),
+            )
+        presets[f"{task}-quick"] = (
+            f"small RP1 on {task} that learns on a laptop CPU in minutes",
+            lambda t=task, n=f"{task}-quick": quick_config(t, n),
+        )
+    return presets
+
+
+PRESETS = _build_presets()
+
+
+def preset_names() -> list[str]:
+    """All preset names, in registry order."""
+    return list(PRESETS)
+
+
+def preset_descriptions() -> dict[str, str]:
+    """``{name: one-line description}``."""
+    return {name: desc for name, (desc, _) in PRESETS.items()}
+
+
+def get_preset(name: str) -> Config:
+    """The config of preset ``name``; ``ConfigError`` listing the valid names if unknown."""
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset {name!r}; valid presets: {', '.join(PRESETS)}")
+    return PRESETS[name][1]()
+
+
+# --- overrides and validation --------------------------------------------------------------------
+
+FIXED_KEYS = ("preset", "task", "method")
+
+
+def settable_keys(cfg: Config | None = None) -> list[str]:
+    """Every ``key`` accepted by :func:`apply_overrides` (dotted for nested sections)."""
+    keys = []
+    for f in fields(Config):
+        if f.name in FIXED_KEYS:
+            continue
+        hint = typing.get_type_hints(Config)[f.name]
+        if dataclasses.is_dataclass(hint):
+            keys += [f"{f.name}.{g.name}" for g in fields(hint)]
+        else:
+            keys.append(f.name)
+    return keys
+
+
+def _parse(text: str, hint, key: str):
+    try:
+        if hint is bool:
+            if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError
+            return text.lower() in ("true", "1", "yes")
+        if typing.get_origin(hint) is tuple:
+            (item,) = set(a for a in typing.get_args(hint) if a is not Ellipsis)
+            return tuple(item(x) for x in text.split(",") if x.strip())
+        if hint is int:
+            return int(float(text)) if float(text).is_integer() else int(text)
+        return hint(text)
+    except (ValueError, TypeError):
+        raise ConfigError(f"--set {key}={text}: expected {getattr(hint, '__name__', hint)}") from None
+
+
+def apply_overrides(cfg: Config, overrides: dict[str, str]) -> Config:
+    """``cfg`` with ``{"model.hidden": "64,64", "budget": "2e4"}`` applied (strings parsed by type)."""
+    valid = settable_keys()
+    for key, text in overrides.items():
+        if key not in valid:
+            raise ConfigError(f"unknown --set key {key!r}; valid keys: {', '.join(valid)}")
+        section, _, name = key.rpartition(".")
+        if section:
+            sub = getattr(cfg, section)
+            value = _parse(text, typing.get_type_hints(type(sub))[name], key)
+            cfg = replace(cfg, **{section: replace(sub, **{name: value})})
+        else:
+            cfg = replace(cfg, **{name: _parse(text, typing.get_type_hints(Config)[name], key)})
+    return cfg
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigError(message)
+
+
+def validate(cfg: Config) -> Config:
+    """Raise ``ConfigError`` for any out-of-range value; return ``cfg`` unchanged otherwise."""
+    _check(cfg.task in task_names(), f"unknown task {cfg.task!r}; valid tasks: {', '.join(task_names())}")
+    _check(cfg.seed >= 0, f"seed must be >= 0, got {cfg.seed}")
+    _check(cfg.bonus in BONUSES, f"bonus must be one of {', '.join(BONUSES)}, got {cfg.bonus!r}")
+    _check(cfg.eval_episodes >= 1, f"eval_episodes must be >= 1, got {cfg.eval_episodes}")
+    lam = cfg.lam
+    _check(lam.mode in ("adaptive", "fixed"), f"lam.mode must be adaptive or fixed, got {lam.mode!r}")
+    _check(0.0 <= lam.value <= 1.0, f"lam.value must be in [0, 1], got {lam.value}")
+    _check(len(lam.arms) >= 1 and all(0.0 <= a <= 1.0 for a in lam.arms), f"lam.arms must be in [0, 1], got {lam.arms}")
+    _check(0.0 in lam.arms or lam.mode == "fixed", "lam.arms must contain 0 (the first iteration's λ)")
+    _check(0.0 <= lam.eps <= 1.0, f"lam.eps must be in [0, 1], got {lam.eps}")
+    _check(lam.lr > 0 and 0.0 <= lam.decay <= 1.0 and lam.window >= 1, "lam.lr must be > 0, lam.decay in [0, 1], lam.window >= 1")
+    _check(lam.weighting in ("probability", "exp-score"), f"lam.weighting must be probability or exp-score, got {lam.weighting!r}")
+    col = cfg.collect
+    _check(col.alpha >= 0.0, f"collect.alpha must be >= 0, got {col.alpha}")
+    _check(col.noise_max >= 0.0, f"collect.noise_max must be >= 0, got {col.noise_max}")
+    _check(0.0 < col.share <= 1.0, f"collect.share must be in (0, 1], got {col.share}")
+    _check(col.phase_cap >= 1, f"collect.phase_cap must be >= 1, got {col.phase_cap}")
+    _check(cfg.budget >= col.phase_cap, f"budget ({cfg.budget}) must be at least one phase (collect.phase_cap = {col.phase_cap})")
+    m = cfg.model
+    uses_bonus = lam.mode == "adaptive" and max(lam.arms) > 0 or lam.value > 0
+    _check(m.members >= 2 or not uses_bonus, f"model.members must be >= 2 with a variance bonus, got {m.members}")
+    _check(m.members >= 1 and all(h >= 1 for h in m.hidden), "model.members and model.hidden must be positive")
+    _check(m.lr > 0 and m.batch_size >= 1 and m.max_epochs >= 1, "model.lr, model.batch_size and model.max_epochs must be positive")
+    _check(m.check_every >= 1 and m.patience >= 1 and m.max_train_samples >= 1, "model.check_every, model.patience and model.max_train_samples must be positive")
+    p = cfg.policy
+    _check(p.action_std > 0 and p.lr > 0, "policy.action_std and policy.lr must be > 0")
+    _check(p.epochs >= 1 and p.max_updates >= 1 and p.first_check >= 1, "policy.epochs, policy.max_updates and policy.first_check must be >= 1")
+    _check(all(h >= 1 for h in p.hidden), "policy.hidden must be positive")
+    return cfg
+
+
+def resolve(preset: str, seed: int | None = None, budget: int | None = None, overrides: dict[str, str] | None = None) -> Config:
+    """Preset + seed + budget + ``--set`` overrides, validated."""
+    cfg = get_preset(preset)
+    cfg = apply_overrides(cfg, overrides or {})
+    if seed is not None:
+        cfg = replace(cfg, seed=seed)
+    if budget is not None:
+        cfg = replace(cfg, budget=budget)
+    return validate(cfg)
