@@ -1,0 +1,229 @@
+"""Imagined rollouts in the ensemble with the exploration bonus, and the per-member check (SPEC §4).
+
+:func:`imagine` produces the batch PPO trains on: ``N`` rollouts of ``H`` steps, each step taking a
+sampled action (clipped to the action bounds), predicting with all ``M`` members, moving to the
+prediction of one member drawn uniformly per rollout and step, and earning
+``(1 − λ)·r_sel + λ·u`` with ``u`` the ensemble's disagreement (the exploration bonus).
+:func:`member_returns` runs the deterministic policy in each member separately (the stop rule's
+check and the logged in-model return).
+
+``predict(model, obs [..., obs_dim], act [..., act_dim]) -> [M, ..., obs_dim]`` is any function with
+the signature of :func:`rp1.dynamics.predict_all` (the default). ``model`` is any pytree with a
+``params`` field whose leaves carry the leading member axis ``M ≥ 2`` and a ``replace`` method (a
+``flax.struct`` dataclass such as :class:`rp1.dynamics.Ensemble`).
+
+Termination: a rollout ends at the first step whose drawn next state satisfies ``task.done``. That
+step's reward counts; every later step is invalid (``valid`` False, rewards 0) and its state is
+frozen at the last state before termination, so masked steps stay finite.
+
+Example::
+
+    traj, stats = imagine(model, policy, model.obs_norm, start_obs, key, 0.2,
+                          task=task, horizon=task.horizon)
+    returns = member_returns(model, policy, model.obs_norm, start_obs, task=task,
+                             horizon=task.horizon)             # [M]
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from rp1.dynamics.ensemble import predict_all
+from rp1.dynamics.normalizer import Normalizer, normalize
+from rp1.envs.task import Task
+from rp1.errors import ConfigError
+from rp1.policy.networks import DEFAULT_ACTION_STD, Policy, act_mean, act_sample
+
+Predict = Callable[..., jax.Array]
+
+
+class Trajectory(NamedTuple):
+    """An imagined batch; every field has leading axes ``[H, N]`` (time, rollout)."""
+
+    obs: jax.Array  # [H, N, obs_dim] state the action was taken in
+    act: jax.Array  # [H, N, act_dim] sampled action before clipping (what ``logp`` refers to)
+    logp: jax.Array  # [H, N] log π(act | obs) of the behaviour policy
+    reward: jax.Array  # [H, N] trained-on reward (1 − λ)·r_sel + λ·u; 0 where not valid
+    task_reward: jax.Array  # [H, N] r_sel, the drawn member's task reward; 0 where not valid
+    bonus: jax.Array  # [H, N] u, the ensemble disagreement; 0 where not valid
+    member: jax.Array  # [H, N] int, index of the drawn member
+    done: jax.Array  # [H, N] bool, the rollout terminated at this step (first termination only)
+    valid: jax.Array  # [H, N] bool, the step happened (no termination before it)
+
+
+class ImagineStats(NamedTuple):
+    """Scalar summaries of an imagined batch."""
+
+    model_return: jax.Array  # mean over rollouts of Σ_t r_sel (task reward, undiscounted)
+    bonus: jax.Array  # mean of u over valid steps
+    length: jax.Array  # mean number of valid steps per rollout
+
+
+class RolloutState(NamedTuple):
+    """What a scan over imagined steps carries: current states and which rollouts still run."""
+
+    obs: jax.Array  # [..., obs_dim]
+    alive: jax.Array  # [...] bool
+
+
+def _deviations(x: jax.Array) -> jax.Array:
+    """``x_j − mean_j x_j`` over the member axis 0, computed relative to member 0 so that identical
+    members give exactly 0 (variance is shift-invariant; this also reduces cancellation)."""
+    d = x - x[0]
+    return d - d.mean(0)
+
+
+def reward_variance_bonus(rewards: jax.Array, next_norm: jax.Array) -> jax.Array:
+    """``u = sqrt(Σ_j (r_j − r̄)² / (M − 1))`` from ``rewards [M, N]``: ``[N]`` (SPEC §4)."""
+    del next_norm
+    return jnp.sqrt((_deviations(rewards) ** 2).sum(0) / (rewards.shape[0] - 1))
+
+
+def state_variance_bonus(rewards: jax.Array, next_norm: jax.Array) -> jax.Array:
+    """``u = Σ_dims mean_j (norm(s'_j) − mean_j norm(s'_j))²`` from ``next_norm [M, N, obs_dim]``:
+    ``[N]`` (SPEC §4, the ablation)."""
+    del rewards
+    return (_deviations(next_norm) ** 2).mean(0).sum(-1)
+
+
+BONUSES = {"reward": reward_variance_bonus, "state": state_variance_bonus}
+
+
+def bonus_function(name: str) -> Callable[[jax.Array, jax.Array], jax.Array]:
+    """The bonus called ``name`` (``"reward"`` or ``"state"``); ``ConfigError`` otherwise."""
+    if name not in BONUSES:
+        raise ConfigError(f"unknown bonus {name!r}; valid bonuses: {', '.join(BONUSES)}")
+    return BONUSES[name]
+
+
+def clip_action(task: Task, act: jax.Array) -> jax.Array:
+    """``act [..., act_dim]`` clipped to the task's action bounds."""
+    return jnp.clip(act, jnp.asarray(task.action_low), jnp.asarray(task.action_high))
+
+
+def advance(task: Task, state: RolloutState, next_obs: jax.Array) -> tuple[RolloutState, jax.Array]:
+    """Move running rollouts to ``next_obs [..., obs_dim]`` and apply termination.
+
+    Returns the new state (terminated and earlier-ended rollouts keep their last state) and
+    ``done [...]``, True only at the step a running rollout terminates.
+    """
+    done = task.done(next_obs) & state.alive
+    alive = state.alive & ~done
+    return RolloutState(jnp.where(alive[..., None], next_obs, state.obs), alive), done
+
+
+def member_count(model) -> int:
+    """``M``, the leading axis of the model's stacked parameters (static)."""
+    return jax.tree_util.tree_leaves(model.params)[0].shape[0]
+
+
+def predict_each_member(predict: Predict, model, obs: jax.Array, act: jax.Array) -> jax.Array:
+    """Member ``j`` predicts from its own ``obs[j], act[j]``: ``[M, ..., dim]`` -> ``[M, ..., obs_dim]``.
+
+    The model is split into ``M`` one-member models (parameters ``[1, ...]``) and ``predict`` is
+    vmapped over them, so each member's network runs once per step.
+    """
+    single = jax.tree_util.tree_map(lambda p: p[:, None], model.params)
+    one = lambda params, o, a: predict(model.replace(params=params), o, a)[0]  # noqa: E731
+    return jax.vmap(one)(single, obs, act)
+
+
+@partial(jax.jit, static_argnames=("task", "horizon", "bonus", "predict"))
+def imagine(
+    model,
+    policy: Policy,
+    obs_norm: Normalizer,
+    start_obs: jax.Array,
+    key: jax.Array,
+    lam: jax.Array | float,
+    *,
+    task: Task,
+    horizon: int,
+    bonus: str = "reward",
+    action_std: jax.Array | float = DEFAULT_ACTION_STD,
+    predict: Predict = predict_all,
+) -> tuple[Trajectory, ImagineStats]:
+    """Roll the stochastic policy ``horizon`` steps through the ensemble from ``start_obs [N, obs_dim]``.
+
+    Each step (SPEC §4): ``a ~ N(mean(s), action_std²)`` clipped to the action bounds; all members
+    predict ``s'_j``; a member is drawn uniformly, independently per rollout and step, and its
+    prediction becomes the next state; ``r_j = task.reward(s'_j, a)``; ``u`` is the bonus named by
+    ``bonus`` (static); the trained-on reward is ``(1 − λ)·r_sel + λ·u`` with ``lam`` a traced
+    scalar. One ``lax.scan`` over time. Returns the batch (:class:`Trajectory`, ``[H, N, ...]``)
+    and its :class:`ImagineStats`.
+    """
+    bonus_fn = bonus_function(bonus)
+    rows = jnp.arange(start_obs.shape[0])
+
+    def step(state: RolloutState, step_key: jax.Array):
+        k_act, k_member = jax.random.split(step_key)
+        act, logp = act_sample(policy, obs_norm, state.obs, k_act, action_std)
+        act_env = clip_action(task, act)
+        next_all = predict(model, state.obs, act_env)  # [M, N, obs_dim]
+        member = jax.random.randint(k_member, rows.shape, 0, next_all.shape[0])
+        rewards = task.reward(next_all, act_env)  # [M, N]
+        r_sel = rewards[member, rows]
+        u = bonus_fn(rewards, normalize(obs_norm, next_all))
+        mixed = (1.0 - lam) * r_sel + lam * u
+        valid = state.alive
+        new_state, done = advance(task, state, next_all[member, rows])
+        zero_invalid = lambda x: jnp.where(valid, x, 0.0)  # noqa: E731
+        out = Trajectory(
+            obs=state.obs,
+            act=act,
+            logp=logp,
+            reward=zero_invalid(mixed),
+            task_reward=zero_invalid(r_sel),
+            bonus=zero_invalid(u),
+            member=member,
+            done=done,
+            valid=valid,
+        )
+        return new_state, out
+
+    init = RolloutState(start_obs, jnp.ones(rows.shape, bool))
+    _, traj = jax.lax.scan(step, init, jax.random.split(key, horizon))
+    steps = traj.valid.sum()
+    stats = ImagineStats(
+        model_return=traj.task_reward.sum(0).mean(),
+        bonus=traj.bonus.sum() / jnp.maximum(steps, 1),
+        length=steps / rows.shape[0],
+    )
+    return traj, stats
+
+
+@partial(jax.jit, static_argnames=("task", "horizon", "predict"))
+def member_returns(
+    model,
+    policy: Policy,
+    obs_norm: Normalizer,
+    start_obs: jax.Array,
+    *,
+    task: Task,
+    horizon: int,
+    predict: Predict = predict_all,
+) -> jax.Array:
+    """Return of the deterministic policy in each member separately: ``[M]`` (SPEC §4, stop rule).
+
+    From every row of ``start_obs [N, obs_dim]``, member ``j`` alone drives the state for
+    ``horizon`` steps (one ``lax.scan``, members vmapped); the return is the undiscounted sum of
+    ``task.reward`` (no bonus) up to and including the terminating step, averaged over the ``N``
+    start states.
+    """
+    m = member_count(model)
+
+    def step(state: RolloutState, _):
+        act = clip_action(task, act_mean(policy, obs_norm, state.obs))  # [M, N, act_dim]
+        next_obs = predict_each_member(predict, model, state.obs, act)
+        reward = jnp.where(state.alive, task.reward(next_obs, act), 0.0)
+        new_state, _ = advance(task, state, next_obs)
+        return new_state, reward
+
+    obs = jnp.broadcast_to(start_obs, (m, *start_obs.shape))
+    init = RolloutState(obs, jnp.ones(obs.shape[:-1], bool))
+    _, rewards = jax.lax.scan(step, init, None, length=horizon)  # [H, M, N]
+    return rewards.sum(0).mean(-1)

@@ -1,0 +1,60 @@
+"""The policy: actor-critic networks, PPO, and training inside the model with the stop rule (SPEC §4)."""
+
+from rp1.policy.networks import (
+    Policy,
+    act_mean,
+    act_sample,
+    gaussian_entropy,
+    gaussian_log_prob,
+    log_prob,
+    policy_init,
+    value,
+)
+from rp1.policy.ppo import (
+    PPOBatch,
+    PPOMetrics,
+    discounted_returns,
+    make_batch,
+    make_policy_optimizer,
+    normalize_returns,
+    ppo_loss,
+    ppo_update,
+)
+from rp1.policy.train import (
+    StopRule,
+    TrainInfo,
+    TrainState,
+    improved,
+    restore_best,
+    stop_rule_init,
+    stop_rule_update,
+    train_policy,
+    train_step,
+)
+
+__all__ = [
+    "PPOBatch",
+    "PPOMetrics",
+    "Policy",
+    "StopRule",
+    "TrainInfo",
+    "TrainState",
+    "act_mean",
+    "act_sample",
+    "discounted_returns",
+    "gaussian_entropy",
+    "gaussian_log_prob",
+    "improved",
+    "log_prob",
+    "make_batch",
+    "make_policy_optimizer",
+    "normalize_returns",
+    "policy_init",
+    "ppo_loss",
+    "ppo_update",
+    "restore_best",
+    "stop_rule_init",
+    "stop_rule_update",
+    "train_policy",
+    "train_step",
+]

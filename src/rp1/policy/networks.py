@@ -1,0 +1,99 @@
+"""The actor-critic: a Gaussian policy with a tanh mean and a fixed std, and a value network (SPEC §4).
+
+Both networks read the normalised state ``norm(s)`` (the world model's state normaliser, clipped to
+±3) and are plain :mod:`rp1.nn` MLPs with two hidden layers of 32 ReLU units:
+
+- actor  ``norm(s) -> 32 -> 32 -> act_dim``, mean ``tanh(·)``; actions ``~ N(mean, std²)`` with a
+  fixed ``std`` (0.5 while training in the model) that is an argument, not a learned parameter;
+- critic ``norm(s) -> 32 -> 32 -> 1``, a separate network.
+
+Evaluation and the stop rule use the mean action. Every function is batched over leading axes and
+jittable; the public ones are already ``jax.jit``-ed so they can step a real environment directly.
+
+Example::
+
+    policy = policy_init(key, obs_dim=18, act_dim=6)
+    a = act_mean(policy, model.obs_norm, obs)                  # [6] for obs [18]
+    a, logp = act_sample(policy, model.obs_norm, obs, key, 0.5)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from rp1.dynamics.normalizer import Normalizer, normalize
+from rp1.nn import Params, mlp_apply, mlp_init
+
+DEFAULT_ACTION_STD = 0.5
+ACTOR_OUT_SCALE = 0.01  # a near-zero initial mean: the first policy acts like pure noise
+CRITIC_OUT_SCALE = 1.0
+
+
+@struct.dataclass
+class Policy:
+    """Actor and critic parameters (two independent :mod:`rp1.nn` MLPs)."""
+
+    actor: Params
+    critic: Params
+
+
+def policy_init(
+    key: jax.Array, obs_dim: int, act_dim: int, hidden: Sequence[int] = (32, 32)
+) -> Policy:
+    """A fresh actor ``obs_dim -> hidden… -> act_dim`` and critic ``obs_dim -> hidden… -> 1``."""
+    k_actor, k_critic = jax.random.split(key)
+    return Policy(
+        actor=mlp_init(k_actor, [obs_dim, *hidden, act_dim], ACTOR_OUT_SCALE),
+        critic=mlp_init(k_critic, [obs_dim, *hidden, 1], CRITIC_OUT_SCALE),
+    )
+
+
+@jax.jit
+def act_mean(policy: Policy, obs_norm: Normalizer, obs: jax.Array) -> jax.Array:
+    """Deterministic action ``tanh(actor(norm(s)))``: ``obs [..., obs_dim] -> [..., act_dim]``."""
+    return jnp.tanh(mlp_apply(policy.actor, normalize(obs_norm, obs)))
+
+
+@jax.jit
+def value(policy: Policy, obs_norm: Normalizer, obs: jax.Array) -> jax.Array:
+    """Critic estimate ``V(s)``: ``obs [..., obs_dim] -> [...]`` (units of normalised return)."""
+    return mlp_apply(policy.critic, normalize(obs_norm, obs))[..., 0]
+
+
+def gaussian_log_prob(mean: jax.Array, std: jax.Array | float, act: jax.Array) -> jax.Array:
+    """Log-density of ``act`` under ``N(mean, std²·I)``, summed over the last axis: ``[...]``."""
+    z = (act - mean) / std
+    per_dim = -0.5 * z * z - jnp.log(std) - 0.5 * math.log(2 * math.pi)
+    return per_dim.sum(-1)
+
+
+def gaussian_entropy(std: jax.Array | float, act_dim: int) -> jax.Array:
+    """Entropy (nats) of ``N(·, std²·I)`` in ``act_dim`` dimensions; a scalar."""
+    return act_dim * (0.5 * math.log(2 * math.pi * math.e) + jnp.log(std))
+
+
+@jax.jit
+def log_prob(
+    policy: Policy, obs_norm: Normalizer, obs: jax.Array, act: jax.Array, std: jax.Array | float
+) -> jax.Array:
+    """``log π(a | s)`` with action std ``std``: ``obs [..., obs_dim], act [..., act_dim] -> [...]``."""
+    return gaussian_log_prob(act_mean(policy, obs_norm, obs), std, act)
+
+
+@jax.jit
+def act_sample(
+    policy: Policy,
+    obs_norm: Normalizer,
+    obs: jax.Array,
+    key: jax.Array,
+    std: jax.Array | float = DEFAULT_ACTION_STD,
+) -> tuple[jax.Array, jax.Array]:
+    """Sample ``a ~ N(mean(s), std²)`` (not clipped); returns ``(a [..., act_dim], log π(a|s) [...])``."""
+    mean = act_mean(policy, obs_norm, obs)
+    act = mean + std * jax.random.normal(key, mean.shape, mean.dtype)
+    return act, gaussian_log_prob(mean, std, act)

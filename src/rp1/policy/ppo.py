@@ -1,0 +1,189 @@
+"""PPO as in the paper's appendix: Monte-Carlo returns, no GAE, full-batch epochs (SPEC §4).
+
+Pure functions over ``[H, N]`` batches (time, rollout):
+
+- :func:`discounted_returns` — ``G_t = r_t + γ·(1 − done_t)·G_{t+1}`` (a reverse ``lax.scan``);
+- :func:`normalize_returns` — returns standardised over the valid steps of the batch;
+- :func:`ppo_loss` — ``−clipped surrogate (ε) + 0.5·MSE(V, R̂) − 0.01·entropy`` with advantage
+  ``A = R̂ − V_old(s)`` (``R̂`` the normalised return, ``V_old`` the critic before the update);
+- :func:`ppo_update` — ``epochs`` full-batch Adam steps (a ``lax.scan``), one jitted call.
+
+Example::
+
+    opt_state = make_policy_optimizer().init(policy)
+    policy, opt_state, metrics = ppo_update(policy, opt_state, traj, model.obs_norm)
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from rp1.dynamics.normalizer import Normalizer
+from rp1.policy.networks import (
+    DEFAULT_ACTION_STD,
+    Policy,
+    act_mean,
+    gaussian_entropy,
+    gaussian_log_prob,
+    value,
+)
+
+LEARNING_RATE = 3e-4
+ADAM_BETAS = (0.9, 0.999)
+GAMMA = 0.99
+CLIP_EPS = 0.2
+VALUE_COEF = 0.5
+ENTROPY_COEF = 0.01
+EPOCHS = 10
+RETURN_STD_EPS = 1e-8
+
+
+class PPOBatch(NamedTuple):
+    """A flattened batch of ``B = H·N`` steps with fixed targets."""
+
+    obs: jax.Array  # [B, obs_dim]
+    act: jax.Array  # [B, act_dim] sampled (unclipped) action
+    logp: jax.Array  # [B] behaviour log-probability
+    ret: jax.Array  # [B] normalised discounted return R̂ (value target)
+    adv: jax.Array  # [B] advantage R̂ − V_old(s)
+    weight: jax.Array  # [B] 1.0 for valid steps, 0.0 for steps after termination
+
+
+class PPOMetrics(NamedTuple):
+    """Loss terms, averaged over the epochs of one update."""
+
+    loss: jax.Array
+    policy_loss: jax.Array
+    value_loss: jax.Array
+    entropy: jax.Array
+    approx_kl: jax.Array  # mean of logp_old − logp_new over valid steps
+    clip_fraction: jax.Array  # share of valid steps with |ratio − 1| > ε
+
+
+def make_policy_optimizer(learning_rate: float = LEARNING_RATE) -> optax.GradientTransformation:
+    """Adam with ``β = (0.9, 0.999)`` (SPEC §9). The learning rate lives in the optimiser state
+    (``optax.inject_hyperparams``), so :func:`ppo_update` needs no optimiser argument and changing
+    it does not recompile."""
+    b1, b2 = ADAM_BETAS
+    return optax.inject_hyperparams(optax.adam)(learning_rate=learning_rate, b1=b1, b2=b2)
+
+
+def discounted_returns(reward: jax.Array, done: jax.Array, gamma: float = GAMMA) -> jax.Array:
+    """Monte-Carlo returns ``G_t = r_t + γ·(1 − done_t)·G_{t+1}``, ``G_H = 0``; ``[H, N] -> [H, N]``.
+
+    ``done_t`` True means the episode ended with step ``t``'s reward, so nothing after it is
+    discounted back (the reset at termination).
+    """
+
+    def back(g_next, step):
+        r, d = step
+        g = r + gamma * jnp.where(d, 0.0, g_next)
+        return g, g
+
+    _, returns = jax.lax.scan(back, jnp.zeros(reward.shape[1:]), (reward, done), reverse=True)
+    return returns
+
+
+def normalize_returns(returns: jax.Array, valid: jax.Array) -> jax.Array:
+    """``(G − mean) / (std + 1e-8)`` with mean and std over the entries where ``valid``; same shape."""
+    w = valid.astype(returns.dtype)
+    count = jnp.maximum(w.sum(), 1.0)
+    mean = (w * returns).sum() / count
+    std = jnp.sqrt((w * (returns - mean) ** 2).sum() / count)
+    return (returns - mean) / (std + RETURN_STD_EPS)
+
+
+def make_batch(policy: Policy, obs_norm: Normalizer, traj, gamma: float = GAMMA) -> PPOBatch:
+    """Targets for one update from an imagined trajectory (fields ``obs, act, logp, reward, done,
+    valid`` with leading ``[H, N]``): normalised returns and advantages under the current critic."""
+    ret = normalize_returns(discounted_returns(traj.reward, traj.done, gamma), traj.valid)
+    adv = ret - value(policy, obs_norm, traj.obs)
+    flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731
+    return PPOBatch(
+        obs=flat(traj.obs),
+        act=flat(traj.act),
+        logp=flat(traj.logp),
+        ret=flat(ret),
+        adv=flat(jax.lax.stop_gradient(adv)),
+        weight=flat(traj.valid.astype(ret.dtype)),
+    )
+
+
+def ppo_loss(
+    policy: Policy,
+    obs_norm: Normalizer,
+    batch: PPOBatch,
+    action_std: jax.Array | float = DEFAULT_ACTION_STD,
+    *,
+    clip_eps: float = CLIP_EPS,
+    value_coef: float = VALUE_COEF,
+    entropy_coef: float = ENTROPY_COEF,
+) -> tuple[jax.Array, PPOMetrics]:
+    """``−E[min(ρ·A, clip(ρ, 1 ± ε)·A)] + 0.5·E[(V − R̂)²] − 0.01·H[π]`` over valid steps.
+
+    ``ρ = π(a|s) / π_old(a|s)``; expectations are means weighted by ``batch.weight``. The entropy of
+    the fixed-std Gaussian does not depend on the parameters; it is kept for the logged loss.
+    Returns ``(loss, metrics)`` (scalars).
+    """
+    mean_w = lambda x: (batch.weight * x).sum() / jnp.maximum(batch.weight.sum(), 1.0)  # noqa: E731
+    logp = gaussian_log_prob(act_mean(policy, obs_norm, batch.obs), action_std, batch.act)
+    ratio = jnp.exp(logp - batch.logp)
+    surrogate = jnp.minimum(ratio * batch.adv, jnp.clip(ratio, 1 - clip_eps, 1 + clip_eps) * batch.adv)
+    policy_loss = -mean_w(surrogate)
+    value_loss = mean_w((value(policy, obs_norm, batch.obs) - batch.ret) ** 2)
+    entropy = gaussian_entropy(action_std, batch.act.shape[-1])
+    loss = policy_loss + value_coef * value_loss - entropy_coef * entropy
+    metrics = PPOMetrics(
+        loss=loss,
+        policy_loss=policy_loss,
+        value_loss=value_loss,
+        entropy=entropy,
+        approx_kl=mean_w(batch.logp - logp),
+        clip_fraction=mean_w((jnp.abs(ratio - 1) > clip_eps).astype(ratio.dtype)),
+    )
+    return loss, metrics
+
+
+@partial(jax.jit, static_argnames=("epochs",))
+def ppo_update(
+    policy: Policy,
+    opt_state: optax.OptState,
+    traj,
+    obs_norm: Normalizer,
+    *,
+    epochs: int = EPOCHS,
+    gamma: float = GAMMA,
+    clip_eps: float = CLIP_EPS,
+    value_coef: float = VALUE_COEF,
+    entropy_coef: float = ENTROPY_COEF,
+    action_std: jax.Array | float = DEFAULT_ACTION_STD,
+) -> tuple[Policy, optax.OptState, PPOMetrics]:
+    """One PPO update: targets from ``traj`` ([H, N] trajectory, see :func:`make_batch`), then
+    ``epochs`` full-batch Adam steps on :func:`ppo_loss` (one ``lax.scan``). ``opt_state`` comes
+    from :func:`make_policy_optimizer`. Returns ``(policy, opt_state, metrics averaged over epochs)``.
+    """
+    batch = make_batch(policy, obs_norm, traj, gamma)
+    loss_fn = partial(
+        ppo_loss,
+        obs_norm=obs_norm,
+        batch=batch,
+        action_std=action_std,
+        clip_eps=clip_eps,
+        value_coef=value_coef,
+        entropy_coef=entropy_coef,
+    )
+    optimizer = make_policy_optimizer()  # its update reads the learning rate from opt_state
+
+    def epoch(carry, _):
+        params, state = carry
+        grads, metrics = jax.grad(loss_fn, has_aux=True)(params)
+        updates, state = optimizer.update(grads, state, params)
+        return (optax.apply_updates(params, updates), state), metrics
+
+    (policy, opt_state), metrics = jax.lax.scan(epoch, (policy, opt_state), None, length=epochs)
+    return policy, opt_state, jax.tree_util.tree_map(jnp.mean, metrics)
