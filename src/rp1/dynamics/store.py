@@ -1,0 +1,161 @@
+"""Host-side (NumPy) store of real transitions, split into training and validation (SPEC §2).
+
+The fit receives fixed-capacity arrays (:class:`Dataset`): the rows are padded with zeros up to a
+size bucket (a power of two, at least 1,024) and carry the number of valid rows, so the compiled
+fit is reused while the data grows inside a bucket instead of recompiling every outer iteration.
+
+Example::
+
+    store = TransitionStore(obs_dim=18, act_dim=6)
+    store.add_phase(episodes)                     # first ⌊n/3⌋ episodes -> validation
+    train = store.train_set(np.random.default_rng(0))
+    val = store.val_set()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+MIN_CAPACITY = 1024
+MAX_TRAIN_SAMPLES = 200_000
+_FIELDS = ("obs", "act", "rew", "next_obs")
+
+
+class Transitions(NamedTuple):
+    """Unpadded transitions ``(s, a, r, s')``: ``obs [N, obs_dim]``, ``act [N, act_dim]``,
+    ``rew [N]``, ``next_obs [N, obs_dim]`` (float32)."""
+
+    obs: np.ndarray
+    act: np.ndarray
+    rew: np.ndarray
+    next_obs: np.ndarray
+
+
+class Dataset(NamedTuple):
+    """Padded transitions for the compiled fit: rows ``>= count`` are zeros and never used.
+
+    ``obs [C, obs_dim]``, ``act [C, act_dim]``, ``next_obs [C, obs_dim]`` (float32),
+    ``count []`` (int32, valid rows), with ``C = bucket_capacity(count)``.
+    """
+
+    obs: np.ndarray
+    act: np.ndarray
+    next_obs: np.ndarray
+    count: np.ndarray
+
+
+def bucket_capacity(n: int) -> int:
+    """The smallest power of two ``>= n``, at least :data:`MIN_CAPACITY`."""
+    return max(MIN_CAPACITY, 1 << max(n - 1, 0).bit_length())
+
+
+def padded_dataset(obs: np.ndarray, act: np.ndarray, next_obs: np.ndarray) -> Dataset:
+    """Pad ``obs [N, obs_dim]``, ``act [N, act_dim]``, ``next_obs [N, obs_dim]`` with zero rows to
+    ``bucket_capacity(N)`` rows."""
+    n = len(obs)
+    if not len(act) == len(next_obs) == n:
+        raise ValueError(f"obs, act, next_obs need the same rows, got {n}, {len(act)}, {len(next_obs)}")
+    capacity = bucket_capacity(n)
+
+    def pad(x: np.ndarray) -> np.ndarray:
+        out = np.zeros((capacity, x.shape[1]), np.float32)
+        out[:n] = x
+        return out
+
+    return Dataset(pad(obs), pad(act), pad(next_obs), np.asarray(n, np.int32))
+
+
+def _checked(rows: Mapping[str, Any] | Any, obs_dim: int, act_dim: int) -> Transitions:
+    """Transitions from a mapping or an object with ``obs, act, rew, next_obs``, cast to float32;
+    raises ``ValueError`` on inconsistent shapes."""
+    get = rows.__getitem__ if isinstance(rows, Mapping) else lambda name: getattr(rows, name)
+    t = Transitions(*(np.asarray(get(name), np.float32) for name in _FIELDS))
+    n = len(t.obs)
+    expected = ((n, obs_dim), (n, act_dim), (n,), (n, obs_dim))
+    for name, x, want in zip(_FIELDS, t, expected):
+        if x.shape != want:
+            raise ValueError(f"transition field {name!r} has shape {x.shape}, expected {want}")
+    return t
+
+
+def _concat(parts: Sequence[Transitions], obs_dim: int, act_dim: int) -> Transitions:
+    """Row-wise concatenation; an empty sequence gives zero-row arrays of the right widths."""
+    empty = Transitions(
+        np.zeros((0, obs_dim), np.float32),
+        np.zeros((0, act_dim), np.float32),
+        np.zeros((0,), np.float32),
+        np.zeros((0, obs_dim), np.float32),
+    )
+    return Transitions(*(np.concatenate(cols) for cols in zip(empty, *parts)))
+
+
+class TransitionStore:
+    """All real transitions of a run, in a training and a validation set that only grow.
+
+    Each call to :meth:`add_phase` puts the first ``⌊n/3⌋`` of its ``n`` rollouts into validation
+    and the rest into training (SPEC §2).
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int) -> None:
+        self.obs_dim = obs_dim
+        self.act_dim = act_dim
+        self.train = _concat([], obs_dim, act_dim)
+        self.val = _concat([], obs_dim, act_dim)
+
+    @property
+    def n_train(self) -> int:
+        """Training transitions stored."""
+        return len(self.train.obs)
+
+    @property
+    def n_val(self) -> int:
+        """Validation transitions stored."""
+        return len(self.val.obs)
+
+    @property
+    def n_total(self) -> int:
+        """All transitions stored."""
+        return self.n_train + self.n_val
+
+    def add_phase(self, episodes: Sequence[Mapping[str, Any] | Any]) -> None:
+        """Add one collection phase: a list of rollouts, each with ``obs [T, obs_dim]``,
+        ``act [T, act_dim]``, ``rew [T]``, ``next_obs [T, obs_dim]``."""
+        parts = [_checked(e, self.obs_dim, self.act_dim) for e in episodes]
+        n_val = len(parts) // 3
+        self.val = _concat([self.val, *parts[:n_val]], self.obs_dim, self.act_dim)
+        self.train = _concat([self.train, *parts[n_val:]], self.obs_dim, self.act_dim)
+
+    def transitions(self) -> Transitions:
+        """Every stored transition, training rows first."""
+        return _concat([self.train, self.val], self.obs_dim, self.act_dim)
+
+    def train_set(self, rng: np.random.Generator, max_samples: int = MAX_TRAIN_SAMPLES) -> Dataset:
+        """The training set, padded; beyond ``max_samples`` rows a uniform subsample (without
+        replacement) drawn with ``rng`` (SPEC §3). ``rng`` is not used when no subsample is needed."""
+        t = self.train
+        if self.n_train > max_samples:
+            rows = np.sort(rng.choice(self.n_train, max_samples, replace=False))
+            t = Transitions(*(x[rows] for x in t))
+        return padded_dataset(t.obs, t.act, t.next_obs)
+
+    def val_set(self) -> Dataset:
+        """The validation set, padded."""
+        return padded_dataset(self.val.obs, self.val.act, self.val.next_obs)
+
+    def state_dict(self) -> dict[str, np.ndarray | int]:
+        """Everything needed to rebuild the store exactly: plain NumPy arrays and ints."""
+        state: dict[str, np.ndarray | int] = {"obs_dim": self.obs_dim, "act_dim": self.act_dim}
+        for split, t in (("train", self.train), ("val", self.val)):
+            state.update({f"{split}_{name}": x.copy() for name, x in zip(_FIELDS, t)})
+        return state
+
+    @classmethod
+    def from_state_dict(cls, state: Mapping[str, Any]) -> TransitionStore:
+        """The store that :meth:`state_dict` described."""
+        store = cls(int(state["obs_dim"]), int(state["act_dim"]))
+        store.train = _checked({n: state[f"train_{n}"] for n in _FIELDS}, store.obs_dim, store.act_dim)
+        store.val = _checked({n: state[f"val_{n}"] for n in _FIELDS}, store.obs_dim, store.act_dim)
+        return store

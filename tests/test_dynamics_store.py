@@ -1,0 +1,91 @@
+"""The host-side transition store: phase split, size buckets, the training cap, checkpoints."""
+
+import numpy as np
+import pytest
+
+from rp1.dynamics import Transitions, TransitionStore, bucket_capacity, padded_dataset
+
+OBS, ACT = 3, 2
+
+
+def episode(tag: float, steps: int = 10) -> dict[str, np.ndarray]:
+    """A rollout whose every entry equals ``tag``, so that its rows can be traced in the store."""
+    return {
+        "obs": np.full((steps, OBS), tag),
+        "act": np.full((steps, ACT), tag),
+        "rew": np.full((steps,), tag),
+        "next_obs": np.full((steps, OBS), tag),
+    }
+
+
+def tags(t: Transitions) -> list[float]:
+    """The distinct episode tags of ``t`` in order of appearance."""
+    return list(dict.fromkeys(t.obs[:, 0].tolist()))
+
+
+def test_phase_puts_first_third_of_rollouts_into_validation():
+    store = TransitionStore(OBS, ACT)
+    store.add_phase([episode(i) for i in range(8)])  # ⌊8/3⌋ = 2
+    assert tags(store.val) == [0, 1]
+    assert tags(store.train) == [2, 3, 4, 5, 6, 7]
+    store.add_phase([episode(10 + i, steps=5) for i in range(3)])  # ⌊3/3⌋ = 1
+    assert tags(store.val) == [0, 1, 10]
+    assert tags(store.train) == [2, 3, 4, 5, 6, 7, 11, 12]
+    assert (store.n_train, store.n_val, store.n_total) == (70, 25, 95)
+
+
+def test_phase_of_two_rollouts_adds_no_validation_and_accepts_namedtuples():
+    store = TransitionStore(OBS, ACT)
+    store.add_phase([Transitions(**episode(1)), Transitions(**episode(2))])
+    assert store.n_val == 0 and tags(store.train) == [1, 2]
+    assert tags(store.transitions()) == [1, 2]
+
+
+def test_rejects_inconsistent_shapes():
+    bad = episode(0)
+    bad["act"] = bad["act"][:-1]
+    with pytest.raises(ValueError, match="'act'"):
+        TransitionStore(OBS, ACT).add_phase([bad])
+
+
+@pytest.mark.parametrize(("n", "capacity"), [(0, 1024), (1, 1024), (1024, 1024), (1025, 2048), (9000, 16384)])
+def test_bucket_capacity(n, capacity):
+    assert bucket_capacity(n) == capacity
+
+
+def test_padded_dataset_pads_with_zero_rows_and_counts_valid_rows():
+    rng = np.random.default_rng(0)
+    obs, act, nxt = rng.normal(size=(1500, OBS)), rng.normal(size=(1500, ACT)), rng.normal(size=(1500, OBS))
+    d = padded_dataset(obs, act, nxt)
+    assert d.obs.shape == (2048, OBS) and d.act.shape == (2048, ACT) and int(d.count) == 1500
+    np.testing.assert_allclose(d.next_obs[:1500], nxt.astype(np.float32))
+    assert not d.obs[1500:].any() and d.obs.dtype == np.float32
+
+
+def test_train_set_subsamples_uniformly_beyond_the_cap():
+    store = TransitionStore(OBS, ACT)
+    store.add_phase([episode(i) for i in range(30)])  # 200 training rows
+    small = store.train_set(np.random.default_rng(0), max_samples=50)
+    again = store.train_set(np.random.default_rng(0), max_samples=50)
+    assert int(small.count) == 50 and small.obs.shape[0] == 1024
+    np.testing.assert_array_equal(small.obs, again.obs)
+    assert set(small.obs[:50, 0]) <= set(store.train.obs[:, 0])
+    full = store.train_set(np.random.default_rng(0))
+    assert int(full.count) == 200
+
+
+def test_state_dict_round_trip_through_npz_is_exact_and_keeps_growing_identically(tmp_path):
+    rng = np.random.default_rng(1)
+    phase = [{k: rng.normal(size=v.shape) for k, v in episode(0, steps=7).items()} for _ in range(5)]
+    store = TransitionStore(OBS, ACT)
+    store.add_phase(phase)
+    state = store.state_dict()
+    assert all(isinstance(v, (int, np.ndarray)) for v in state.values())
+    np.savez(tmp_path / "store.npz", **state)
+    with np.load(tmp_path / "store.npz") as saved:
+        restored = TransitionStore.from_state_dict(saved)
+    for s in (store, restored):
+        s.add_phase(phase[:3])
+    for a, b in zip(store.transitions(), restored.transitions()):
+        np.testing.assert_array_equal(a, b)
+    assert (restored.n_train, restored.n_val) == (store.n_train, store.n_val)
