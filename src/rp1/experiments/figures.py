@@ -1,0 +1,158 @@
+"""The report's PNG figures, drawn with Matplotlib's Agg canvas (no pyplot global state).
+
+Every function takes the tidy metrics table (see runs_table) or a summary of it, writes one
+PNG and returns its path, or returns None and writes nothing when there is no data to draw.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from rp1.experiments import stats
+from rp1.experiments.paper import ADAPTIVE_LAMBDA, METHOD_LABELS, PHASE_CAP
+
+GRID_POINTS = 200
+"""Points of the common sample grid that curves are aligned on."""
+
+METHOD_COLORS: dict[str, str] = {method: f"C{i}" for i, method in enumerate(METHOD_LABELS)}
+REFERENCE_GREYS: tuple[str, ...] = ("0.15", "0.4", "0.65")
+
+
+def label(method: str) -> str:
+    """The display name of a method."""
+    return METHOD_LABELS.get(method, method)
+
+
+def color(method: str) -> str:
+    """The same colour for a method in every figure."""
+    return METHOD_COLORS.get(method, "C9")
+
+
+def new_figure(nrows: int = 1, ncols: int = 1, panel: tuple[float, float] = (6.4, 4.2)) -> tuple[Figure, np.ndarray]:
+    """A figure on an Agg canvas with an ``[nrows, ncols]`` array of axes; ``panel`` in inches."""
+    figure = Figure(figsize=(panel[0] * ncols, panel[1] * nrows), layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure, figure.subplots(nrows, ncols, squeeze=False)
+
+
+def save(figure: Figure, path: Path) -> Path:
+    """Write the figure as PNG and return the path."""
+    figure.savefig(path, dpi=110)
+    return path
+
+
+def plot_median_iqr(ax: Axes, metrics: pd.DataFrame, methods: tuple[str, ...]) -> None:
+    """Median (line) and IQR (band) over runs of each method's best-so-far evaluation return.
+
+    Runs are aligned on a common grid of real samples, 0 to the most any run reached, by
+    :func:`stats.best_so_far_curves` (step alignment; a run leaves the band beyond what it reached).
+    """
+    grid = np.linspace(0.0, float(metrics["reached"].max()), GRID_POINTS)
+    for method in methods:
+        runs = metrics[metrics["method"] == method]
+        if runs.empty:
+            continue
+        q25, median, q75 = stats.quartile_bands(stats.best_so_far_curves(runs, grid))
+        count = runs["run"].nunique()
+        ax.plot(grid, median, color=color(method), label=f"{label(method)} (n = {count})")
+        ax.fill_between(grid, q25, q75, color=color(method), alpha=0.25, linewidth=0)
+    ax.set_xlabel("real samples")
+    ax.set_ylabel("best evaluation return so far")
+
+
+def curve_figure(
+    metrics: pd.DataFrame,
+    methods: tuple[str, ...],
+    title: str,
+    path: Path,
+    references: tuple[tuple[int, float, int], ...] = (),
+) -> Path | None:
+    """Median + IQR curves of ``methods`` on one task (Figures 1, 3 and the ablations).
+
+    ``references``: (real samples, return, seeds) drawn as dashed horizontal lines — model-free
+    PPO's median best return by that many samples.
+    """
+    shown = metrics[metrics["method"].isin(methods)]
+    if shown.empty:
+        return None
+    figure, axes = new_figure()
+    ax = axes[0, 0]
+    plot_median_iqr(ax, shown, methods)
+    for (samples, level, count), grey in zip(references, REFERENCE_GREYS):
+        ax.axhline(level, color=grey, linestyle="--", label=f"PPO, best by {samples:,} samples (n = {count})")
+    ax.set_title(title)
+    ax.legend(fontsize="small")
+    return save(figure, path)
+
+
+def lambda_figure(summary: pd.DataFrame, tasks: tuple[str, ...], path: Path) -> Path | None:
+    """Figure 2: per task, mean normalised one-step change in return after each λ (bars ± s.e.m.).
+
+    ``summary``: :func:`stats.lambda_summary` of the adaptive-λ methods.
+    """
+    tasks = tuple(task for task in tasks if (summary["task"] == task).any())
+    if not tasks:
+        return None
+    figure, axes = new_figure(1, len(tasks), panel=(4.2, 3.6))
+    for ax, task in zip(axes[0], tasks):
+        rows = summary[summary["task"] == task]
+        arms = np.sort(rows["lambda"].unique())
+        methods = [method for method in ADAPTIVE_LAMBDA if (rows["method"] == method).any()]
+        width = 0.8 / len(methods)
+        for i, method in enumerate(methods):
+            bars = rows[rows["method"] == method].set_index("lambda").reindex(arms)
+            x = np.arange(len(arms)) + (i - (len(methods) - 1) / 2) * width
+            ax.bar(x, bars["mean"], width, yerr=bars["sem"].fillna(0), color=color(method), label=label(method))
+        ax.axhline(0.0, color="0.3", linewidth=0.8)
+        ax.set_xticks(np.arange(len(arms)), [f"{arm:g}" for arm in arms])
+        ax.set_xlabel("λ the policy was trained with")
+        ax.set_title(task)
+        ax.legend(fontsize="small")
+    axes[0, 0].set_ylabel("mean one-step change in return\n(share of the run's return range)")
+    return save(figure, path)
+
+
+def plot_run_traces(ax: Axes, metrics: pd.DataFrame, x: str, y: str, **style) -> bool:
+    """One thin trace per run of column ``y`` against ``x``, coloured by method, one legend entry
+    per method; says "no data" on the panel and returns False when ``y`` is empty."""
+    rows = metrics.dropna(subset=[y])
+    if rows.empty:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+        return False
+    for method, runs in rows.groupby("method", sort=False):
+        for i, (_, run) in enumerate(runs.groupby("run")):
+            name = label(method) if i == 0 else "_nolegend_"
+            ax.plot(run[x], run[y], color=color(method), alpha=0.6, linewidth=0.9, label=name, **style)
+    ax.set_xlabel(x.replace("_", " "))
+    ax.set_ylabel(y.replace("_", " "))
+    ax.legend(fontsize="x-small")
+    return True
+
+
+def diagnostics_figure(metrics: pd.DataFrame, task: str, path: Path) -> Path | None:
+    """Active-learning diagnostics of one task's model-based runs, four panels: λ per iteration
+    (adaptive methods), real samples per collection phase against the cap (SPEC §5), the model
+    error G (SPEC §6) and the ensemble's validation loss, against real samples."""
+    if metrics.empty:
+        return None
+    figure, axes = new_figure(2, 2, panel=(5.6, 3.8))
+    (lambdas, phases), (errors, losses) = axes
+    plot_run_traces(lambdas, metrics[metrics["method"].isin(ADAPTIVE_LAMBDA)], "iteration", "lambda", drawstyle="steps-post")
+    lambdas.set_title("λ chosen per iteration")
+    if plot_run_traces(phases, metrics, "samples", "phase_samples", marker=".", linestyle="none"):
+        phases.axhline(PHASE_CAP, color="0.3", linestyle="--", label=f"cap ({PHASE_CAP:,})")
+        phases.legend(fontsize="x-small")
+    phases.set_title("real samples per collection phase")
+    plot_run_traces(errors, metrics, "samples", "model_error")
+    errors.set_title("model error G on the new phase")
+    if plot_run_traces(losses, metrics, "samples", "val_loss") and (metrics["val_loss"].dropna() > 0).all():
+        losses.set_yscale("log")
+    losses.set_title("ensemble validation loss")
+    figure.suptitle(f"{task}: active-learning diagnostics")
+    return save(figure, path)

@@ -1,0 +1,224 @@
+"""Tests of ``rp1 report``: tables, statistics and figures from synthetic run directories."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib import image
+from scipy import stats as scipy_stats
+
+from rp1.errors import ConfigError
+from rp1.experiments import stats
+from rp1.experiments.report import write_report
+from rp1.experiments.runs_table import load_runs
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+METRIC_COLUMNS = (
+    "iteration, samples, lambda, eval_return, model_return, model_error, val_loss, phase_samples, "
+    "residual, policy_updates, model_epochs, wall_s"
+).split(", ")
+
+
+def write_run(
+    root: Path,
+    task: str,
+    method: str,
+    seed: int,
+    samples: list[int],
+    returns: list[float],
+    budget: int = 100_000,
+    phase: int = 3_000,
+    **columns: list[float],
+) -> Path:
+    """A run directory ``root/<task>-<method>/seed<k>`` with config.json and metrics.csv.
+
+    Every row's phase takes ``phase`` samples, so the run reached ``samples[-1] + phase``;
+    ``columns`` override the defaults of other metric columns (lambda, model_error, …).
+    """
+    run_dir = root / f"{task}-{method}" / f"seed{seed}"
+    run_dir.mkdir(parents=True)
+    config = {"preset": f"{task}-{method}", "task": task, "method": method, "seed": seed, "budget": budget, "extra": 1}
+    (run_dir / "config.json").write_text(json.dumps(config))
+    n = len(samples)
+    model_free = method == "modelfree"
+    defaults = {column: [math.nan if model_free else 1.0] * n for column in METRIC_COLUMNS}
+    defaults.update(
+        iteration=list(range(n)),
+        samples=samples,
+        eval_return=returns,
+        phase_samples=[math.nan if model_free else phase] * n,
+        **{"lambda": [math.nan if model_free else 0.0] * n},
+    )
+    defaults.update(columns)
+    pd.DataFrame(defaults).to_csv(run_dir / "metrics.csv", index=False)
+    return run_dir
+
+
+def linear_run(root: Path, task: str, method: str, seed: int, start: float, slope: float, budget: int = 100_000) -> Path:
+    """A model-based run evaluated every 3,000 samples up to its budget with return start + slope·i."""
+    samples = list(range(3_000, budget, 3_000))
+    returns = [start + slope * i for i in range(len(samples))]
+    lambdas = [0.1 * (i % 6) if method in ("rp1", "rp1-nopca", "rp1-statevar") else 0.0 for i in range(len(samples))]
+    return write_run(root, task, method, seed, samples, returns, budget=budget, phase=2_000 + 100 * seed,
+                     model_error=[1.0 / (i + 1) for i in range(len(samples))], **{"lambda": lambdas})
+
+
+def cells(out: Path, name: str = "table1") -> pd.DataFrame:
+    return pd.read_csv(out / f"{name}.csv").set_index(["task", "samples", "method"])
+
+
+def test_medians_are_exact(tmp_path):
+    bests = [10.0, 30.0, 20.0, 50.0]
+    for seed, best in enumerate(bests):
+        write_run(tmp_path / "runs", "hopper", "rp1", seed, [3_000, 6_000, 97_000], [best - 5, best, best - 1])
+    write_report(tmp_path / "runs", tmp_path / "out")
+    cell = cells(tmp_path / "out").loc["hopper", 100_000, "rp1"]
+    assert cell.n_seeds == 4
+    assert cell["median"] == pytest.approx(np.median(bests))
+    assert (cell.q25, cell.q75) == pytest.approx(tuple(np.percentile(bests, [25, 75])))
+    assert cell.paper_median == pytest.approx(619.73)
+
+
+def test_best_so_far_counts_only_evaluations_by_the_timestep(tmp_path):
+    # Seed 0's best (100) comes at 12,000 samples: at 10⁴ only its 5.0 counts.
+    write_run(tmp_path, "ant", "greedy", 0, [3_000, 9_000, 12_000, 97_000], [1.0, 5.0, 100.0, 50.0])
+    write_run(tmp_path, "ant", "greedy", 1, [3_000, 10_000, 97_000], [7.0, 3.0, 8.0])
+    best_1e4 = stats.best_at(load_runs(tmp_path).metrics, 10_000)
+    assert best_1e4.to_dict() == {"ant-greedy/seed0": 5.0, "ant-greedy/seed1": 7.0}
+    best_1e5 = stats.best_at(load_runs(tmp_path).metrics, 100_000)
+    assert best_1e5.to_dict() == {"ant-greedy/seed0": 100.0, "ant-greedy/seed1": 8.0}
+
+
+def test_a_run_without_an_evaluation_by_the_timestep_is_missing(tmp_path):
+    write_run(tmp_path, "ant", "vr", 0, [12_000, 50_000], [1.0, 2.0])
+    write_run(tmp_path, "ant", "vr", 1, [4_000, 50_000], [3.0, 4.0])
+    write_report(tmp_path, tmp_path / "out")
+    assert cells(tmp_path / "out").loc["ant", 10_000, "vr"].n_seeds == 1
+
+
+def test_t_statistics_equal_scipys_welch_test(tmp_path):
+    rng = np.random.default_rng(0)
+    for method, shift in (("rp1", 40.0), ("greedy", 0.0), ("vr", 10.0)):
+        for seed in range(5):
+            write_run(tmp_path / "runs", "swimmer", method, seed, [5_000, 50_000, 97_000], list(rng.normal(shift, 10.0, 3)))
+    write_report(tmp_path / "runs", tmp_path / "out")
+    metrics = load_runs(tmp_path / "runs").metrics
+    tests = pd.read_csv(tmp_path / "out" / "table1_ttests.csv").set_index(["task", "samples", "comparison"])
+    for timestep in (10_000, 100_000):
+        best = {m: stats.best_at(metrics[metrics["method"] == m], timestep).to_numpy() for m in ("rp1", "greedy", "vr")}
+        for comparison, baseline in (("T1", "greedy"), ("T2", "vr")):
+            expected = scipy_stats.ttest_ind(best["rp1"], best[baseline], equal_var=False)
+            row = tests.loc["swimmer", timestep, comparison]
+            assert row.t == pytest.approx(expected.statistic)
+            assert row.p == pytest.approx(expected.pvalue)
+            assert bool(row.significant) == (expected.pvalue < 0.05)
+    text = (tmp_path / "out" / "table1.md").read_text()
+    assert "(paper −0.11)" in text and "(paper 5.39*)" in text
+
+
+def test_missing_cells_are_reported_not_crashing(tmp_path):
+    write_run(tmp_path / "runs", "hopper", "rp1", 0, [3_000, 97_000], [1.0, 2.0])
+    written = write_report(tmp_path / "runs", tmp_path / "out")
+    table1 = (tmp_path / "out" / "table1.md").read_text()
+    assert "— (0 seeds; paper 260.92)" in table1  # halfcheetah greedy at 10⁵
+    assert "needs ≥ 2 each" in table1
+    assert "1 seed; no CI" in table1
+    assert "— (0 seeds" in (tmp_path / "out" / "table3.md").read_text()
+    table = cells(tmp_path / "out")
+    assert table.loc["hopper", 100_000, "rp1"].n_seeds == 1
+    assert table.loc["ant", 10_000, "rp1"].n_seeds == 0 and math.isnan(table.loc["ant", 10_000, "rp1"]["median"])
+    names = {path.name for path in written}
+    assert "fig1_hopper.png" in names and "fig1_ant.png" not in names
+
+
+def test_runs_with_different_budgets(tmp_path):
+    # A 10⁴-budget run counts at 10⁴ only; an unfinished 10⁵ run (reached 33,000) at 10⁴ only.
+    write_run(tmp_path, "halfcheetah", "rp1", 0, [3_000, 6_000, 9_000], [1.0, 2.0, 3.0], budget=10_000)
+    write_run(tmp_path, "halfcheetah", "rp1", 1, list(range(3_000, 33_000, 3_000)), [5.0] * 10)
+    write_run(tmp_path, "halfcheetah", "rp1", 2, list(range(3_000, 100_000, 3_000)), [9.0] * 33)
+    write_report(tmp_path, tmp_path / "out")
+    table = cells(tmp_path / "out")
+    assert table.loc["halfcheetah", 10_000, "rp1"].n_seeds == 3
+    assert table.loc["halfcheetah", 10_000, "rp1"]["median"] == 5.0
+    assert table.loc["halfcheetah", 100_000, "rp1"].n_seeds == 1
+    assert table.loc["halfcheetah", 100_000, "rp1"]["median"] == 9.0
+
+
+def test_duplicate_runs_keep_the_one_that_reached_most(tmp_path):
+    write_run(tmp_path / "a", "ant", "rp1", 0, [3_000, 6_000], [1.0, 2.0])
+    write_run(tmp_path / "b", "ant", "rp1", 0, [3_000, 6_000, 9_000], [1.0, 2.0, 3.0])
+    loaded = load_runs(tmp_path)
+    assert set(loaded.metrics["run"]) == {"b/ant-rp1/seed0"}
+    assert len(loaded.notes) == 1 and loaded.notes[0].startswith("a/ant-rp1/seed0")
+
+
+def test_no_runs_or_a_bad_config_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="no run directories"):
+        write_report(tmp_path, tmp_path / "out")
+    run_dir = write_run(tmp_path, "ant", "rp1", 0, [3_000], [1.0])
+    (run_dir / "config.json").write_text(json.dumps({"task": "ant"}))
+    with pytest.raises(ConfigError, match="missing key"):
+        write_report(tmp_path, tmp_path / "out")
+
+
+def test_bootstrap_iqm_interval_contains_the_iqm():
+    values = np.array([3.0, 7.0, 1.0, 12.0, 5.0, 6.0, 8.0, 30.0, 4.0, 5.5])
+    cell = stats.summarise(values)
+    assert cell.iqm == pytest.approx(np.mean(np.sort(values)[2:8]))
+    assert cell.iqm_low <= cell.iqm <= cell.iqm_high
+    assert cell.iqm_low < cell.iqm_high
+    single = stats.summarise(np.array([4.0]))
+    assert single.iqm == 4.0 and math.isnan(single.iqm_low) and math.isnan(single.iqm_high)
+    assert stats.summarise(np.array([])).n == 0
+
+
+def test_lambda_improvements_are_normalised_by_the_run_range(tmp_path):
+    write_run(tmp_path, "ant", "rp1", 0, [3_000, 6_000, 9_000, 12_000], [0.0, 10.0, 5.0, 20.0],
+              **{"lambda": [0.0, 0.5, 0.1, 0.5]})
+    improvements = stats.lambda_improvements(load_runs(tmp_path).metrics)
+    assert improvements["lambda"].tolist() == [0.5, 0.1, 0.5]
+    assert improvements["change"].tolist() == pytest.approx([0.5, -0.25, 0.75])
+    summary = stats.lambda_summary(improvements).set_index("lambda")
+    assert summary.loc[0.5, "mean"] == pytest.approx(0.625) and summary.loc[0.5, "n"] == 2
+
+
+def test_phase_summary_counts_samples_saved_against_the_cap(tmp_path):
+    write_run(tmp_path, "hopper", "rp1", 0, [3_000, 6_000], [1.0, 2.0], phase_samples=[1_000, 2_500])
+    write_run(tmp_path, "hopper", "rp1", 1, [3_000, 6_000], [1.0, 2.0], phase_samples=[3_000, 3_000])
+    summary = stats.phase_summary(stats.phase_sizes(load_runs(tmp_path).metrics), 3_000).iloc[0]
+    assert (summary.runs, summary.phases) == (2, 4)
+    assert summary.mean_phase_samples == pytest.approx(2_375.0)
+    assert summary.saved_total == pytest.approx(2_500.0) and summary.saved_per_run == pytest.approx(1_250.0)
+    assert summary.saved_share == pytest.approx(2_500.0 / 12_000.0)
+
+
+def test_full_report_writes_valid_pngs_and_links_them(tmp_path):
+    runs = tmp_path / "runs"
+    methods = ("greedy", "vr", "rp1", "rp1-noadapt", "rp1-nopca", "rp1-statevar")
+    for task in ("halfcheetah", "swimmer"):
+        for slope, method in enumerate(methods, start=1):
+            for seed in range(3):
+                linear_run(runs, task, method, seed, start=float(seed), slope=float(slope))
+        for seed in range(2):
+            write_run(runs, task, "modelfree", seed, [1_000_000, 5_000_000, 10_000_000], [10.0, 50.0 + seed, 80.0],
+                      budget=10_000_000)
+    written = write_report(runs, tmp_path / "out")
+    names = {path.name for path in written}
+    for task in ("halfcheetah", "swimmer"):
+        assert {f"fig1_{task}.png", f"fig3_{task}.png", f"fig_ablation_{task}.png", f"diag_{task}.png"} <= names
+    assert {"fig2_lambda.png", "fig2_lambda.csv", "phases.csv", "phases.md", "index.md", "table2.md", "table3_ttests.csv"} <= names
+    pngs = [path for path in written if path.suffix == ".png"]
+    assert len(pngs) == 9
+    for path in pngs:
+        assert path.read_bytes()[:8] == PNG_SIGNATURE
+        pixels = image.imread(path)
+        assert pixels.ndim == 3 and pixels.shape[0] > 100 and pixels.shape[1] > 100
+    index = (tmp_path / "out" / "index.md").read_text()
+    assert all(f"]({path.name})" in index for path in written[:-1])
+    table = cells(tmp_path / "out", "table3")
+    assert table.loc["swimmer", 100_000, "rp1"].n_seeds == 3
