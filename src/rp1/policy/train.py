@@ -76,17 +76,16 @@ def stop_rule_update(
 ) -> StopRule:
     """Record one check with flag ``improvement`` (see :func:`improved`) of ``policy`` whose member
     returns are ``returns [M]``. On improvement the bests become ``max(best, returns)`` and
-    ``policy`` is saved. ``stop`` is set when the window is full, its oldest flag is True and all
-    later ones are False."""
+    ``policy`` is saved. ``stop`` is set when the oldest flag of the window is True and all later
+    ones are False (the window starts all False, so never before ``window`` checks)."""
     keep = lambda new, old: jnp.where(improvement, new, old)  # noqa: E731
     recent = jnp.append(rule.recent[1:], improvement)
-    checks = rule.checks + 1
     return StopRule(
         best_returns=keep(jnp.maximum(rule.best_returns, returns), rule.best_returns),
         recent=recent,
-        checks=checks,
+        checks=rule.checks + 1,
         best_policy=jax.tree_util.tree_map(keep, policy, rule.best_policy),
-        stop=(checks >= recent.shape[0]) & recent[0] & ~recent[1:].any(),
+        stop=recent[0] & ~recent[1:].any(),
     )
 
 
