@@ -6,6 +6,8 @@ Every user error (:class:`rp1.errors.ConfigError`) ends as one line on stderr an
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+from typing import List, Optional
 
 import typer
 
@@ -37,6 +39,59 @@ def envs(name: str = typer.Argument(None, help="Show only this task.")) -> None:
         typer.echo(
             f"{task.name:<12} {task.obs_dim:>4} {task.act_dim:>4} {task.horizon:>8} {task.dt:>6.3f}"
         )
+
+
+@app.command()
+def presets() -> None:
+    """List the presets (the paper's experiments and the quick ones), one line each."""
+    from rp1.config import preset_descriptions
+
+    for name, description in preset_descriptions().items():
+        typer.echo(f"{name:<24} {description}")
+
+
+def parse_sets(items: list[str] | None) -> dict[str, str]:
+    """``["a.b=1", "c=x"]`` -> ``{"a.b": "1", "c": "x"}``; a malformed item is a ConfigError."""
+    out = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set expects key=value, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+@app.command()
+def train(
+    preset: str = typer.Option(..., "--preset", "-p", help="A preset name (see `rp1 presets`)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Random seed (default: the preset's, 0)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: runs/PRESET/seedK)."),
+    budget: Optional[int] = typer.Option(None, "--budget", help="Real-sample budget."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the run in --out from its checkpoint."),
+    set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a config value: key=value."),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+) -> None:
+    """Train one run: RP1 or a baseline, model-based or model-free, as the preset says."""
+    from rp1.config import resolve
+    from rp1.train import run_training
+
+    cfg = resolve(preset, seed=seed, budget=budget, overrides=parse_sets(set_))
+    out = out or Path("runs") / cfg.preset / f"seed{cfg.seed}"
+    run_training(cfg, out, resume=resume, progress=not quiet)
+
+
+@app.command()
+def report(
+    root: Path = typer.Argument(..., help="A tree of run directories."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Output directory (default: ROOT/report)."),
+) -> None:
+    """Tables (Markdown + CSV) and figures (PNG) of the paper from run directories."""
+    from rp1.experiments.report import write_report
+
+    if not root.is_dir():
+        raise ConfigError(f"no such directory: {root}")
+    written = write_report(root, out or root / "report")
+    typer.echo(f"wrote {len(written)} files to {out or root / 'report'}")
 
 
 def main(argv: list[str] | None = None) -> int:

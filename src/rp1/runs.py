@@ -40,6 +40,9 @@ METRIC_COLUMNS = (
     "policy_updates",
     "model_epochs",
     "steps_per_s",
+    "fit_s",
+    "policy_s",
+    "collect_s",
     "wall_s",
 )
 

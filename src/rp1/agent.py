@@ -1,0 +1,253 @@
+"""The RP1 outer loop (SPEC §7, Algorithm 3) for every model-based method of SPEC §8.
+
+One loop serves ``rp1``, ``greedy``, ``vr`` and the ablations: they differ only in how λ is chosen
+(:class:`~rp1.config.LambdaConfig`), the early-stopping α and the bonus type. Python orchestrates;
+fitting, imagination and PPO are compiled JAX (``rp1.dynamics``, ``rp1.policy``).
+
+Iteration 0 evaluates the initial policy and collects the first phase with it (the "random policy"
+of Algorithm 3); its ``model_error`` is the baseline G. Every later iteration fits the ensemble,
+trains the policy in it with λ, evaluates it in the real env and collects a phase.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import numpy as np
+from flax import serialization
+
+from rp1 import envs
+from rp1.acquisition import ExpWeights
+from rp1.collect import Phase, collect_phase, evaluate
+from rp1.config import Config
+from rp1.dynamics import ensemble_init
+from rp1.dynamics.fit import (
+    fit,
+    init_model_opt_state,
+    refresh_delta_normalizer,
+    update_input_normalizers,
+)
+from rp1.dynamics.losses import model_error
+from rp1.dynamics.store import TransitionStore
+from rp1.policy.networks import act_mean, policy_init
+from rp1.policy.ppo import make_policy_optimizer
+from rp1.policy.train import train_policy
+
+EVAL_SEED_OFFSET = 1_000_003
+START_SEED_OFFSET = 2_000_003
+
+
+@dataclass
+class AgentState:
+    """Everything that changes during a run; :meth:`ModelBasedAgent.checkpoint` saves all of it."""
+
+    iteration: int
+    samples: int
+    lam: float
+    key: jax.Array
+    model: Any
+    model_opt: Any
+    policy: Any
+    policy_opt: Any
+    store: TransitionStore
+    start_obs: np.ndarray
+    rngs: dict[str, np.random.Generator]
+    bandit: ExpWeights | None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+class ModelBasedAgent:
+    """Builds the environments and compiled pieces for ``cfg`` and advances an :class:`AgentState`."""
+
+    def __init__(self, cfg: Config):
+        self.cfg = cfg
+        self.env, self.task = envs.make(cfg.task, seed=cfg.seed)
+        self.eval_env, _ = envs.make(cfg.task, seed=cfg.seed + EVAL_SEED_OFFSET)
+        self.rollouts = max(1, cfg.policy.batch_steps // self.task.horizon)
+        self._act = jax.jit(act_mean)
+
+    # --- state ---------------------------------------------------------------------------------
+
+    def initial_state(self) -> AgentState:
+        """A fresh run: initial networks, no data, ``N`` start states from the reset distribution."""
+        cfg, task = self.cfg, self.task
+        key = jax.random.PRNGKey(cfg.seed)
+        key, k_model, k_policy = jax.random.split(key, 3)
+        model = ensemble_init(k_model, task.obs_dim, task.act_dim, cfg.model.members, cfg.model.hidden)
+        policy = policy_init(k_policy, task.obs_dim, task.act_dim, cfg.policy.hidden)
+        start_env, _ = envs.make(cfg.task, seed=cfg.seed + START_SEED_OFFSET)
+        start_obs = np.stack([start_env.reset()[0] for _ in range(self.rollouts)]).astype(np.float32)
+        bandit = None
+        if cfg.lam.mode == "adaptive":
+            lam = cfg.lam
+            bandit = ExpWeights(lam.arms, lam.lr, lam.eps, lam.decay, seed=cfg.seed, window=lam.window, weighting=lam.weighting)
+        return AgentState(
+            iteration=0,
+            samples=0,
+            lam=cfg.lam.value if cfg.lam.mode == "fixed" else 0.0,
+            key=key,
+            model=model,
+            model_opt=init_model_opt_state(model),
+            policy=policy,
+            policy_opt=make_policy_optimizer(cfg.policy.lr).init(policy),
+            store=TransitionStore(task.obs_dim, task.act_dim),
+            start_obs=start_obs,
+            rngs={"noise": np.random.default_rng(cfg.seed), "subsample": np.random.default_rng(cfg.seed + 1)},
+            bandit=bandit,
+        )
+
+    def checkpoint(self, s: AgentState) -> dict[str, Any]:
+        """``s`` as nested dicts of arrays and strings (for :meth:`RunDir.save_checkpoint`)."""
+        meta = {
+            "iteration": s.iteration,
+            "samples": s.samples,
+            "lam": s.lam,
+            "rngs": {k: g.bit_generator.state for k, g in s.rngs.items()},
+            "env_rng": self.env.unwrapped.np_random.bit_generator.state,
+            "eval_env_rng": self.eval_env.unwrapped.np_random.bit_generator.state,
+            "bandit": s.bandit.state_dict() if s.bandit else None,
+            "rows": s.rows,
+        }
+        return {
+            "meta": json.dumps(meta),
+            "key": np.asarray(s.key),
+            "model": serialization.to_state_dict(s.model),
+            "model_opt": serialization.to_state_dict(s.model_opt),
+            "policy": serialization.to_state_dict(s.policy),
+            "policy_opt": serialization.to_state_dict(s.policy_opt),
+            "store": s.store.state_dict(),
+            "start_obs": s.start_obs,
+        }
+
+    def restore(self, data: dict[str, Any]) -> AgentState:
+        """The state saved by :meth:`checkpoint`; also restores the environments' RNGs."""
+        s = self.initial_state()
+        meta = json.loads(data["meta"])
+        for name, gen in s.rngs.items():
+            gen.bit_generator.state = meta["rngs"][name]
+        self.env.unwrapped.np_random.bit_generator.state = meta["env_rng"]
+        self.eval_env.unwrapped.np_random.bit_generator.state = meta["eval_env_rng"]
+        if s.bandit is not None:
+            s.bandit.load_state_dict(meta["bandit"])
+        s.iteration, s.samples, s.lam, s.rows = meta["iteration"], meta["samples"], meta["lam"], meta["rows"]
+        s.key = jax.numpy.asarray(data["key"])
+        s.model = serialization.from_state_dict(s.model, data["model"])
+        s.model_opt = serialization.from_state_dict(s.model_opt, data["model_opt"])
+        s.policy = serialization.from_state_dict(s.policy, data["policy"])
+        s.policy_opt = serialization.from_state_dict(s.policy_opt, data["policy_opt"])
+        s.store = TransitionStore.from_state_dict(data["store"])
+        s.start_obs = np.asarray(data["start_obs"])
+        return s
+
+    # --- one outer iteration -------------------------------------------------------------------
+
+    def mean_action(self, s: AgentState):
+        """The deterministic policy as ``obs [obs_dim] -> action [act_dim]`` (NumPy)."""
+        policy, obs_norm = s.policy, s.model.obs_norm
+        return lambda obs: np.asarray(self._act(policy, obs_norm, obs))
+
+    def step(self, s: AgentState) -> tuple[AgentState, dict[str, Any]]:
+        """One iteration of Algorithm 3; returns the new state and its metrics row."""
+        cfg = self.cfg
+        start = time.perf_counter()
+        row: dict[str, Any] = {"iteration": s.iteration, "samples": s.samples}
+        if s.iteration > 0:
+            s, fit_row = self._fit(s)
+            row |= fit_row
+            s, policy_row = self._train_policy(s)
+            row |= policy_row
+        mean_action = self.mean_action(s)
+        row["eval_return"], row["eval_std"] = evaluate(self.eval_env, self.task, mean_action, cfg.eval_episodes)
+        t = time.perf_counter()
+        phase = collect_phase(
+            self.env,
+            self.task,
+            mean_action,
+            s.rngs["noise"],
+            cap=min(cfg.collect.phase_cap, cfg.budget - s.samples),
+            alpha=cfg.collect.alpha,
+            noise_max=cfg.collect.noise_max,
+            share=cfg.collect.share,
+        )
+        row["collect_s"] = time.perf_counter() - t
+        s, data_row = self._absorb(s, phase)
+        row |= data_row
+        s, row["g_hat"] = self._update_lambda(s, row["model_error"], row.get("val_loss"))
+        row["wall_s"] = time.perf_counter() - start
+        s.iteration += 1
+        s.rows = s.rows + [row]
+        return s, row
+
+    def _fit(self, s: AgentState) -> tuple[AgentState, dict[str, Any]]:
+        m = self.cfg.model
+        t = time.perf_counter()
+        s.key, k = jax.random.split(s.key)
+        train = s.store.train_set(s.rngs["subsample"], m.max_train_samples)
+        s.model, s.model_opt, result = fit(
+            s.model,
+            s.model_opt,
+            train,
+            s.store.val_set(),
+            k,
+            lr=m.lr,
+            batch_size=m.batch_size,
+            check_every=m.check_every,
+            patience=m.patience,
+            max_epochs=m.max_epochs,
+        )
+        return s, {"val_loss": result.val_loss, "model_epochs": result.epochs, "fit_s": time.perf_counter() - t}
+
+    def _train_policy(self, s: AgentState) -> tuple[AgentState, dict[str, Any]]:
+        p = self.cfg.policy
+        t = time.perf_counter()
+        s.key, k = jax.random.split(s.key)
+        s.policy, s.policy_opt, info = train_policy(
+            s.model,
+            s.policy,
+            s.policy_opt,
+            s.start_obs,
+            k,
+            s.lam,
+            task=self.task,
+            bonus=self.cfg.bonus,
+            batch_steps=p.batch_steps,
+            max_updates=p.max_updates,
+            first_check=p.first_check,
+            action_std=p.action_std,
+        )
+        return s, {
+            "lambda": s.lam,
+            "model_return": info.model_return,
+            "bonus": info.bonus,
+            "policy_updates": info.updates,
+            "policy_s": time.perf_counter() - t,
+        }
+
+    def _absorb(self, s: AgentState, phase: Phase) -> tuple[AgentState, dict[str, Any]]:
+        """G on the new data with the model as it was, then store the data and update normalisers."""
+        obs, act, next_obs = (np.concatenate([getattr(e, f) for e in phase.episodes]) for f in ("obs", "act", "next_obs"))
+        g = model_error(s.model, obs, act, next_obs)
+        finals = np.stack([e.next_obs[-1] for e in phase.episodes])
+        s.model = update_input_normalizers(s.model, np.concatenate([obs, finals]), act)
+        s.store.add_phase(phase.episodes)
+        everything = s.store.transitions()
+        s.model = refresh_delta_normalizer(s.model, everything.obs, everything.next_obs)
+        s.samples += phase.samples
+        return s, {
+            "model_error": g,
+            "phase_samples": phase.samples,
+            "residual": phase.residual,
+            "steps_per_s": phase.steps_per_s,
+        }
+
+    def _update_lambda(self, s: AgentState, g: float, val_loss: float | None) -> tuple[AgentState, float | None]:
+        """Feed G to the bandit and draw the next λ (SPEC §6); fixed-λ methods keep theirs."""
+        if s.bandit is None:
+            return s, None
+        g_hat = s.bandit.update(g, norm=val_loss if val_loss else 1.0)
+        s.lam = s.bandit.choose(0.0) if s.iteration == 0 else s.bandit.sample()
+        return s, g_hat
