@@ -1,0 +1,152 @@
+"""ME-TRPO's stop rule and policy training in the model (SPEC §4)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from policy_toys import POINT_MASS, point_mass_predict, toy_model
+
+from rp1.errors import ConfigError
+from rp1.policy import (
+    Policy,
+    TrainState,
+    improved,
+    make_policy_optimizer,
+    policy_init,
+    restore_best,
+    stop_rule_init,
+    stop_rule_update,
+    train_policy,
+    train_step,
+)
+
+T, F = True, False
+
+
+def marker(i: int) -> Policy:
+    """A stand-in policy that records which check produced it."""
+    return Policy(actor=jnp.asarray(float(i)), critic=jnp.asarray(-float(i)))
+
+
+@pytest.mark.parametrize(
+    ("wins", "members", "expected"),
+    [(4, 5, True), (5, 5, True), (3, 5, False), (7, 10, False), (8, 10, True), (0, 5, False)],
+)
+def test_improved_needs_more_than_70_percent_of_members(wins, members, expected):
+    best = jnp.zeros(members)
+    returns = jnp.where(jnp.arange(members) < wins, 1.0, -1.0)
+    assert bool(improved(best, returns)) is expected
+
+
+def test_improved_requires_strictly_beating_the_best():
+    assert not bool(improved(jnp.ones(5), jnp.ones(5)))
+
+
+@pytest.mark.parametrize(
+    ("flags", "stop_at", "best"),
+    [
+        ([T, F, T, T, F, F, F, F, F, T, T], 8, 3),  # 5 failures after the improvement at check 3
+        ([T, F, F, F, F, F, T], 5, 0),  # the earliest possible stop: the 6th check
+        ([F, F, F, F, F, F, F, T, F, F, F, F, F], 12, 7),  # leading failures never stop training
+        ([T, T, T, F, F, F, F, T, F, F, F, F], None, 7),  # only 4 failures after the last improvement
+    ],
+)
+def test_stop_rule_on_scripted_improvement_flags(flags, stop_at, best):
+    """Feed the flags as train_policy would (stopping at the first stop) and check where it stops
+    and which check's weights it restores."""
+    rule = stop_rule_init(marker(-1), members=3)
+    stopped_at = None
+    for i, flag in enumerate(flags):
+        rule = stop_rule_update(rule, jnp.asarray(flag), jnp.full(3, float(i)), marker(i))
+        if bool(rule.stop):
+            stopped_at = i
+            break
+    assert stopped_at == stop_at
+    restored = restore_best(rule, marker(99))
+    assert float(restored.actor) == best and float(restored.critic) == -best
+
+
+def test_stop_rule_bests_become_the_elementwise_max_only_on_improvement():
+    rule = stop_rule_init(marker(0), members=3)
+    rule = stop_rule_update(rule, jnp.asarray(True), jnp.array([1.0, 5.0, 2.0]), marker(1))
+    np.testing.assert_array_equal(rule.best_returns, [1.0, 5.0, 2.0])
+    rule = stop_rule_update(rule, jnp.asarray(False), jnp.array([9.0, 9.0, 0.0]), marker(2))
+    np.testing.assert_array_equal(rule.best_returns, [1.0, 5.0, 2.0])
+    rule = stop_rule_update(rule, jnp.asarray(True), jnp.array([3.0, 4.0, 3.0]), marker(3))
+    np.testing.assert_array_equal(rule.best_returns, [3.0, 5.0, 3.0])
+    assert float(rule.best_policy.actor) == 3.0
+    assert int(rule.checks) == 3
+
+
+def test_restore_best_without_checks_keeps_the_current_policy():
+    rule = stop_rule_init(marker(0), members=3)
+    assert float(restore_best(rule, marker(5)).actor) == 5.0
+
+
+MODEL = toy_model([0.5, 1.0, 1.5], 1)
+START = jnp.zeros((32, 1))
+FIRST_CHECK = 3
+
+
+def fresh(learning_rate):
+    policy = policy_init(jax.random.key(0), 1, 1)
+    return policy, make_policy_optimizer(learning_rate).init(policy)
+
+
+def train(policy, opt_state, **kw):
+    return train_policy(
+        MODEL, policy, opt_state, START, jax.random.key(1), 0.0, task=POINT_MASS,
+        batch_steps=START.shape[0] * POINT_MASS.horizon, first_check=FIRST_CHECK,
+        predict=point_mass_predict, **kw,
+    )  # fmt: skip
+
+
+def test_train_policy_stops_by_the_rule_and_restores_the_best_update():
+    """Replay the same updates with train_step to find the last improving one; train_policy must
+    stop 5 checks later and return exactly that update's weights."""
+    policy, opt_state = fresh(1e-2)
+    state = TrainState(policy, opt_state, stop_rule_init(policy, 3), jax.random.key(1), jnp.zeros((), jnp.int32))
+    history = []
+    for _ in range(60):
+        state, _ = train_step(
+            state, MODEL, START, 0.0, FIRST_CHECK, 0.5, task=POINT_MASS, horizon=POINT_MASS.horizon,
+            bonus="reward", predict=point_mass_predict,
+        )  # fmt: skip
+        history.append((state.policy, bool(state.updates >= FIRST_CHECK and state.rule.recent[-1])))
+        if bool(state.rule.stop):
+            break
+    assert bool(state.rule.stop), "the toy run should plateau and stop within 60 updates"
+    last_best = max(i for i, (_, flag) in enumerate(history) if flag)
+    assert last_best < len(history) - 1  # the restored weights are not simply the last ones
+
+    best, opt_state, info = train(policy, opt_state, max_updates=60)
+    assert info.stopped and info.updates == len(history) == last_best + 6
+    for got, want in zip(jax.tree_util.tree_leaves(best), jax.tree_util.tree_leaves(history[last_best][0])):
+        np.testing.assert_array_equal(got, want)
+    assert int(opt_state.inner_state[0].count) == 10 * info.updates  # continues, not restored
+    assert np.isfinite([info.model_return, info.imagined_return, info.bonus, info.loss]).all()
+
+
+def test_train_policy_with_a_frozen_policy_stops_at_the_earliest_point():
+    """Learning rate 0: the first check improves (from −inf), the next 5 cannot."""
+    policy, opt_state = fresh(0.0)
+    best, _, info = train(policy, opt_state, max_updates=50)
+    assert info.stopped and info.updates == FIRST_CHECK + 5
+    assert jax.tree_util.tree_all(jax.tree_util.tree_map(lambda a, b: bool((a == b).all()), best, policy))
+
+
+def test_train_policy_stops_at_max_updates():
+    policy, opt_state = fresh(0.0)
+    _, _, info = train(policy, opt_state, max_updates=4)
+    assert info.updates == 4 and not info.stopped
+
+
+def test_train_policy_rejects_too_few_start_states():
+    policy, opt_state = fresh(3e-4)
+    with pytest.raises(ConfigError, match="start observations"):
+        train_policy(
+            MODEL, policy, opt_state, START, jax.random.key(1), 0.0, task=POINT_MASS,
+            batch_steps=10 * START.shape[0] * POINT_MASS.horizon, predict=point_mass_predict,
+        )  # fmt: skip
