@@ -48,14 +48,20 @@ def test_rejects_inconsistent_shapes():
         TransitionStore(OBS, ACT).add_phase([bad])
 
 
-@pytest.mark.parametrize(("n", "capacity"), [(0, 1024), (1, 1024), (1024, 1024), (1025, 2048), (9000, 16384)])
+@pytest.mark.parametrize(
+    ("n", "capacity"), [(0, 1024), (1, 1024), (1024, 1024), (1025, 2048), (9000, 16384)]
+)
 def test_bucket_capacity(n, capacity):
     assert bucket_capacity(n) == capacity
 
 
 def test_padded_dataset_pads_with_zero_rows_and_counts_valid_rows():
     rng = np.random.default_rng(0)
-    obs, act, nxt = rng.normal(size=(1500, OBS)), rng.normal(size=(1500, ACT)), rng.normal(size=(1500, OBS))
+    obs, act, nxt = (
+        rng.normal(size=(1500, OBS)),
+        rng.normal(size=(1500, ACT)),
+        rng.normal(size=(1500, OBS)),
+    )
     d = padded_dataset(obs, act, nxt)
     assert d.obs.shape == (2048, OBS) and d.act.shape == (2048, ACT) and int(d.count) == 1500
     np.testing.assert_allclose(d.next_obs[:1500], nxt.astype(np.float32))
@@ -76,7 +82,9 @@ def test_train_set_subsamples_uniformly_beyond_the_cap():
 
 def test_state_dict_round_trip_through_npz_is_exact_and_keeps_growing_identically(tmp_path):
     rng = np.random.default_rng(1)
-    phase = [{k: rng.normal(size=v.shape) for k, v in episode(0, steps=7).items()} for _ in range(5)]
+    phase = [
+        {k: rng.normal(size=v.shape) for k, v in episode(0, steps=7).items()} for _ in range(5)
+    ]
     store = TransitionStore(OBS, ACT)
     store.add_phase(phase)
     state = store.state_dict()
@@ -86,6 +94,6 @@ def test_state_dict_round_trip_through_npz_is_exact_and_keeps_growing_identicall
         restored = TransitionStore.from_state_dict(saved)
     for s in (store, restored):
         s.add_phase(phase[:3])
-    for a, b in zip(store.transitions(), restored.transitions()):
+    for a, b in zip(store.transitions(), restored.transitions(), strict=True):
         np.testing.assert_array_equal(a, b)
     assert (restored.n_train, restored.n_val) == (store.n_train, store.n_val)

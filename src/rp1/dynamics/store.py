@@ -57,7 +57,9 @@ def padded_dataset(obs: np.ndarray, act: np.ndarray, next_obs: np.ndarray) -> Da
     ``bucket_capacity(N)`` rows."""
     n = len(obs)
     if not len(act) == len(next_obs) == n:
-        raise ValueError(f"obs, act, next_obs need the same rows, got {n}, {len(act)}, {len(next_obs)}")
+        raise ValueError(
+            f"obs, act, next_obs need the same rows, got {n}, {len(act)}, {len(next_obs)}"
+        )
     capacity = bucket_capacity(n)
 
     def pad(x: np.ndarray) -> np.ndarray:
@@ -75,7 +77,7 @@ def _checked(rows: Mapping[str, Any] | Any, obs_dim: int, act_dim: int) -> Trans
     t = Transitions(*(np.asarray(get(name), np.float32) for name in _FIELDS))
     n = len(t.obs)
     expected = ((n, obs_dim), (n, act_dim), (n,), (n, obs_dim))
-    for name, x, want in zip(_FIELDS, t, expected):
+    for name, x, want in zip(_FIELDS, t, expected, strict=True):
         if x.shape != want:
             raise ValueError(f"transition field {name!r} has shape {x.shape}, expected {want}")
     return t
@@ -89,7 +91,7 @@ def _concat(parts: Sequence[Transitions], obs_dim: int, act_dim: int) -> Transit
         np.zeros((0,), np.float32),
         np.zeros((0, obs_dim), np.float32),
     )
-    return Transitions(*(np.concatenate(cols) for cols in zip(empty, *parts)))
+    return Transitions(*(np.concatenate(cols) for cols in zip(empty, *parts, strict=True)))
 
 
 class TransitionStore:
@@ -133,8 +135,8 @@ class TransitionStore:
         return _concat([self.train, self.val], self.obs_dim, self.act_dim)
 
     def train_set(self, rng: np.random.Generator, max_samples: int = MAX_TRAIN_SAMPLES) -> Dataset:
-        """The training set, padded; beyond ``max_samples`` rows a uniform subsample (without
-        replacement) drawn with ``rng`` (SPEC §3). ``rng`` is not used when no subsample is needed."""
+        """The training set, padded; beyond ``max_samples`` rows a uniform subsample without
+        replacement drawn with ``rng`` (SPEC §3), which is left untouched otherwise."""
         t = self.train
         if self.n_train > max_samples:
             rows = np.sort(rng.choice(self.n_train, max_samples, replace=False))
@@ -149,13 +151,15 @@ class TransitionStore:
         """Everything needed to rebuild the store exactly: plain NumPy arrays and ints."""
         state: dict[str, np.ndarray | int] = {"obs_dim": self.obs_dim, "act_dim": self.act_dim}
         for split, t in (("train", self.train), ("val", self.val)):
-            state.update({f"{split}_{name}": x.copy() for name, x in zip(_FIELDS, t)})
+            state.update({f"{split}_{name}": x.copy() for name, x in zip(_FIELDS, t, strict=True)})
         return state
 
     @classmethod
     def from_state_dict(cls, state: Mapping[str, Any]) -> TransitionStore:
         """The store that :meth:`state_dict` described."""
         store = cls(int(state["obs_dim"]), int(state["act_dim"]))
-        store.train = _checked({n: state[f"train_{n}"] for n in _FIELDS}, store.obs_dim, store.act_dim)
+        store.train = _checked(
+            {n: state[f"train_{n}"] for n in _FIELDS}, store.obs_dim, store.act_dim
+        )
         store.val = _checked({n: state[f"val_{n}"] for n in _FIELDS}, store.obs_dim, store.act_dim)
         return store

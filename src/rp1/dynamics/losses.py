@@ -1,0 +1,78 @@
+"""The world model's losses in normalised state space: the fit's training/validation MSE and the
+model-error feedback ``G`` of the λ bandit (SPEC §3, §6).
+
+All errors compare the predicted ``norm(s')`` with the actual ``norm(s')`` (the state normaliser's
+units, clipped to ±3), averaged over state dimensions.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rp1.dynamics.ensemble import Ensemble, model_inputs, next_normalized_states
+from rp1.dynamics.normalizer import normalize
+from rp1.dynamics.store import Dataset, padded_dataset
+from rp1.nn import Params, mlp_apply
+
+VAL_CHUNK = 8192
+
+
+def row_errors(
+    params: Params, model: Ensemble, obs: jax.Array, act: jax.Array, next_obs: jax.Array
+) -> jax.Array:
+    """One member's squared error per transition, averaged over state dimensions.
+
+    ``params``: one member's (unstacked) parameters; ``obs [..., obs_dim]``, ``act [..., act_dim]``,
+    ``next_obs [..., obs_dim]`` -> ``[...]``; ``model`` supplies only the normalisers.
+    """
+    y = mlp_apply(params, model_inputs(model, obs, act))
+    err = next_normalized_states(model, obs, y) - normalize(model.obs_norm, next_obs)
+    return jnp.mean(err**2, axis=-1)
+
+
+def masked_member_losses(params: Params, model: Ensemble, data: Dataset) -> jax.Array:
+    """Every member's MSE over the valid rows of ``data`` -> ``[M]``.
+
+    ``params`` are stacked (leading axis ``M``). Rows are processed in chunks of
+    :data:`VAL_CHUNK` so that memory stays bounded on large validation sets.
+    """
+    capacity = data.obs.shape[0]
+    chunk = min(capacity, VAL_CHUNK)
+    if capacity % chunk:
+        raise ValueError(
+            f"dataset capacity {capacity} is not a multiple of {chunk}; use padded_dataset"
+        )
+    rows = jnp.arange(capacity).reshape(-1, chunk)
+    split = lambda x: x.reshape(-1, chunk, *x.shape[1:])  # noqa: E731
+
+    def add_chunk(total: jax.Array, xs: tuple[jax.Array, ...]) -> tuple[jax.Array, None]:
+        obs, act, next_obs, row = xs
+        err = jax.vmap(row_errors, in_axes=(0, None, None, None, None))(
+            params, model, obs, act, next_obs
+        )
+        return total + jnp.sum(jnp.where(row < data.count, err, 0.0), axis=-1), None
+
+    members = params[0][0].shape[0]
+    xs = (split(data.obs), split(data.act), split(data.next_obs), rows)
+    total, _ = jax.lax.scan(add_chunk, jnp.zeros((members,)), xs)
+    return total / jnp.maximum(data.count, 1)
+
+
+@jax.jit
+def member_losses(model: Ensemble, data: Dataset) -> jax.Array:
+    """Per-member validation MSE of ``model`` on ``data`` -> ``[M]`` (what the fit's early stopping
+    compares, SPEC §3)."""
+    return masked_member_losses(model.params, model, data)
+
+
+def model_error(model: Ensemble, obs: np.ndarray, act: np.ndarray, next_obs: np.ndarray) -> float:
+    """The bandit feedback ``G = sqrt(mean_m MSE_m²)`` (SPEC §6) on transitions
+    ``obs [N, obs_dim]``, ``act [N, act_dim]``, ``next_obs [N, obs_dim]``.
+
+    ``MSE_m`` is member ``m``'s mean squared error in normalised state space; call this with the
+    model as it was before it saw the transitions.
+    """
+    losses = member_losses(model, padded_dataset(obs, act, next_obs))
+    return float(jnp.sqrt(jnp.mean(losses**2)))

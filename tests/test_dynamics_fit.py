@@ -1,0 +1,238 @@
+"""Fitting the ensemble: learning, early stopping, compiles, G, the NaN path (SPEC §3, §6)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rp1.dynamics import (
+    Ensemble,
+    NonFiniteLossError,
+    TransitionStore,
+    ensemble_init,
+    fit,
+    init_model_opt_state,
+    member_losses,
+    model_error,
+    normalize,
+    predict_all,
+    refresh_delta_normalizer,
+    update_input_normalizers,
+)
+from rp1.dynamics.fit import TRACES
+
+OBS, ACT, STEPS = 4, 2, 50
+HIDDEN = (64, 64)
+
+
+def linear_episodes(rng: np.random.Generator, n: int, noise: float) -> list[dict[str, np.ndarray]]:
+    """``n`` rollouts of a fixed linear system ``s' = s + sA + aB + noise`` from random states."""
+    system = np.random.default_rng(123)
+    a_mat, b_mat = system.normal(size=(OBS, OBS)) * 0.1, system.normal(size=(ACT, OBS)) * 0.3
+    episodes = []
+    for _ in range(n):
+        s, a = rng.normal(size=(STEPS, OBS)), rng.uniform(-1, 1, (STEPS, ACT))
+        s_next = s + s @ a_mat + a @ b_mat + noise * rng.normal(size=(STEPS, OBS))
+        episodes.append({"obs": s, "act": a, "rew": np.zeros(STEPS), "next_obs": s_next})
+    return episodes
+
+
+def linear_store(episodes: int, noise: float = 0.01, seed: int = 0) -> TransitionStore:
+    store = TransitionStore(OBS, ACT)
+    store.add_phase(linear_episodes(np.random.default_rng(seed), episodes, noise))
+    return store
+
+
+def model_for(store: TransitionStore, seed: int = 0) -> Ensemble:
+    """A fresh ensemble with normalisers set from the store's data, as the outer loop does."""
+    t = store.transitions()
+    model = ensemble_init(jax.random.key(seed), OBS, ACT, members=5, hidden=HIDDEN)
+    model = update_input_normalizers(model, t.obs, t.act)
+    return refresh_delta_normalizer(model, t.obs, t.next_obs)
+
+
+def run_fit(store: TransitionStore, model: Ensemble | None = None, **kwargs):
+    model = model_for(store) if model is None else model
+    kwargs = {"batch_size": 256, **kwargs}
+    return fit(
+        model,
+        init_model_opt_state(model),
+        store.train_set(np.random.default_rng(0)),
+        store.val_set(),
+        jax.random.key(1),
+        **kwargs,
+    )
+
+
+@pytest.fixture(scope="module")
+def small_store() -> TransitionStore:
+    return linear_store(60)  # 2,000 training and 1,000 validation transitions
+
+
+def test_learns_a_linear_system_far_better_than_no_change_and_members_differ(small_store):
+    model, _, result = run_fit(small_store, max_epochs=40)
+    val = small_store.val
+    no_change = float(
+        np.mean((normalize(model.obs_norm, val.obs) - normalize(model.obs_norm, val.next_obs)) ** 2)
+    )
+    assert result.val_loss < no_change / 30
+    assert result.val_loss == pytest.approx(float(result.member_val_losses.min()))
+    predictions = predict_all(model, val.obs[:100], val.act[:100])
+    assert predictions.shape == (5, 100, OBS)
+    assert float(jnp.std(predictions, axis=0).min()) > 0
+
+
+def test_early_stopping_restores_each_members_best_weights(small_store):
+    model, _, result = run_fit(small_store, max_epochs=60)
+    np.testing.assert_allclose(result.member_val_losses, result.val_history.min(0), rtol=1e-6)
+    np.testing.assert_allclose(
+        member_losses(model, small_store.val_set()), result.member_val_losses, rtol=1e-5
+    )
+    assert result.val_history.shape == (1 + 60 // 5, 5)
+
+
+def test_stops_well_before_the_cap_on_an_easy_problem():
+    store = linear_store(30, noise=0.3)
+    _, _, result = run_fit(store, max_epochs=2000)
+    assert result.epochs < 400 and result.epochs % 5 == 0
+    stale = result.val_history[-5:]
+    assert np.all(stale >= result.val_history[:-5].min(0))
+
+
+def test_never_runs_past_the_epoch_cap_and_zero_epochs_changes_nothing(small_store):
+    model = model_for(small_store)
+    _, opt_state, result = run_fit(small_store, model, max_epochs=7, patience=100)
+    assert result.epochs == 7 and len(result.val_history) == 3
+    # 2,000 training rows in a 2,048-row bucket: 8 minibatches of 256, all non-empty, per epoch.
+    assert np.all(np.asarray(opt_state[0].count) == 7 * 8)
+    same, _, result = run_fit(small_store, model, max_epochs=0)
+    assert result.epochs == 0
+    jax.tree_util.tree_map(np.testing.assert_array_equal, same.params, model.params)
+
+
+def test_adam_state_skips_empty_minibatches_and_carries_over():
+    store = linear_store(18)  # 600 training rows in a 1,024-row bucket
+    model = model_for(store)
+    train, val = store.train_set(np.random.default_rng(0)), store.val_set()
+    opt_state = init_model_opt_state(model)
+    for _ in range(2):
+        model, opt_state, _ = fit(
+            model,
+            opt_state,
+            train,
+            val,
+            jax.random.key(2),
+            batch_size=128,
+            max_epochs=5,
+            patience=100,
+        )
+    # ⌈600/128⌉ = 5 non-empty minibatches of the 8 the bucket holds, per epoch, over 2 × 5 epochs.
+    assert np.all(np.asarray(opt_state[0].count) == 2 * 5 * 5)
+
+
+def test_padding_rows_do_not_affect_the_fit(small_store):
+    model = model_for(small_store)
+    train, val = small_store.train_set(np.random.default_rng(0)), small_store.val_set()
+    garbage = train._replace(obs=train.obs.copy(), next_obs=train.next_obs.copy())
+    garbage.obs[int(train.count) :] = 1e3
+    garbage.next_obs[int(train.count) :] = -1e3
+    results = [
+        fit(
+            model,
+            init_model_opt_state(model),
+            t,
+            val,
+            jax.random.key(3),
+            batch_size=256,
+            max_epochs=5,
+        )
+        for t in (train, garbage)
+    ]
+    jax.tree_util.tree_map(
+        np.testing.assert_array_equal, results[0][0].params, results[1][0].params
+    )
+
+
+def test_compiles_the_epoch_function_once_per_size_bucket():
+    stores = [linear_store(n, seed=n) for n in (40, 100, 180, 200)]  # 2k, 5k, 9k, 10k transitions
+    model = model_for(stores[0])
+    opt_state = init_model_opt_state(model)
+    buckets = set()
+    before = TRACES["train_epochs"]
+    for store in stores:
+        train, val = store.train_set(np.random.default_rng(0)), store.val_set()
+        buckets.add((train.obs.shape[0], val.obs.shape[0]))
+        model, opt_state, _ = fit(
+            model, opt_state, train, val, jax.random.key(0), batch_size=512, max_epochs=5
+        )
+    assert len(buckets) == 3  # the last store shares the third one's buckets
+    assert TRACES["train_epochs"] - before <= len(buckets)
+
+
+def test_model_error_matches_its_definition():
+    store = linear_store(6, noise=0.1)
+    model = model_for(store)
+    t = store.transitions()
+    mean, std = np.asarray(model.obs_norm.mean), np.asarray(model.obs_norm.std)
+    predicted = (
+        np.asarray(predict_all(model, t.obs, t.act)) - mean
+    ) / std  # the model's norm(s'), unclipped
+    target = np.clip((t.next_obs - mean) / std, -3, 3)
+    mse = np.mean((predicted - target) ** 2, axis=(1, 2))
+    assert model_error(model, t.obs, t.act, t.next_obs) == pytest.approx(
+        np.sqrt(np.mean(mse**2)), rel=1e-5
+    )
+
+
+def test_model_error_is_zero_for_an_exact_model_and_grows_with_noise():
+    rng = np.random.default_rng(0)
+    obs, act = rng.normal(size=(300, OBS)), rng.normal(size=(300, ACT))
+    model = ensemble_init(jax.random.key(0), OBS, ACT, members=5, hidden=(8,))
+    model = update_input_normalizers(model, obs, act)
+    # Zero weights everywhere: every member predicts norm(s') = norm(s) + μ_Δ, with μ_Δ = 0.5 here.
+    model = model.replace(
+        params=jax.tree_util.tree_map(jnp.zeros_like, model.params),
+        delta_norm=model.delta_norm.replace(mean=jnp.full((OBS,), 0.5)),
+    )
+    next_obs = obs + 0.5 * np.asarray(model.obs_norm.std)
+    inside = np.all(np.abs(np.asarray(normalize(model.obs_norm, obs))) < 2.4, axis=1)  # no clipping
+    obs, act, next_obs = obs[inside], act[inside], next_obs[inside]
+    errors = [
+        model_error(model, obs, act, next_obs + s * rng.normal(size=next_obs.shape))
+        for s in (0, 0.1, 0.5)
+    ]
+    assert errors[0] < 1e-10
+    assert errors[0] < errors[1] < errors[2]
+
+
+def test_non_finite_predictions_raise_naming_member_and_epoch(small_store):
+    model = model_for(small_store)
+    broken = model.replace(
+        params=jax.tree_util.tree_map(lambda p: p.at[3].set(jnp.nan), model.params)
+    )
+    with pytest.raises(NonFiniteLossError, match="member 3 .* at epoch 0"):
+        run_fit(small_store, broken, max_epochs=5)
+
+
+def test_non_finite_training_data_raises_naming_member_and_epoch(small_store):
+    model = model_for(small_store)
+    train = small_store.train_set(np.random.default_rng(0))
+    train.obs[5, 0] = np.nan
+    with pytest.raises(
+        FloatingPointError, match="member 0 has a non-finite training loss .* at epoch 1"
+    ):
+        fit(
+            model,
+            init_model_opt_state(model),
+            train,
+            small_store.val_set(),
+            jax.random.key(0),
+            max_epochs=5,
+        )
+
+
+def test_rejects_empty_validation_set():
+    store = TransitionStore(OBS, ACT)
+    store.add_phase(linear_episodes(np.random.default_rng(0), 2, 0.0))
+    with pytest.raises(ValueError, match="validation set is empty"):
+        run_fit(store, max_epochs=5)
