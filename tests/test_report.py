@@ -19,9 +19,9 @@ from rp1.experiments.runs_table import load_runs
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 METRIC_COLUMNS = (
-    "iteration, samples, lambda, eval_return, model_return, model_error, val_loss, phase_samples, "
-    "residual, policy_updates, model_epochs, wall_s"
-).split(", ")
+    *("iteration", "samples", "lambda", "eval_return", "model_return", "model_error"),
+    *("val_loss", "phase_samples", "residual", "policy_updates", "model_epochs", "wall_s"),
+)
 
 
 def write_run(
@@ -42,7 +42,14 @@ def write_run(
     """
     run_dir = root / f"{task}-{method}" / f"seed{seed}"
     run_dir.mkdir(parents=True)
-    config = {"preset": f"{task}-{method}", "task": task, "method": method, "seed": seed, "budget": budget, "extra": 1}
+    config = {
+        "preset": f"{task}-{method}",
+        "task": task,
+        "method": method,
+        "seed": seed,
+        "budget": budget,
+        "extra": 1,
+    }
     (run_dir / "config.json").write_text(json.dumps(config))
     n = len(samples)
     model_free = method == "modelfree"
@@ -59,13 +66,28 @@ def write_run(
     return run_dir
 
 
-def linear_run(root: Path, task: str, method: str, seed: int, start: float, slope: float, budget: int = 100_000) -> Path:
-    """A model-based run evaluated every 3,000 samples up to its budget with return start + slope·i."""
+def linear_run(
+    root: Path, task: str, method: str, seed: int, start: float, slope: float, budget: int = 100_000
+) -> Path:
+    """A model-based run evaluated every 3,000 samples up to its budget, returns start + slope·i."""
     samples = list(range(3_000, budget, 3_000))
     returns = [start + slope * i for i in range(len(samples))]
-    lambdas = [0.1 * (i % 6) if method in ("rp1", "rp1-nopca", "rp1-statevar") else 0.0 for i in range(len(samples))]
-    return write_run(root, task, method, seed, samples, returns, budget=budget, phase=2_000 + 100 * seed,
-                     model_error=[1.0 / (i + 1) for i in range(len(samples))], **{"lambda": lambdas})
+    lambdas = [
+        0.1 * (i % 6) if method in ("rp1", "rp1-nopca", "rp1-statevar") else 0.0
+        for i in range(len(samples))
+    ]
+    return write_run(
+        root,
+        task,
+        method,
+        seed,
+        samples,
+        returns,
+        budget=budget,
+        phase=2_000 + 100 * seed,
+        model_error=[1.0 / (i + 1) for i in range(len(samples))],
+        **{"lambda": lambdas},
+    )
 
 
 def cells(out: Path, name: str = "table1") -> pd.DataFrame:
@@ -75,7 +97,14 @@ def cells(out: Path, name: str = "table1") -> pd.DataFrame:
 def test_medians_are_exact(tmp_path):
     bests = [10.0, 30.0, 20.0, 50.0]
     for seed, best in enumerate(bests):
-        write_run(tmp_path / "runs", "hopper", "rp1", seed, [3_000, 6_000, 97_000], [best - 5, best, best - 1])
+        write_run(
+            tmp_path / "runs",
+            "hopper",
+            "rp1",
+            seed,
+            [3_000, 6_000, 97_000],
+            [best - 5, best, best - 1],
+        )
     write_report(tmp_path / "runs", tmp_path / "out")
     cell = cells(tmp_path / "out").loc["hopper", 100_000, "rp1"]
     assert cell.n_seeds == 4
@@ -105,12 +134,24 @@ def test_t_statistics_equal_scipys_welch_test(tmp_path):
     rng = np.random.default_rng(0)
     for method, shift in (("rp1", 40.0), ("greedy", 0.0), ("vr", 10.0)):
         for seed in range(5):
-            write_run(tmp_path / "runs", "swimmer", method, seed, [5_000, 50_000, 97_000], list(rng.normal(shift, 10.0, 3)))
+            write_run(
+                tmp_path / "runs",
+                "swimmer",
+                method,
+                seed,
+                [5_000, 50_000, 97_000],
+                list(rng.normal(shift, 10.0, 3)),
+            )
     write_report(tmp_path / "runs", tmp_path / "out")
     metrics = load_runs(tmp_path / "runs").metrics
-    tests = pd.read_csv(tmp_path / "out" / "table1_ttests.csv").set_index(["task", "samples", "comparison"])
+    tests = pd.read_csv(tmp_path / "out" / "table1_ttests.csv").set_index(
+        ["task", "samples", "comparison"]
+    )
     for timestep in (10_000, 100_000):
-        best = {m: stats.best_at(metrics[metrics["method"] == m], timestep).to_numpy() for m in ("rp1", "greedy", "vr")}
+        best = {
+            m: stats.best_at(metrics[metrics["method"] == m], timestep).to_numpy()
+            for m in ("rp1", "greedy", "vr")
+        }
         for comparison, baseline in (("T1", "greedy"), ("T2", "vr")):
             expected = scipy_stats.ttest_ind(best["rp1"], best[baseline], equal_var=False)
             row = tests.loc["swimmer", timestep, comparison]
@@ -131,14 +172,28 @@ def test_missing_cells_are_reported_not_crashing(tmp_path):
     assert "— (0 seeds" in (tmp_path / "out" / "table3.md").read_text()
     table = cells(tmp_path / "out")
     assert table.loc["hopper", 100_000, "rp1"].n_seeds == 1
-    assert table.loc["ant", 10_000, "rp1"].n_seeds == 0 and math.isnan(table.loc["ant", 10_000, "rp1"]["median"])
+    assert table.loc["ant", 10_000, "rp1"].n_seeds == 0 and math.isnan(
+        table.loc["ant", 10_000, "rp1"]["median"]
+    )
     names = {path.name for path in written}
     assert "fig1_hopper.png" in names and "fig1_ant.png" not in names
 
 
+def test_runs_without_rows_are_left_out_with_a_note(tmp_path):
+    run_dir = write_run(tmp_path / "runs", "ant", "rp1", 0, [], [])
+    (write_run(tmp_path / "runs", "ant", "vr", 0, [], []) / "metrics.csv").write_text("")
+    written = write_report(tmp_path / "runs", tmp_path / "out")
+    assert [path.name for path in written if path.suffix == ".png"] == []
+    assert cells(tmp_path / "out").loc["ant", 100_000, "rp1"].n_seeds == 0
+    index = (tmp_path / "out" / "index.md").read_text()
+    assert f"{run_dir.relative_to(tmp_path / 'runs').as_posix()}: no metrics rows yet" in index
+
+
 def test_runs_with_different_budgets(tmp_path):
     # A 10⁴-budget run counts at 10⁴ only; an unfinished 10⁵ run (reached 33,000) at 10⁴ only.
-    write_run(tmp_path, "halfcheetah", "rp1", 0, [3_000, 6_000, 9_000], [1.0, 2.0, 3.0], budget=10_000)
+    write_run(
+        tmp_path, "halfcheetah", "rp1", 0, [3_000, 6_000, 9_000], [1.0, 2.0, 3.0], budget=10_000
+    )
     write_run(tmp_path, "halfcheetah", "rp1", 1, list(range(3_000, 33_000, 3_000)), [5.0] * 10)
     write_run(tmp_path, "halfcheetah", "rp1", 2, list(range(3_000, 100_000, 3_000)), [9.0] * 33)
     write_report(tmp_path, tmp_path / "out")
@@ -178,8 +233,15 @@ def test_bootstrap_iqm_interval_contains_the_iqm():
 
 
 def test_lambda_improvements_are_normalised_by_the_run_range(tmp_path):
-    write_run(tmp_path, "ant", "rp1", 0, [3_000, 6_000, 9_000, 12_000], [0.0, 10.0, 5.0, 20.0],
-              **{"lambda": [0.0, 0.5, 0.1, 0.5]})
+    write_run(
+        tmp_path,
+        "ant",
+        "rp1",
+        0,
+        [3_000, 6_000, 9_000, 12_000],
+        [0.0, 10.0, 5.0, 20.0],
+        **{"lambda": [0.0, 0.5, 0.1, 0.5]},
+    )
     improvements = stats.lambda_improvements(load_runs(tmp_path).metrics)
     assert improvements["lambda"].tolist() == [0.5, 0.1, 0.5]
     assert improvements["change"].tolist() == pytest.approx([0.5, -0.25, 0.75])
@@ -188,12 +250,18 @@ def test_lambda_improvements_are_normalised_by_the_run_range(tmp_path):
 
 
 def test_phase_summary_counts_samples_saved_against_the_cap(tmp_path):
-    write_run(tmp_path, "hopper", "rp1", 0, [3_000, 6_000], [1.0, 2.0], phase_samples=[1_000, 2_500])
-    write_run(tmp_path, "hopper", "rp1", 1, [3_000, 6_000], [1.0, 2.0], phase_samples=[3_000, 3_000])
+    write_run(
+        tmp_path, "hopper", "rp1", 0, [3_000, 6_000], [1.0, 2.0], phase_samples=[1_000, 2_500]
+    )
+    write_run(
+        tmp_path, "hopper", "rp1", 1, [3_000, 6_000], [1.0, 2.0], phase_samples=[3_000, 3_000]
+    )
     summary = stats.phase_summary(stats.phase_sizes(load_runs(tmp_path).metrics), 3_000).iloc[0]
     assert (summary.runs, summary.phases) == (2, 4)
     assert summary.mean_phase_samples == pytest.approx(2_375.0)
-    assert summary.saved_total == pytest.approx(2_500.0) and summary.saved_per_run == pytest.approx(1_250.0)
+    assert summary.saved_total == pytest.approx(2_500.0) and summary.saved_per_run == pytest.approx(
+        1_250.0
+    )
     assert summary.saved_share == pytest.approx(2_500.0 / 12_000.0)
 
 
@@ -205,13 +273,33 @@ def test_full_report_writes_valid_pngs_and_links_them(tmp_path):
             for seed in range(3):
                 linear_run(runs, task, method, seed, start=float(seed), slope=float(slope))
         for seed in range(2):
-            write_run(runs, task, "modelfree", seed, [1_000_000, 5_000_000, 10_000_000], [10.0, 50.0 + seed, 80.0],
-                      budget=10_000_000)
+            write_run(
+                runs,
+                task,
+                "modelfree",
+                seed,
+                [1_000_000, 5_000_000, 10_000_000],
+                [10.0, 50.0 + seed, 80.0],
+                budget=10_000_000,
+            )
     written = write_report(runs, tmp_path / "out")
     names = {path.name for path in written}
     for task in ("halfcheetah", "swimmer"):
-        assert {f"fig1_{task}.png", f"fig3_{task}.png", f"fig_ablation_{task}.png", f"diag_{task}.png"} <= names
-    assert {"fig2_lambda.png", "fig2_lambda.csv", "phases.csv", "phases.md", "index.md", "table2.md", "table3_ttests.csv"} <= names
+        assert {
+            f"fig1_{task}.png",
+            f"fig3_{task}.png",
+            f"fig_ablation_{task}.png",
+            f"diag_{task}.png",
+        } <= names
+    assert {
+        "fig2_lambda.png",
+        "fig2_lambda.csv",
+        "phases.csv",
+        "phases.md",
+        "index.md",
+        "table2.md",
+        "table3_ttests.csv",
+    } <= names
     pngs = [path for path in written if path.suffix == ".png"]
     assert len(pngs) == 9
     for path in pngs:

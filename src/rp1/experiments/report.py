@@ -15,12 +15,12 @@ from rp1.experiments.paper import ADAPTIVE_LAMBDA, MODEL_FREE, PHASE_CAP, TASKS
 from rp1.experiments.runs_table import LoadedRuns, load_runs
 from rp1.experiments.tables import TABLES, markdown_table, write_table
 
-CURVE_FIGURES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("fig1", "Figure 1: RP1 vs baselines", ("greedy", "vr", "rp1")),
-    ("fig3", "Figure 3: state vs reward variance", ("rp1-statevar", "rp1")),
-    ("fig_ablation", "Ablations", ("rp1-noadapt", "rp1-nopca", "rp1")),
+CURVE_FIGURES: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
+    ("fig1", "Figure 1: RP1 vs baselines", ("greedy", "vr", "rp1"), True),
+    ("fig3", "Figure 3: state vs reward variance", ("rp1-statevar", "rp1"), False),
+    ("fig_ablation", "Ablations", ("rp1-noadapt", "rp1-nopca", "rp1"), False),
 )
-"""(file prefix, title, methods) of the per-task median + IQR curve figures."""
+"""(file prefix, title, methods, with PPO reference lines) of the per-task curve figures."""
 
 PPO_TIMESTEPS: tuple[int, ...] = (1_000_000, 5_000_000, 10_000_000)
 """Real samples at which model-free PPO's best return is drawn as a reference (SPEC §8)."""
@@ -66,35 +66,68 @@ def write_curve_figures(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Path
     paths = []
     for task in tasks:
         runs = metrics[metrics["task"] == task]
-        for prefix, title, methods in CURVE_FIGURES:
-            references = ppo_references(runs) if prefix == "fig1" else ()
-            paths.append(figures.curve_figure(runs, methods, f"{title} — {task}", out / f"{prefix}_{task}.png", references))
+        for prefix, title, methods, with_ppo in CURVE_FIGURES:
+            references = ppo_references(runs) if with_ppo else ()
+            paths.append(
+                figures.curve_figure(
+                    runs, methods, f"{title} — {task}", out / f"{prefix}_{task}.png", references
+                )
+            )
     return [path for path in paths if path]
 
 
 def write_lambda_analysis(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Path) -> list[Path]:
     """fig2_lambda.png and fig2_lambda.csv (task, method, lambda, n, mean, sem)."""
-    summary = stats.lambda_summary(stats.lambda_improvements(metrics[metrics["method"].isin(ADAPTIVE_LAMBDA)]))
+    summary = stats.lambda_summary(
+        stats.lambda_improvements(metrics[metrics["method"].isin(ADAPTIVE_LAMBDA)])
+    )
     summary.to_csv(out / "fig2_lambda.csv", index=False)
     figure = figures.lambda_figure(summary, tasks, out / "fig2_lambda.png")
     return [out / "fig2_lambda.csv", *([figure] if figure else [])]
 
 
 def write_diagnostics(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Path) -> list[Path]:
-    """diag_<task>.png for every task with model-based runs, and phases.csv / phases.md."""
+    """diag_<task>.png for every task with model-based runs."""
     model_based = metrics[metrics["method"] != MODEL_FREE]
-    paths = [figures.diagnostics_figure(model_based[model_based["task"] == task], task, out / f"diag_{task}.png") for task in tasks]
-    summary = stats.phase_summary(stats.phase_sizes(model_based), PHASE_CAP)
+    paths = [
+        figures.diagnostics_figure(
+            model_based[model_based["task"] == task], task, out / f"diag_{task}.png"
+        )
+        for task in tasks
+    ]
+    return [path for path in paths if path]
+
+
+PHASE_FORMATS: dict[str, str] = {
+    "runs": "{:,}",
+    "phases": "{:,}",
+    "mean_phase_samples": "{:,.0f}",
+    "saved_per_run": "{:,.0f}",
+    "saved_total": "{:,.0f}",
+    "saved_share": "{:.1%}",
+}
+"""Columns of :func:`stats.phase_summary` and how phases.md prints them."""
+
+
+def write_phase_summary(metrics: pd.DataFrame, out: Path) -> list[Path]:
+    """phases.csv and phases.md: model-based phase sizes and samples saved against the cap."""
+    summary = stats.phase_summary(
+        stats.phase_sizes(metrics[metrics["method"] != MODEL_FREE]), PHASE_CAP
+    )
     summary.to_csv(out / "phases.csv", index=False)
     rows = [
-        [row.task, row.method, str(row.runs), str(row.phases), f"{row.mean_phase_samples:,.0f}",
-         f"{row.saved_per_run:,.0f}", f"{row.saved_total:,.0f}", f"{row.saved_share:.1%}"]
+        [
+            row.task,
+            row.method,
+            *(fmt.format(getattr(row, column)) for column, fmt in PHASE_FORMATS.items()),
+        ]
         for row in summary.itertuples()
     ]
-    header = ["task", "method", "runs", "phases", "mean phase samples", "saved per run", "saved in all", "saved share"]
-    text = f"# Collection phases against the {PHASE_CAP:,}-sample cap\n\n" + (markdown_table(header, rows) if rows else "No phases recorded.") + "\n"
+    header = ["task", "method", *(column.replace("_", " ") for column in PHASE_FORMATS)]
+    table = markdown_table(header, rows) if rows else "No phases recorded."
+    text = f"# Collection phases against the {PHASE_CAP:,}-sample cap\n\n{table}\n"
     (out / "phases.md").write_text(text, encoding="utf-8")
-    return [path for path in paths if path] + [out / "phases.csv", out / "phases.md"]
+    return [out / "phases.csv", out / "phases.md"]
 
 
 def inventory(metrics: pd.DataFrame) -> str:
@@ -103,9 +136,14 @@ def inventory(metrics: pd.DataFrame) -> str:
         return "No runs with metrics rows."
     runs = metrics.groupby("run").first()
     rows = [
-        [task, method, str(len(group)), ", ".join(map(str, sorted(group["seed"]))),
-         ", ".join(f"{budget:,}" for budget in sorted(group["budget"].unique())),
-         f"{group['reached'].min():,.0f} – {group['reached'].max():,.0f}"]
+        [
+            task,
+            method,
+            str(len(group)),
+            ", ".join(map(str, sorted(group["seed"]))),
+            ", ".join(f"{budget:,}" for budget in sorted(group["budget"].unique())),
+            f"{group['reached'].min():,.0f} – {group['reached'].max():,.0f}",
+        ]
         for (task, method), group in runs.groupby(["task", "method"])
     ]
     return markdown_table(["task", "method", "runs", "seeds", "budgets", "samples reached"], rows)
@@ -115,7 +153,13 @@ def write_index(loaded: LoadedRuns, written: list[Path], out: Path) -> Path:
     """index.md: the runs found, notes on runs left out, links to every file, definitions."""
     links = "\n".join(f"- [{path.name}]({path.name})" for path in written)
     notes = "\n".join(f"- {note}" for note in loaded.notes) or "None."
-    text = f"# rp1 report\n\n## Runs\n\n{inventory(loaded.metrics)}\n\n## Left out\n\n{notes}\n\n## Files\n\n{links}\n\n{DEFINITIONS}"
+    sections = [
+        ("Runs", inventory(loaded.metrics)),
+        ("Left out", notes),
+        ("Files", links),
+    ]
+    body = "".join(f"## {title}\n\n{content}\n\n" for title, content in sections)
+    text = f"# rp1 report\n\n{body}{DEFINITIONS}"
     path = out / "index.md"
     path.write_text(text, encoding="utf-8")
     return path
@@ -138,4 +182,5 @@ def write_report(root: Path, out: Path) -> list[Path]:
     written += write_curve_figures(metrics, tasks, out)
     written += write_lambda_analysis(metrics, tasks, out)
     written += write_diagnostics(metrics, tasks, out)
+    written += write_phase_summary(metrics, out)
     return written + [write_index(loaded, written, out)]

@@ -52,7 +52,9 @@ class LoadedRuns(NamedTuple):
 
 def find_run_dirs(root: Path) -> list[Path]:
     """Every directory under ``root`` (any depth, ``root`` included) with config + metrics."""
-    return sorted(p.parent for p in root.rglob("config.json") if (p.parent / "metrics.csv").is_file())
+    return sorted(
+        p.parent for p in root.rglob("config.json") if (p.parent / "metrics.csv").is_file()
+    )
 
 
 def read_config(run_dir: Path) -> dict:
@@ -64,7 +66,9 @@ def read_config(run_dir: Path) -> dict:
         raise ConfigError(f"{path}: not a readable JSON config ({err})") from err
     missing = [key for key in CONFIG_KEYS if key not in config]
     if missing:
-        raise ConfigError(f"{path}: missing key(s) {', '.join(missing)}; need {', '.join(CONFIG_KEYS)}")
+        raise ConfigError(
+            f"{path}: missing key(s) {', '.join(missing)}; need {', '.join(CONFIG_KEYS)}"
+        )
     return {
         "preset": str(config.get("preset", "")),
         "task": str(config["task"]),
@@ -113,7 +117,9 @@ def drop_duplicates(runs: list[pd.DataFrame]) -> tuple[list[pd.DataFrame], list[
         kept = best.setdefault(key, run)
         if kept is run:
             continue
-        winner, loser = (run, kept) if run["reached"].iloc[0] > kept["reached"].iloc[0] else (kept, run)
+        winner, loser = (
+            (run, kept) if run["reached"].iloc[0] > kept["reached"].iloc[0] else (kept, run)
+        )
         best[key] = winner
         notes.append(
             f"{loser['run'].iloc[0]}: duplicate of {winner['run'].iloc[0]} "

@@ -17,6 +17,7 @@ IQM_TRIM = 0.25
 
 BOOTSTRAP_RESAMPLES = 9_999
 CONFIDENCE = 0.95
+LAMBDA_DECIMALS = 6
 
 
 class CellStats(NamedTuple):
@@ -38,9 +39,9 @@ class TTest(NamedTuple):
     p: float
 
     @property
-    def significant(self) -> bool:
-        """p < 0.05 (SPEC §8)."""
-        return bool(self.p < 0.05)
+    def significant(self) -> bool | None:
+        """p < 0.05 (SPEC §8); None when there is no test."""
+        return None if np.isnan(self.p) else bool(self.p < 0.05)
 
 
 def best_at(metrics: pd.DataFrame, timestep: float) -> pd.Series:
@@ -85,11 +86,18 @@ def summarise(values: np.ndarray) -> CellStats:
     if len(values) == 0:
         return CellStats(0, *[float("nan")] * 6)
     q25, median, q75 = np.percentile(values, [25, 50, 75])
-    return CellStats(len(values), float(median), float(q25), float(q75), float(iqm(values)), *iqm_interval(values))
+    return CellStats(
+        len(values),
+        float(median),
+        float(q25),
+        float(q75),
+        float(iqm(values)),
+        *iqm_interval(values),
+    )
 
 
 def welch(a: np.ndarray, b: np.ndarray) -> TTest:
-    """Welch's t-test (``scipy.stats.ttest_ind(equal_var=False)``) of a vs b; t > 0 when a is higher."""
+    """Welch's t-test (``scipy.stats.ttest_ind(equal_var=False)``); t > 0 when a is higher."""
     if len(a) < 2 or len(b) < 2:
         return TTest(float("nan"), float("nan"))
     with warnings.catch_warnings():
@@ -128,12 +136,15 @@ def lambda_improvements(metrics: pd.DataFrame) -> pd.DataFrame:
     For each run and each row but its first: ``change = (eval_return − previous eval_return) /
     (run's max − min eval_return)``, i.e. normalised by the run's return range so that runs and
     tasks of different scales weigh the same (runs with a zero range are left out). Columns
-    ``task, method, run, lambda, change`` (change: share of the run's range, unitless).
+    ``task, method, run, lambda, change`` (change: share of the run's range, unitless; λ rounded
+    to LAMBDA_DECIMALS so that arms written with float noise group together).
     """
     runs = metrics.groupby("run", sort=False)["eval_return"]
     span = runs.transform("max") - runs.transform("min")
     change = runs.diff() / span.where(span > 0)
-    table = metrics[["task", "method", "run", "lambda"]].assign(change=change)
+    table = metrics[["task", "method", "run"]].assign(
+        **{"lambda": metrics["lambda"].round(LAMBDA_DECIMALS)}, change=change
+    )
     return table.dropna(subset=["lambda", "change"]).reset_index(drop=True)
 
 
@@ -145,7 +156,9 @@ def lambda_summary(improvements: pd.DataFrame) -> pd.DataFrame:
 
 
 def phase_sizes(metrics: pd.DataFrame) -> pd.DataFrame:
-    """Real samples of each collection phase after an evaluation: ``task, method, run, phase_samples``.
+    """Real samples of each phase collected after an evaluation.
+
+    Columns ``task, method, run, phase_samples``.
 
     The initial random-policy phase has no row of its own and is not included.
     """
@@ -161,7 +174,9 @@ def phase_summary(phases: pd.DataFrame, cap: int) -> pd.DataFrame:
     (``saved_total / (phases · cap)``). Samples are real environment steps.
     """
     phases = phases.assign(saved=(cap - phases["phase_samples"]).clip(lower=0))
-    per_run = phases.groupby(["task", "method", "run"]).agg(phases=("saved", "size"), saved=("saved", "sum"))
+    per_run = phases.groupby(["task", "method", "run"]).agg(
+        phases=("saved", "size"), saved=("saved", "sum")
+    )
     by_method = per_run.groupby(["task", "method"])
     summary = pd.DataFrame(
         {

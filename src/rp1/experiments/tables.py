@@ -52,7 +52,10 @@ TABLES: tuple[TableSpec, ...] = (
         "Table 3: ablations at 10⁵ samples",
         (100_000,),
         (("rp1-noadapt", "RP1 (λ = 0)"), ("rp1-nopca", "RP1 (No EarlyStop)"), ("rp1", "RP1")),
-        (("t (RP1 vs λ = 0)", "rp1", "rp1-noadapt"), ("t (RP1 vs No EarlyStop)", "rp1", "rp1-nopca")),
+        (
+            ("t (RP1 vs λ = 0)", "rp1", "rp1-noadapt"),
+            ("t (RP1 vs No EarlyStop)", "rp1", "rp1-nopca"),
+        ),
     ),
 )
 
@@ -65,7 +68,9 @@ def collect_bests(metrics: pd.DataFrame, spec: TableSpec, tasks: tuple[str, ...]
     groups = dict(tuple(metrics.groupby(["task", "method"])))
     empty = metrics.iloc[:0]
     return {
-        (task, method, timestep): stats.best_at(groups.get((task, method), empty), timestep).to_numpy(float)
+        (task, method, timestep): stats.best_at(
+            groups.get((task, method), empty), timestep
+        ).to_numpy(float)
         for timestep in spec.timesteps
         for task in tasks
         for method, _ in spec.columns
@@ -105,7 +110,9 @@ def ttest_table(bests: Bests, spec: TableSpec, tasks: tuple[str, ...]) -> pd.Dat
             for header, method_a, method_b in spec.comparisons:
                 a, b = bests[task, method_a, timestep], bests[task, method_b, timestep]
                 test = stats.welch(a, b)
-                paper_t, paper_significant = PAPER_T.get((task, timestep, method_a, method_b), (math.nan, None))
+                paper_t, paper_significant = PAPER_T.get(
+                    (task, timestep, method_a, method_b), (math.nan, None)
+                )
                 rows.append(
                     {
                         "task": task,
@@ -152,7 +159,8 @@ def iqm_text(cell: tuple) -> str:
         return "— (0 seeds)"
     if cell.n_seeds == 1:
         return f"{number(cell.iqm)} (1 seed; no CI)"
-    return f"{number(cell.iqm)} [{number(cell.iqm_ci_low)}, {number(cell.iqm_ci_high)}] ({seeds(cell.n_seeds)})"
+    interval = f"[{number(cell.iqm_ci_low)}, {number(cell.iqm_ci_high)}]"
+    return f"{number(cell.iqm)} {interval} ({seeds(cell.n_seeds)})"
 
 
 def star(significant: bool | None) -> str:
@@ -161,7 +169,11 @@ def star(significant: bool | None) -> str:
 
 def t_text(test: tuple) -> str:
     """``t*`` (``*`` where p < 0.05) with the paper's value, or why there is none."""
-    paper = "" if math.isnan(test.paper_t) else f" (paper {number(test.paper_t)}{star(test.paper_significant)})"
+    paper = (
+        ""
+        if math.isnan(test.paper_t)
+        else f" (paper {number(test.paper_t)}{star(test.paper_significant)})"
+    )
     if math.isnan(test.t):
         return f"— (n = {test.n_a} vs {test.n_b}; needs ≥ 2 each){paper}"
     return f"{number(test.t)}{star(test.significant)} (p = {test.p:.3g}){paper}"
@@ -173,7 +185,9 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
 
 
-def render(spec: TableSpec, tasks: tuple[str, ...], cells: pd.DataFrame, tests: pd.DataFrame) -> str:
+def render(
+    spec: TableSpec, tasks: tuple[str, ...], cells: pd.DataFrame, tests: pd.DataFrame
+) -> str:
     """The Markdown file: the paper-layout table, then the IQM table."""
     cell = {(row.task, row.samples, row.method): row for row in cells.itertuples(index=False)}
     test = {(row.task, row.samples, row.comparison): row for row in tests.itertuples(index=False)}
@@ -186,18 +200,22 @@ def render(spec: TableSpec, tasks: tuple[str, ...], cells: pd.DataFrame, tests: 
         for task, timestep in keys
     ]
     iqms = [
-        [task, f"{timestep:,}"] + [iqm_text(cell[task, timestep, method]) for method, _ in spec.columns]
+        [task, f"{timestep:,}"]
+        + [iqm_text(cell[task, timestep, method]) for method, _ in spec.columns]
         for task, timestep in keys
     ]
     return "\n".join(
         [
             f"# {spec.title}",
             "",
-            "Median over seeds of each seed's best evaluation return among evaluations made with at",
-            "most that many real samples, [25th, 75th percentile]; a run counts at a timestep only if",
-            "it reached that many samples. t: Welch's t-statistic, `*` where p < 0.05.",
+            "Median over seeds of each seed's best evaluation return among evaluations made",
+            "with at most that many real samples, [25th, 75th percentile]; a run counts at a",
+            "timestep only if it reached that many samples. t: Welch's t-statistic, `*` where",
+            "p < 0.05. See index.md for the definitions.",
             "",
-            markdown_table(["task", "samples", *headers, *(h for h, _, _ in spec.comparisons)], medians),
+            markdown_table(
+                ["task", "samples", *headers, *(h for h, _, _ in spec.comparisons)], medians
+            ),
             "",
             "## Interquartile mean, 95 % percentile-bootstrap CI (beyond the paper)",
             "",
@@ -207,7 +225,9 @@ def render(spec: TableSpec, tasks: tuple[str, ...], cells: pd.DataFrame, tests: 
     )
 
 
-def write_table(metrics: pd.DataFrame, spec: TableSpec, tasks: tuple[str, ...], out: Path) -> list[Path]:
+def write_table(
+    metrics: pd.DataFrame, spec: TableSpec, tasks: tuple[str, ...], out: Path
+) -> list[Path]:
     """Write ``<name>.md``, ``<name>.csv`` (cells) and ``<name>_ttests.csv``; return their paths."""
     bests = collect_bests(metrics, spec, tasks)
     cells, tests = cell_table(bests), ttest_table(bests, spec, tasks)
