@@ -14,8 +14,9 @@ from scipy import stats as scipy_stats
 
 from rp1.errors import ConfigError
 from rp1.experiments import stats
-from rp1.experiments.report import write_report
+from rp1.experiments.report import report_tasks, write_report
 from rp1.experiments.runs_table import load_runs
+from rp1.experiments.tables import TABLES, write_table
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 METRIC_COLUMNS = (
@@ -90,6 +91,14 @@ def linear_run(
     )
 
 
+def write_tables(root: Path, out: Path) -> None:
+    """Only the tables of the report (faster than :func:`write_report` with its figures)."""
+    metrics = load_runs(root).metrics
+    out.mkdir()
+    for spec in TABLES:
+        write_table(metrics, spec, report_tasks(metrics), out)
+
+
 def cells(out: Path, name: str = "table1") -> pd.DataFrame:
     return pd.read_csv(out / f"{name}.csv").set_index(["task", "samples", "method"])
 
@@ -105,7 +114,7 @@ def test_medians_are_exact(tmp_path):
             [3_000, 6_000, 97_000],
             [best - 5, best, best - 1],
         )
-    write_report(tmp_path / "runs", tmp_path / "out")
+    write_tables(tmp_path / "runs", tmp_path / "out")
     cell = cells(tmp_path / "out").loc["hopper", 100_000, "rp1"]
     assert cell.n_seeds == 4
     assert cell["median"] == pytest.approx(np.median(bests))
@@ -126,7 +135,7 @@ def test_best_so_far_counts_only_evaluations_by_the_timestep(tmp_path):
 def test_a_run_without_an_evaluation_by_the_timestep_is_missing(tmp_path):
     write_run(tmp_path, "ant", "vr", 0, [12_000, 50_000], [1.0, 2.0])
     write_run(tmp_path, "ant", "vr", 1, [4_000, 50_000], [3.0, 4.0])
-    write_report(tmp_path, tmp_path / "out")
+    write_tables(tmp_path, tmp_path / "out")
     assert cells(tmp_path / "out").loc["ant", 10_000, "vr"].n_seeds == 1
 
 
@@ -142,7 +151,7 @@ def test_t_statistics_equal_scipys_welch_test(tmp_path):
                 [5_000, 50_000, 97_000],
                 list(rng.normal(shift, 10.0, 3)),
             )
-    write_report(tmp_path / "runs", tmp_path / "out")
+    write_tables(tmp_path / "runs", tmp_path / "out")
     metrics = load_runs(tmp_path / "runs").metrics
     tests = pd.read_csv(tmp_path / "out" / "table1_ttests.csv").set_index(
         ["task", "samples", "comparison"]
@@ -196,7 +205,7 @@ def test_runs_with_different_budgets(tmp_path):
     )
     write_run(tmp_path, "halfcheetah", "rp1", 1, list(range(3_000, 33_000, 3_000)), [5.0] * 10)
     write_run(tmp_path, "halfcheetah", "rp1", 2, list(range(3_000, 100_000, 3_000)), [9.0] * 33)
-    write_report(tmp_path, tmp_path / "out")
+    write_tables(tmp_path, tmp_path / "out")
     table = cells(tmp_path / "out")
     assert table.loc["halfcheetah", 10_000, "rp1"].n_seeds == 3
     assert table.loc["halfcheetah", 10_000, "rp1"]["median"] == 5.0
