@@ -134,11 +134,13 @@ class ModelBasedAgent:
         if s.bandit is not None:
             s.bandit.load_state_dict(meta["bandit"])
         s.iteration, s.samples, s.lam, s.rows = meta["iteration"], meta["samples"], meta["lam"], meta["rows"]
-        s.key = jax.numpy.asarray(data["key"])
-        s.model = serialization.from_state_dict(s.model, data["model"])
-        s.model_opt = serialization.from_state_dict(s.model_opt, data["model_opt"])
-        s.policy = serialization.from_state_dict(s.policy, data["policy"])
-        s.policy_opt = serialization.from_state_dict(s.policy_opt, data["policy_opt"])
+        # device arrays, as in an uninterrupted run: NumPy leaves would compute eagerly in NumPy
+        restore = lambda target, saved: jax.device_put(serialization.from_state_dict(target, saved))  # noqa: E731
+        s.key = jax.device_put(data["key"])
+        s.model = restore(s.model, data["model"])
+        s.model_opt = restore(s.model_opt, data["model_opt"])
+        s.policy = restore(s.policy, data["policy"])
+        s.policy_opt = restore(s.policy_opt, data["policy_opt"])
         s.store = TransitionStore.from_state_dict(data["store"])
         s.start_obs = np.asarray(data["start_obs"])
         return s

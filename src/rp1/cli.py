@@ -98,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script. Usage errors exit with code 2 and one line on stderr."""
     try:
         app(args=argv, prog_name="rp1")
+    except SystemExit as ex:  # raised by click at the end of every command
+        return ex.code if isinstance(ex.code, int) else (0 if ex.code is None else 1)
     except ConfigError as err:
         typer.echo(f"rp1: error: {err}", err=True)
         return 2

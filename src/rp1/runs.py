@@ -46,6 +46,9 @@ METRIC_COLUMNS = (
     "wall_s",
 )
 
+# Wall-clock measurements: the only columns that differ between identical runs.
+TIMING_COLUMNS = ("steps_per_s", "fit_s", "policy_s", "collect_s", "wall_s")
+
 CONFIG = "config.json"
 METRICS = "metrics.csv"
 CHECKPOINT = Path("checkpoint") / "state.msgpack"
