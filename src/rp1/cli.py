@@ -69,15 +69,55 @@ def train(
     budget: Optional[int] = typer.Option(None, "--budget", help="Real-sample budget."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --out from its checkpoint."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a config value: key=value."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Env worker processes (model-free)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
     """Train one run: RP1 or a baseline, model-based or model-free, as the preset says."""
     from rp1.config import resolve
     from rp1.train import run_training
 
-    cfg = resolve(preset, seed=seed, budget=budget, overrides=parse_sets(set_))
+    overrides = parse_sets(set_)
+    if workers is not None:
+        overrides["modelfree.workers"] = str(workers)
+    cfg = resolve(preset, seed=seed, budget=budget, overrides=overrides)
     out = out or Path("runs") / cfg.preset / f"seed{cfg.seed}"
     run_training(cfg, out, resume=resume, progress=not quiet)
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"0-9"`` or ``"0,2,5"`` or ``"0-2,7"`` -> sorted unique seeds; ConfigError if malformed."""
+    seeds: set[int] = set()
+    try:
+        for part in text.split(","):
+            lo, sep, hi = part.strip().partition("-")
+            seeds.update(range(int(lo), int(hi) + 1) if sep else [int(lo)])
+    except ValueError:
+        raise ConfigError(f"--seeds expects e.g. 0-9 or 0,2,5, got {text!r}") from None
+    if not seeds or min(seeds) < 0:
+        raise ConfigError(f"--seeds must name seeds >= 0, got {text!r}")
+    return sorted(seeds)
+
+
+@app.command()
+def sweep(
+    presets_: str = typer.Option(..., "--presets", help="Comma-separated preset names."),
+    seeds: str = typer.Option("0-9", "--seeds", help="Seeds, e.g. 0-9 or 0,3,5."),
+    out: Path = typer.Option(..., "--out", help="Sweep directory: OUT/<preset>/seed<k>/."),
+    backend: str = typer.Option("local", "--backend", help="local (process pool) or ray."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Runs at a time (local backend)."),
+    address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (ray backend)."),
+    budget: Optional[int] = typer.Option(None, "--budget", help="Real-sample budget of every run."),
+    set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a config value: key=value."),
+) -> None:
+    """Run every (preset, seed): skip finished runs, resume unfinished ones, run the rest."""
+    from rp1.experiments.sweep import run_sweep
+
+    names = [p.strip() for p in presets_.split(",") if p.strip()]
+    code = run_sweep(
+        names, parse_seeds(seeds), out, backend=backend, workers=workers, address=address,
+        budget=budget, overrides=parse_sets(set_),
+    )
+    raise typer.Exit(code)
 
 
 @app.command()
