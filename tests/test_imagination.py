@@ -111,7 +111,7 @@ def test_member_draws_are_uniform_and_independent_across_rollouts(cheetah):
     traj, _ = imagine(
         model, policy, model.obs_norm, start, jax.random.key(3), 0.0,
         task=cheetah, horizon=steps, predict=sink_predict,
-    )  # fmt: skip
+    )
     member = np.asarray(traj.member)
     np.testing.assert_array_equal(-np.diff(np.asarray(traj.obs[:, :, 0]), axis=0), member[:-1])
     counts = np.bincount(member.ravel(), minlength=M)
@@ -142,7 +142,7 @@ def test_termination_masks_every_reward_after_the_first_done(ant):
         model, policy_init(jax.random.key(5), ant.obs_dim, ant.act_dim), model.obs_norm,
         sinking_ant_start(ant, rollouts), jax.random.key(6), 0.5,
         task=ant, horizon=steps, predict=sink_predict,
-    )  # fmt: skip
+    )
     z_next = 0.5 - np.cumsum(0.04 * (np.asarray(traj.member) + 1), axis=0)  # [H, N] as if never stopped
     first = np.argmax(z_next < 0.2, axis=0)  # every rollout sinks within 12 steps
     assert np.all((z_next < 0.2).any(axis=0))
@@ -163,7 +163,7 @@ def test_member_returns_mask_after_termination_hand_computed(ant):
     returns = member_returns(
         model, zero_action_policy(ant), model.obs_norm, sinking_ant_start(ant, 3),
         task=ant, horizon=20, predict=sink_predict,
-    )  # fmt: skip
+    )
     expected = []
     for d in drops:
         z = 0.5 - d * np.arange(1, 21, dtype=np.float32)
@@ -184,3 +184,11 @@ def test_member_returns_follow_each_member_alone(setup, cheetah):
             total = total + cheetah.reward(obs, act)
         expected.append(float(total.mean()))
     np.testing.assert_allclose(returns, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_changing_lambda_does_not_recompile(setup, cheetah):
+    run(setup, cheetah, 0.1)
+    compiled = imagine._cache_size()
+    traj, _ = run(setup, cheetah, 0.9)
+    assert imagine._cache_size() == compiled
+    np.testing.assert_allclose(traj.reward, 0.1 * traj.task_reward + 0.9 * traj.bonus, rtol=1e-5, atol=1e-6)

@@ -100,7 +100,7 @@ def train(policy, opt_state, **kw):
         MODEL, policy, opt_state, START, jax.random.key(1), 0.0, task=POINT_MASS,
         batch_steps=START.shape[0] * POINT_MASS.horizon, first_check=FIRST_CHECK,
         predict=point_mass_predict, **kw,
-    )  # fmt: skip
+    )
 
 
 def test_train_policy_stops_by_the_rule_and_restores_the_best_update():
@@ -113,7 +113,7 @@ def test_train_policy_stops_by_the_rule_and_restores_the_best_update():
         state, _ = train_step(
             state, MODEL, START, 0.0, FIRST_CHECK, 0.5, task=POINT_MASS, horizon=POINT_MASS.horizon,
             bonus="reward", predict=point_mass_predict,
-        )  # fmt: skip
+        )
         history.append((state.policy, bool(state.updates >= FIRST_CHECK and state.rule.recent[-1])))
         if bool(state.rule.stop):
             break
@@ -149,4 +149,4 @@ def test_train_policy_rejects_too_few_start_states():
         train_policy(
             MODEL, policy, opt_state, START, jax.random.key(1), 0.0, task=POINT_MASS,
             batch_steps=10 * START.shape[0] * POINT_MASS.horizon, predict=point_mass_predict,
-        )  # fmt: skip
+        )

@@ -98,7 +98,7 @@ def test_optimizer_learning_rate_is_state_and_counts_epochs():
     traj, _ = imagine(
         model, policy, model.obs_norm, jnp.zeros((8, 1)), jax.random.key(7), 0.0,
         task=POINT_MASS, horizon=POINT_MASS.horizon, predict=point_mass_predict,
-    )  # fmt: skip
+    )
     _, opt_state, metrics = ppo_update(policy, opt_state, traj, model.obs_norm, epochs=4)
     assert int(opt_state.inner_state[0].count) == 4
     assert all(np.isfinite(np.asarray(x)) for x in metrics)
@@ -110,7 +110,7 @@ def point_mass_iteration(policy, opt_state, model, key):
     traj, stats = imagine(
         model, policy, model.obs_norm, jnp.zeros((64, 1)), key, 0.0,
         task=POINT_MASS, horizon=POINT_MASS.horizon, predict=point_mass_predict,
-    )  # fmt: skip
+    )
     policy, opt_state, _ = ppo_update(policy, opt_state, traj, model.obs_norm)
     return policy, opt_state, stats.model_return
 

@@ -1,0 +1,100 @@
+"""Time the policy's inner loops at paper scale (SPEC §4) on HalfCheetah shapes.
+
+Pieces, each one compiled call, timed after warm-up (``block_until_ready``, median of repeats):
+
+- ``imagine``: 500 rollouts × 100 steps through 5 members of [1024, 1024] (50,000 imagined steps);
+- ``ppo_update``: one update on that batch (10 full-batch Adam steps);
+- ``imagine+update``: both in one jitted function;
+- ``member_returns``: the stop rule's check (the deterministic policy in each member, 100 steps);
+- ``train_step``: one whole update as ``train_policy`` runs it (imagine + update + check).
+
+Usage::
+
+    python benchmarks/bench_policy.py [--repeats 5] [--rollouts 500] [--hidden 1024]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import platform
+import statistics
+import time
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+from rp1 import envs
+from rp1.dynamics import ensemble_init
+from rp1.imagination import imagine, member_returns
+from rp1.policy import (
+    TrainState,
+    make_policy_optimizer,
+    policy_init,
+    ppo_update,
+    stop_rule_init,
+    train_step,
+)
+
+
+def timed(fn, repeats: int) -> float:
+    """Median wall time of ``fn()`` in ms, after one warm-up call (compilation)."""
+    jax.block_until_ready(fn())
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn())
+        times.append(1e3 * (time.perf_counter() - t0))
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--rollouts", type=int, default=500)
+    parser.add_argument("--hidden", type=int, default=1024)
+    parser.add_argument("--members", type=int, default=5)
+    args = parser.parse_args()
+
+    _, task = envs.make("halfcheetah")
+    horizon = task.horizon
+    k_model, k_policy, k_obs, k_run = jax.random.split(jax.random.key(0), 4)
+    model = ensemble_init(k_model, task.obs_dim, task.act_dim, args.members, (args.hidden, args.hidden))
+    policy = policy_init(k_policy, task.obs_dim, task.act_dim)
+    opt_state = make_policy_optimizer().init(policy)
+    start = 0.1 * jax.random.normal(k_obs, (args.rollouts, task.obs_dim))
+    lam = jnp.float32(0.2)
+    run_imagine = partial(imagine, task=task, horizon=horizon)
+
+    @jax.jit
+    def imagine_and_update(policy, opt_state, key):
+        traj, _ = run_imagine(model, policy, model.obs_norm, start, key, lam)
+        return ppo_update(policy, opt_state, traj, model.obs_norm)
+
+    traj, _ = run_imagine(model, policy, model.obs_norm, start, k_run, lam)
+    state = TrainState(policy, opt_state, stop_rule_init(policy, args.members), k_run, jnp.zeros((), jnp.int32))
+    pieces = {
+        "imagine": lambda: run_imagine(model, policy, model.obs_norm, start, k_run, lam),
+        "ppo_update": lambda: ppo_update(policy, opt_state, traj, model.obs_norm),
+        "imagine+update": lambda: imagine_and_update(policy, opt_state, k_run),
+        "member_returns": lambda: member_returns(
+            model, policy, model.obs_norm, start, task=task, horizon=horizon
+        ),
+        "train_step (imagine+update+check)": lambda: train_step(
+            state, model, start, lam, 0, 0.5, task=task, horizon=horizon, bonus="reward"
+        ),
+    }
+    device = jax.devices()[0]
+    print(f"date {datetime.datetime.now().isoformat(timespec='seconds')}")
+    print(f"device {device.platform}: {device.device_kind} ({platform.processor() or platform.machine()})")
+    print(
+        f"jax {jax.__version__}; {args.rollouts} rollouts × {horizon} steps, {args.members} members of "
+        f"[{args.hidden}, {args.hidden}], median of {args.repeats} after warm-up"
+    )
+    for name, fn in pieces.items():
+        print(f"{name:36s} {timed(fn, args.repeats):10.1f} ms", flush=True)
+
+
+if __name__ == "__main__":
+    main()
