@@ -168,12 +168,14 @@ def train_epochs(
         key, sub = jax.random.split(key)
         rows = _shuffles(sub, members, train, n_batches * batch_size)
         rows = rows.reshape(members, n_batches, batch_size).swapaxes(0, 1)
-        update = lambda c, b: _minibatch_update(optimizer, model, train, c, b)  # noqa: E731
+        update = functools.partial(_minibatch_update, optimizer, model, train)
         (params, opt_state), err_sums = jax.lax.scan(update, (params, opt_state), (starts, rows))
         return (params, opt_state, key), err_sums.sum(0) / train.count
 
-    def maybe_epoch(carry, index: jax.Array):
-        skip = lambda c: (c, jnp.zeros((members,)))  # noqa: E731
+    def skip(carry: tuple[Params, optax.OptState, jax.Array]):
+        return carry, jnp.zeros((members,))
+
+    def maybe_epoch(carry: tuple[Params, optax.OptState, jax.Array], index: jax.Array):
         return jax.lax.cond(index < n_epochs, epoch, skip, carry)
 
     init = (state.params, state.opt_state, state.key)

@@ -44,8 +44,9 @@ def masked_member_losses(params: Params, model: Ensemble, data: Dataset) -> jax.
         raise ValueError(
             f"dataset capacity {capacity} is not a multiple of {chunk}; use padded_dataset"
         )
-    rows = jnp.arange(capacity).reshape(-1, chunk)
-    split = lambda x: x.reshape(-1, chunk, *x.shape[1:])  # noqa: E731
+
+    def split(x: jax.Array) -> jax.Array:
+        return x.reshape(-1, chunk, *x.shape[1:])
 
     def add_chunk(total: jax.Array, xs: tuple[jax.Array, ...]) -> tuple[jax.Array, None]:
         obs, act, next_obs, row = xs
@@ -55,7 +56,7 @@ def masked_member_losses(params: Params, model: Ensemble, data: Dataset) -> jax.
         return total + jnp.sum(jnp.where(row < data.count, err, 0.0), axis=-1), None
 
     members = params[0][0].shape[0]
-    xs = (split(data.obs), split(data.act), split(data.next_obs), rows)
+    xs = (split(data.obs), split(data.act), split(data.next_obs), split(jnp.arange(capacity)))
     total, _ = jax.lax.scan(add_chunk, jnp.zeros((members,)), xs)
     return total / jnp.maximum(data.count, 1)
 

@@ -1,0 +1,99 @@
+"""Time the world model's compiled calls at paper scale (SPEC §3) on HalfCheetah shapes (18+6→18).
+
+Pieces, each one compiled call, timed after warm-up (``block_until_ready``, median of repeats):
+
+- ``fit epoch``: one training epoch of 5 members of [1024, 1024] over 66 minibatches of 1,024
+  (67,584 rows, padded to the 131,072-row bucket as the fit sees them), i.e. ``train_epochs``;
+- ``validation``: every member's validation MSE on 33,792 rows (one early-stopping check);
+- ``predict_all``: all members' next states for 50,000 rows.
+
+Usage::
+
+    python benchmarks/bench_ensemble.py [--repeats 5] [--hidden 1024] [--batches 66]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import platform
+import statistics
+import time
+
+import jax
+import numpy as np
+
+from rp1.dynamics import (
+    ensemble_init,
+    init_model_opt_state,
+    member_losses,
+    padded_dataset,
+    predict_all,
+)
+from rp1.dynamics.fit import FitState, train_epochs
+
+OBS_DIM, ACT_DIM, MEMBERS, BATCH = 18, 6, 5, 1024
+PREDICT_ROWS = 50_000
+
+
+def timed(fn, repeats: int) -> float:
+    """Median wall time of ``fn()`` in ms over ``repeats`` calls, after one warm-up call."""
+    jax.block_until_ready(fn())
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn())
+        times.append(1e3 * (time.perf_counter() - t0))
+    return statistics.median(times)
+
+
+def random_dataset(rng: np.random.Generator, rows: int):
+    """A padded dataset of ``rows`` random HalfCheetah-shaped transitions."""
+    obs = rng.normal(size=(rows, OBS_DIM))
+    return padded_dataset(
+        obs, rng.normal(size=(rows, ACT_DIM)), obs + 0.1 * rng.normal(size=obs.shape)
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--hidden", type=int, default=1024)
+    parser.add_argument("--batches", type=int, default=66)
+    args = parser.parse_args()
+
+    rng = np.random.default_rng(0)
+    model = ensemble_init(jax.random.key(0), OBS_DIM, ACT_DIM, MEMBERS, (args.hidden, args.hidden))
+    train = jax.device_put(random_dataset(rng, args.batches * BATCH))
+    val = jax.device_put(random_dataset(rng, args.batches * BATCH // 2))
+    obs = jax.device_put(rng.normal(size=(PREDICT_ROWS, OBS_DIM)).astype(np.float32))
+    act = jax.device_put(rng.normal(size=(PREDICT_ROWS, ACT_DIM)).astype(np.float32))
+    state = FitState(
+        model.params,
+        init_model_opt_state(model),
+        model.params,
+        member_losses(model, val),
+        jax.random.key(1),
+    )
+    predict = jax.jit(predict_all)
+    pieces = {
+        f"fit epoch ({args.batches} x {BATCH}, bucket {train.obs.shape[0]})": lambda: train_epochs(
+            state, model, train, 1, lr=1e-3, batch_size=BATCH, epochs=1
+        ),
+        f"validation ({int(val.count)} rows)": lambda: member_losses(model, val),
+        f"predict_all ({PREDICT_ROWS} rows)": lambda: predict(model, obs, act),
+    }
+    device = jax.devices()[0]
+    print(f"date {datetime.datetime.now().isoformat(timespec='seconds')}")
+    cpu = platform.processor() or platform.machine()
+    print(f"devices {jax.devices()}: {device.device_kind} ({cpu})")
+    print(
+        f"jax {jax.__version__}; {MEMBERS} members of [{args.hidden}, {args.hidden}], "
+        f"{OBS_DIM} + {ACT_DIM} -> {OBS_DIM}; median of {args.repeats} after warm-up"
+    )
+    for name, fn in pieces.items():
+        print(f"{name:42s} {timed(fn, args.repeats):10.1f} ms", flush=True)
+
+
+if __name__ == "__main__":
+    main()
