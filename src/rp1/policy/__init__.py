@@ -21,6 +21,7 @@ from rp1.policy.ppo import (
     ppo_update,
 )
 from rp1.policy.train import (
+    StepMetrics,
     StopRule,
     TrainInfo,
     TrainState,
@@ -36,6 +37,7 @@ __all__ = [
     "PPOBatch",
     "PPOMetrics",
     "Policy",
+    "StepMetrics",
     "StopRule",
     "TrainInfo",
     "TrainState",

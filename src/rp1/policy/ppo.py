@@ -109,7 +109,7 @@ def make_batch(policy: Policy, obs_norm: Normalizer, traj, gamma: float = GAMMA)
         act=flat(traj.act),
         logp=flat(traj.logp),
         ret=flat(ret),
-        adv=flat(jax.lax.stop_gradient(adv)),
+        adv=flat(adv),
         weight=flat(traj.valid.astype(ret.dtype)),
     )
 
