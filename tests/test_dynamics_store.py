@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from rp1.dynamics import Transitions, TransitionStore, bucket_capacity, padded_dataset
+from rp1.dynamics.store import validation_rollouts
 
 OBS, ACT = 3, 2
 
@@ -39,6 +40,17 @@ def test_phase_of_two_rollouts_adds_no_validation_and_accepts_namedtuples():
     store.add_phase([Transitions(**episode(1)), Transitions(**episode(2))])
     assert store.n_val == 0 and tags(store.train) == [1, 2]
     assert tags(store.transitions()) == [1, 2]
+
+
+@pytest.mark.parametrize("n, min_val, expected", [(1, 1, 0), (2, 0, 0), (2, 1, 1), (3, 1, 1), (9, 1, 3), (9, 4, 4)])
+def test_validation_rollouts(n, min_val, expected):
+    assert validation_rollouts(n, min_val) == expected
+
+
+def test_min_val_gives_a_two_rollout_phase_one_validation_rollout():
+    store = TransitionStore(OBS, ACT)
+    store.add_phase([episode(1), episode(2)], min_val=1)
+    assert tags(store.val) == [1] and tags(store.train) == [2]
 
 
 def test_rejects_inconsistent_shapes():

@@ -189,11 +189,13 @@ class ModelBasedAgent:
         t = time.perf_counter()
         s.key, k = jax.random.split(s.key)
         train = s.store.train_set(s.rngs["subsample"], m.max_train_samples)
+        # a first phase of a single rollout leaves no validation data: then validate on training data
+        val = s.store.val_set() if s.store.n_val else train
         s.model, s.model_opt, result = fit(
             s.model,
             s.model_opt,
             train,
-            s.store.val_set(),
+            val,
             k,
             lr=m.lr,
             batch_size=m.batch_size,
@@ -235,7 +237,7 @@ class ModelBasedAgent:
         g = model_error(s.model, obs, act, next_obs)
         finals = np.stack([e.next_obs[-1] for e in phase.episodes])
         s.model = update_input_normalizers(s.model, np.concatenate([obs, finals]), act)
-        s.store.add_phase(phase.episodes)
+        s.store.add_phase(phase.episodes, min_val=self.cfg.collect.min_val_rollouts)
         everything = s.store.transitions()
         s.model = refresh_delta_normalizer(s.model, everything.obs, everything.next_obs)
         s.samples += phase.samples

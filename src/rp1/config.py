@@ -55,6 +55,7 @@ class CollectConfig:
     alpha: float = 5e-4
     noise_max: float = 3.0
     share: float = 0.99
+    min_val_rollouts: int = 1  # 0: the literal ⌊n/3⌋ split, see rp1.dynamics.store.validation_rollouts
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,20 @@ class LambdaConfig:
 
 
 @dataclass(frozen=True)
+class ModelFreeConfig:
+    """PPO in the real env (SPEC §8, ``modelfree``); the policy's hyperparameters are ``policy``'s.
+
+    ``envs`` episodes run side by side (the batch of every policy call; results depend on it and on
+    the seed, not on ``workers``); ``workers`` processes step them (1: in this process). The policy
+    is evaluated after every ``eval_every`` updates and after the last one.
+    """
+
+    workers: int = 1
+    envs: int = 10
+    eval_every: int = 5
+
+
+@dataclass(frozen=True)
 class Config:
     """Everything a run needs; ``config.json`` of a run directory is :meth:`to_dict` of this."""
 
@@ -86,6 +101,7 @@ class Config:
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     collect: CollectConfig = field(default_factory=CollectConfig)
     lam: LambdaConfig = field(default_factory=LambdaConfig)
+    modelfree: ModelFreeConfig = field(default_factory=ModelFreeConfig)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-serialisable dict (tuples become lists)."""
@@ -140,6 +156,14 @@ def method_config(task: str, method: str, preset: str, **top) -> Config:
     )
 
 
+MODEL_FREE_BUDGETS = (1_000_000, 5_000_000, 10_000_000)
+
+
+def modelfree_config(task: str, preset: str) -> Config:
+    """PPO in the real env with the paper's policy hyperparameters and a budget of 10^6 steps."""
+    return Config(preset=preset, task=task, method="modelfree", budget=MODEL_FREE_BUDGETS[0], lam=LambdaConfig(mode="fixed"))
+
+
 def quick_config(task: str, preset: str) -> Config:
     """RP1 shrunk to learn visibly on a 2-core CPU in about ten minutes."""
     base = method_config(task, "rp1", preset, budget=10_000)
@@ -163,6 +187,10 @@ def _build_presets() -> dict[str, tuple[str, typing.Callable[[], Config]]]:
         presets[f"{task}-quick"] = (
             f"small RP1 on {task} that learns on a laptop CPU in minutes",
             lambda t=task, n=f"{task}-quick": quick_config(t, n),
+        )
+        presets[f"{task}-modelfree"] = (
+            f"model-free PPO on {task} in the real env, 10^6 steps (--budget 5000000 or 10000000 for the others)",
+            lambda t=task, n=f"{task}-modelfree": modelfree_config(t, n),
         )
     return presets
 
@@ -262,7 +290,8 @@ def validate(cfg: Config) -> Config:
     _check(col.noise_max >= 0.0, f"collect.noise_max must be >= 0, got {col.noise_max}")
     _check(0.0 < col.share <= 1.0, f"collect.share must be in (0, 1], got {col.share}")
     _check(col.phase_cap >= 1, f"collect.phase_cap must be >= 1, got {col.phase_cap}")
-    _check(cfg.budget >= col.phase_cap, f"budget ({cfg.budget}) must be at least one phase (collect.phase_cap = {col.phase_cap})")
+    _check(col.min_val_rollouts >= 0, f"collect.min_val_rollouts must be >= 0, got {col.min_val_rollouts}")
+    _check(cfg.method == "modelfree" or cfg.budget >= col.phase_cap, f"budget ({cfg.budget}) must be at least one phase (collect.phase_cap = {col.phase_cap})")
     m = cfg.model
     uses_bonus = lam.mode == "adaptive" and max(lam.arms) > 0 or lam.value > 0
     _check(m.members >= 2 or not uses_bonus, f"model.members must be >= 2 with a variance bonus, got {m.members}")
@@ -273,6 +302,10 @@ def validate(cfg: Config) -> Config:
     _check(p.action_std > 0 and p.lr > 0, "policy.action_std and policy.lr must be > 0")
     _check(p.epochs >= 1 and p.max_updates >= 1 and p.first_check >= 1, "policy.epochs, policy.max_updates and policy.first_check must be >= 1")
     _check(all(h >= 1 for h in p.hidden), "policy.hidden must be positive")
+    mf = cfg.modelfree
+    _check(mf.workers >= 1 and mf.envs >= 1 and mf.eval_every >= 1, "modelfree.workers, modelfree.envs and modelfree.eval_every must be >= 1")
+    _check(mf.envs % mf.workers == 0, f"modelfree.envs ({mf.envs}) must be a multiple of modelfree.workers ({mf.workers})")
+    _check(cfg.method != "modelfree" or p.batch_steps >= 1 and cfg.budget >= 1, "policy.batch_steps and budget must be >= 1")
     return cfg
 
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pandas as pd
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from rp1.config import Config, validate
-from rp1.runs import RunDir
+from rp1.experiments.figures import learning_curve_figure
+from rp1.runs import METRICS, RunDir
 
 
 def make_agent(cfg: Config):
@@ -59,4 +61,26 @@ def run_training(cfg: Config, out: str | Path, resume: bool = False, progress: b
             run.save_checkpoint(agent.checkpoint(state))
             bar.update(task, completed=min(state.samples, cfg.budget), lam=_fmt(row.get("lambda"), ".1f"), ret=_fmt(row.get("eval_return"), ".1f"))
     run.mark_finished()
+    curve = write_learning_curve(run.path, cfg.preset)
+    if progress:
+        print(summary(state.rows, run.path, curve))
     return Path(out)
+
+
+def write_learning_curve(run_dir: Path, title: str) -> Path | None:
+    """``learning_curve.png`` of the run in ``run_dir`` (from its ``metrics.csv``)."""
+    return learning_curve_figure(pd.read_csv(run_dir / METRICS), title, run_dir / "learning_curve.png")
+
+
+def summary(rows: list[dict], run_dir: Path, curve: Path | None) -> str:
+    """What the run reached and where its results are, for the end of ``rp1 train``."""
+    evals = [(r["samples"], r["eval_return"]) for r in rows if r.get("eval_return") is not None]
+    first = evals[0][1] if evals else float("nan")
+    best_samples, best = max(evals, key=lambda e: e[1]) if evals else (0, float("nan"))
+    lines = [
+        f"best evaluation return {best:.1f} (at {best_samples:,} samples; first evaluation {first:.1f})",
+        f"metrics:        {run_dir / 'metrics.csv'}",
+    ]
+    if curve is not None:
+        lines.append(f"learning curve: {curve}")
+    return "\n".join(lines)

@@ -94,11 +94,22 @@ def _concat(parts: Sequence[Transitions], obs_dim: int, act_dim: int) -> Transit
     return Transitions(*(np.concatenate(cols) for cols in zip(empty, *parts, strict=True)))
 
 
+def validation_rollouts(n: int, min_val: int = 0) -> int:
+    """How many of a phase's ``n`` rollouts go to validation: ``⌊n/3⌋`` (SPEC §2), raised to
+    ``min_val`` as long as one rollout stays for training.
+
+    With early stopping a phase often ends after two rollouts, where ``⌊2/3⌋ = 0`` would leave the
+    fit without validation data; ``min_val = 1`` gives such a phase one validation rollout.
+    """
+    return max(n // 3, min(min_val, n - 1))
+
+
 class TransitionStore:
     """All real transitions of a run, in a training and a validation set that only grow.
 
     Each call to :meth:`add_phase` puts the first ``⌊n/3⌋`` of its ``n`` rollouts into validation
-    and the rest into training (SPEC §2).
+    and the rest into training (SPEC §2), but at least ``min_val`` of them while one rollout is
+    left for training (:func:`validation_rollouts`).
     """
 
     def __init__(self, obs_dim: int, act_dim: int) -> None:
@@ -122,11 +133,11 @@ class TransitionStore:
         """All transitions stored."""
         return self.n_train + self.n_val
 
-    def add_phase(self, episodes: Sequence[Mapping[str, Any] | Any]) -> None:
+    def add_phase(self, episodes: Sequence[Mapping[str, Any] | Any], min_val: int = 0) -> None:
         """Add one collection phase: a list of rollouts, each with ``obs [T, obs_dim]``,
         ``act [T, act_dim]``, ``rew [T]``, ``next_obs [T, obs_dim]``."""
         parts = [_checked(e, self.obs_dim, self.act_dim) for e in episodes]
-        n_val = len(parts) // 3
+        n_val = validation_rollouts(len(parts), min_val)
         self.val = _concat([self.val, *parts[:n_val]], self.obs_dim, self.act_dim)
         self.train = _concat([self.train, *parts[n_val:]], self.obs_dim, self.act_dim)
 

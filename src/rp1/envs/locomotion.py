@@ -9,6 +9,7 @@ own model and a reward from the velocity of its ``tip`` site. Horizons are appli
 
 from __future__ import annotations
 
+import logging
 from importlib import resources
 
 import mujoco
@@ -20,6 +21,20 @@ from gymnasium.envs.mujoco.swimmer_v5 import SwimmerEnv
 from gymnasium.spaces import Box
 
 from rp1.envs import rewards
+
+_log = logging.getLogger("rp1.mujoco")
+
+
+def _mujoco_warning(message: str) -> None:
+    """Route MuJoCo's warnings to logging instead of stderr and a MUJOCO_LOG.TXT in the cwd.
+
+    Gymnasium's half_cheetah.xml uses the deprecated ``settotalmass``; that notice is demoted to
+    debug, every other MuJoCo warning stays a warning.
+    """
+    _log.log(logging.DEBUG if "settotalmass" in message else logging.WARNING, message)
+
+
+mujoco.set_mju_user_warning(_mujoco_warning)
 
 
 class _ForwardVelocityObs:

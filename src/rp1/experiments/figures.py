@@ -181,3 +181,22 @@ def diagnostics_figure(metrics: pd.DataFrame, task: str, path: Path) -> Path | N
     losses.set_title("ensemble validation loss")
     figure.suptitle(f"{task}: active-learning diagnostics")
     return save(figure, path)
+
+
+def learning_curve_figure(metrics: pd.DataFrame, title: str, path: Path) -> Path | None:
+    """One run's evaluation return (points) and best-so-far (steps) against real samples.
+
+    ``metrics`` is the run's ``metrics.csv`` as read by pandas (columns ``samples``, ``eval_return``).
+    """
+    rows = metrics.dropna(subset=["eval_return"])
+    if rows.empty:
+        return None
+    figure, axes = new_figure()
+    ax = axes[0, 0]
+    ax.plot(rows["samples"], rows["eval_return"], "o-", color="C0", markersize=3, label="evaluation return")
+    ax.step(rows["samples"], rows["eval_return"].cummax(), where="post", color="C3", label="best so far")
+    ax.set_xlabel("real samples")
+    ax.set_ylabel("return (mean of the evaluation episodes)")
+    ax.set_title(title)
+    ax.legend(fontsize="small", loc="lower right")
+    return save(figure, path)
