@@ -103,6 +103,7 @@ def train(policy, opt_state, **kw):
     )
 
 
+@pytest.mark.slow
 def test_train_policy_stops_by_the_rule_and_restores_the_best_update():
     """Replay the same updates with train_step to find the last improving one; train_policy must
     stop 5 checks later and return exactly that update's weights."""
