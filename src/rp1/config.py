@@ -82,7 +82,7 @@ class ModelFreeConfig:
     """
 
     workers: int = 1
-    envs: int = 10
+    envs: int = 100
     eval_every: int = 5
 
 

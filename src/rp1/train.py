@@ -50,16 +50,19 @@ def run_training(cfg: Config, out: str | Path, resume: bool = False, progress: b
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         TextColumn("{task.completed:,.0f}/{task.total:,.0f} samples"),
-        TextColumn("λ {task.fields[lam]}  eval {task.fields[ret]}"),
+        TextColumn("λ {task.fields[lam]}  eval {task.fields[ret]}  {task.fields[rate]} steps/s"),
         TimeElapsedColumn(),
         disable=not progress,
     ) as bar:
-        task = bar.add_task(cfg.preset, total=cfg.budget, completed=state.samples, lam="–", ret=_fmt(last.get("eval_return"), ".1f"))
+        ret = _fmt(last.get("eval_return"), ".1f")
+        task = bar.add_task(cfg.preset, total=cfg.budget, completed=state.samples, lam="–", ret=ret, rate=_fmt(last.get("steps_per_s"), ",.0f"))
         while state.samples < cfg.budget:
             state, row = agent.step(state)
             run.append_metrics(row)
             run.save_checkpoint(agent.checkpoint(state))
-            bar.update(task, completed=min(state.samples, cfg.budget), lam=_fmt(row.get("lambda"), ".1f"), ret=_fmt(row.get("eval_return"), ".1f"))
+            ret = _fmt(row["eval_return"], ".1f") if row.get("eval_return") is not None else ret  # the latest evaluation
+            rate = _fmt(row.get("steps_per_s"), ",.0f")  # real env steps per second while collecting
+            bar.update(task, completed=min(state.samples, cfg.budget), lam=_fmt(row.get("lambda"), ".1f"), ret=ret, rate=rate)
     run.mark_finished()
     curve = write_learning_curve(run.path, cfg.preset)
     if progress:
