@@ -128,3 +128,19 @@ def test_ppo_raises_the_imagined_return_of_a_point_mass():
         returns.append(float(ret))
     assert abs(returns[0]) < 0.5
     assert np.mean(returns[-5:]) > 3.0, returns  # about 4 after 30 updates
+
+
+def test_host_actor_matches_the_jitted_actor():
+    from rp1.dynamics import normalizer_update
+    from rp1.policy import act_mean, host_actor, policy_init
+
+    key = jax.random.PRNGKey(3)
+    policy = policy_init(key, 5, 2, hidden=(16, 16))
+    policy = policy.replace(actor=jax.tree_util.tree_map(lambda p: p * 50, policy.actor))  # saturate some
+    obs = np.random.default_rng(0).normal(size=(64, 5)) * 4
+    norm = normalizer_update(normalizer_init(5, clip=3.0), obs[:32])
+    want = np.asarray(act_mean(policy, norm, obs))
+    got = host_actor(policy, norm)(obs)
+    assert isinstance(got, np.ndarray)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(host_actor(policy, norm)(obs[0]), want[0], rtol=1e-5, atol=1e-5)

@@ -33,7 +33,7 @@ from rp1.dynamics.fit import (
 )
 from rp1.dynamics.losses import model_error
 from rp1.dynamics.store import TransitionStore
-from rp1.policy.networks import act_mean, policy_init
+from rp1.policy.networks import host_actor, policy_init
 from rp1.policy.ppo import make_policy_optimizer
 from rp1.policy.train import train_policy
 
@@ -68,7 +68,6 @@ class ModelBasedAgent:
         self.env, self.task = envs.make(cfg.task, seed=cfg.seed)
         self.eval_env, _ = envs.make(cfg.task, seed=cfg.seed + EVAL_SEED_OFFSET)
         self.rollouts = max(1, cfg.policy.batch_steps // self.task.horizon)
-        self._act = jax.jit(act_mean)
 
     # --- state ---------------------------------------------------------------------------------
 
@@ -147,11 +146,6 @@ class ModelBasedAgent:
 
     # --- one outer iteration -------------------------------------------------------------------
 
-    def mean_action(self, s: AgentState):
-        """The deterministic policy as ``obs [obs_dim] -> action [act_dim]`` (NumPy)."""
-        policy, obs_norm = s.policy, s.model.obs_norm
-        return lambda obs: np.asarray(self._act(policy, obs_norm, obs))
-
     def step(self, s: AgentState) -> tuple[AgentState, dict[str, Any]]:
         """One iteration of Algorithm 3; returns the new state and its metrics row."""
         cfg = self.cfg
@@ -162,7 +156,7 @@ class ModelBasedAgent:
             row |= fit_row
             s, policy_row = self._train_policy(s)
             row |= policy_row
-        mean_action = self.mean_action(s)
+        mean_action = host_actor(s.policy, s.model.obs_norm)
         row["eval_return"], row["eval_std"] = evaluate(self.eval_env, self.task, mean_action, cfg.eval_episodes)
         t = time.perf_counter()
         phase = collect_phase(

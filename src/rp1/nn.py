@@ -32,8 +32,12 @@ def mlp_init(key: jax.Array, sizes: Sequence[int], out_scale: float = 1.0) -> Pa
 
 
 def mlp_apply(params: Params, x: jax.Array) -> jax.Array:
-    """``x [..., in] -> [..., out]``; ReLU between layers, linear output."""
+    """``x [..., in] -> [..., out]``; ReLU between layers, linear output.
+
+    Written with array methods only, so it also runs on NumPy parameters and inputs (the policy
+    acting in the real environment, without a device round trip per step).
+    """
     for w, b in params[:-1]:
-        x = jax.nn.relu(x @ w + b)
+        x = (x @ w + b).clip(0)  # ReLU
     w, b = params[-1]
     return x @ w + b

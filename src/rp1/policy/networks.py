@@ -20,10 +20,11 @@ Example::
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from rp1.dynamics.normalizer import Normalizer, normalize
@@ -57,6 +58,14 @@ def policy_init(
 def act_mean(policy: Policy, obs_norm: Normalizer, obs: jax.Array) -> jax.Array:
     """Deterministic action ``tanh(actor(norm(s)))``: ``obs [..., obs_dim] -> [..., act_dim]``."""
     return jnp.tanh(mlp_apply(policy.actor, normalize(obs_norm, obs)))
+
+
+def host_actor(policy: Policy, obs_norm: Normalizer) -> Callable[[np.ndarray], np.ndarray]:
+    """The deterministic actor of :func:`act_mean` as a NumPy function ``obs [..., obs_dim] ->
+    action [..., act_dim]``, for stepping real environments without a device call per step."""
+    actor = jax.device_get(policy.actor)
+    mean, std, clip = np.asarray(obs_norm.mean), np.asarray(obs_norm.std), obs_norm.clip
+    return lambda obs: np.tanh(mlp_apply(actor, np.clip((obs - mean) / std, -clip, clip)))
 
 
 @jax.jit
