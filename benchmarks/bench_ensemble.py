@@ -15,13 +15,11 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import datetime
-import platform
-import statistics
-import time
 
 import jax
 import numpy as np
+
+from timing import report
 
 from rp1.dynamics import (
     ensemble_init,
@@ -34,17 +32,6 @@ from rp1.dynamics.fit import FitState, train_epochs
 
 OBS_DIM, ACT_DIM, MEMBERS, BATCH = 18, 6, 5, 1024
 PREDICT_ROWS = 50_000
-
-
-def timed(fn, repeats: int) -> float:
-    """Median wall time of ``fn()`` in ms over ``repeats`` calls, after one warm-up call."""
-    jax.block_until_ready(fn())
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        times.append(1e3 * (time.perf_counter() - t0))
-    return statistics.median(times)
 
 
 def random_dataset(rng: np.random.Generator, rows: int):
@@ -83,16 +70,8 @@ def main() -> None:
         f"validation ({int(val.count)} rows)": lambda: member_losses(model, val),
         f"predict_all ({PREDICT_ROWS} rows)": lambda: predict(model, obs, act),
     }
-    device = jax.devices()[0]
-    print(f"date {datetime.datetime.now().isoformat(timespec='seconds')}")
-    cpu = platform.processor() or platform.machine()
-    print(f"devices {jax.devices()}: {device.device_kind} ({cpu})")
-    print(
-        f"jax {jax.__version__}; {MEMBERS} members of [{args.hidden}, {args.hidden}], "
-        f"{OBS_DIM} + {ACT_DIM} -> {OBS_DIM}; median of {args.repeats} after warm-up"
-    )
-    for name, fn in pieces.items():
-        print(f"{name:42s} {timed(fn, args.repeats):10.1f} ms", flush=True)
+    workload = f"{MEMBERS} members of [{args.hidden}, {args.hidden}], {OBS_DIM} + {ACT_DIM} -> {OBS_DIM}"
+    report(pieces, args.repeats, workload)
 
 
 if __name__ == "__main__":

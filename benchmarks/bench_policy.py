@@ -16,14 +16,12 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import datetime
-import platform
-import statistics
-import time
 from functools import partial
 
 import jax
 import jax.numpy as jnp
+
+from timing import report
 
 from rp1 import envs
 from rp1.dynamics import ensemble_init
@@ -38,15 +36,6 @@ from rp1.policy import (
 )
 
 
-def timed(fn, repeats: int) -> float:
-    """Median wall time of ``fn()`` in ms, after one warm-up call (compilation)."""
-    jax.block_until_ready(fn())
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        times.append(1e3 * (time.perf_counter() - t0))
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -85,15 +74,11 @@ def main() -> None:
             state, model, start, lam, 0, 0.5, task=task, horizon=horizon, bonus="reward"
         ),
     }
-    device = jax.devices()[0]
-    print(f"date {datetime.datetime.now().isoformat(timespec='seconds')}")
-    print(f"device {device.platform}: {device.device_kind} ({platform.processor() or platform.machine()})")
-    print(
-        f"jax {jax.__version__}; {args.rollouts} rollouts × {horizon} steps, {args.members} members of "
-        f"[{args.hidden}, {args.hidden}], median of {args.repeats} after warm-up"
+    workload = (
+        f"{args.rollouts} rollouts × {horizon} steps, {args.members} members of "
+        f"[{args.hidden}, {args.hidden}]"
     )
-    for name, fn in pieces.items():
-        print(f"{name:36s} {timed(fn, args.repeats):10.1f} ms", flush=True)
+    report(pieces, args.repeats, workload)
 
 
 if __name__ == "__main__":
