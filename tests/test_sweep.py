@@ -100,6 +100,8 @@ def test_failed_run_is_reported_and_the_others_finish(tmp_path, capsys):
 
 
 @pytest.mark.slow
+# Ray starts its processes with fork + exec, which is safe; JAX warns once it has run in this process.
+@pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")
 def test_ray_sweep_on_a_local_instance(tmp_path):
     pytest.importorskip("ray")
     assert tiny_sweep(tmp_path, backend="ray", workers=2) == 0
