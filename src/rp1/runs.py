@@ -88,11 +88,11 @@ class RunDir:
             if stored is None or not self.has_checkpoint():
                 raise ConfigError(f"--resume: no run to resume in {self.path}")
             if stored != config:
-                raise ConfigError(f"--resume: {self.path} holds a run of another config ({_diff(stored, config)})")
+                raise ConfigError(f"--resume: {self.path} holds a run of another config ({config_diff(stored, config)})")
             return
         if stored is not None and stored != config:
             raise ConfigError(
-                f"{self.path} holds a run of another config ({_diff(stored, config)}); "
+                f"{self.path} holds a run of another config ({config_diff(stored, config)}); "
                 "choose another --out or pass --resume with the same settings"
             )
         if stored is not None and (self.has_checkpoint() or (self.path / METRICS).exists()):
@@ -140,13 +140,13 @@ def _atomic_write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def _diff(old: dict, new: dict, prefix: str = "") -> str:
+def config_diff(old: dict, new: dict, prefix: str = "") -> str:
     """A short description of the first differing keys of two config dicts."""
     out = []
     for key in sorted(set(old) | set(new)):
         a, b = old.get(key), new.get(key)
         if isinstance(a, dict) and isinstance(b, dict):
-            inner = _diff(a, b, f"{prefix}{key}.")
+            inner = config_diff(a, b, f"{prefix}{key}.")
             if inner:
                 out.append(inner)
         elif a != b:

@@ -40,7 +40,7 @@ from rich.table import Table
 
 from rp1.config import Config, resolve
 from rp1.errors import ConfigError
-from rp1.runs import CONFIG, METRICS, RunDir, _diff
+from rp1.runs import CONFIG, METRICS, RunDir, config_diff
 from rp1.train import run_training
 
 BACKENDS = ("local", "ray")
@@ -138,7 +138,7 @@ def run_action(cfg: Config, run: RunDir) -> str:
     stored = run.read_config()
     if stored is not None and stored != cfg.to_dict():
         raise ConfigError(
-            f"{run.path} holds a run of another config ({_diff(stored, cfg.to_dict())}); "
+            f"{run.path} holds a run of another config ({config_diff(stored, cfg.to_dict())}); "
             "choose another --out or the same settings"
         )
     if run.is_finished():
