@@ -292,7 +292,8 @@ class ModelFreeAgent:
 
     def __init__(self, cfg: Config):
         self.cfg = cfg
-        _, self.task = envs.make(cfg.task)
+        probe, self.task = envs.make(cfg.task)
+        probe.close()
         self.episodes = max(1, cfg.policy.batch_steps // self.task.horizon)
         self.real = RealEnvs(cfg.task, cfg.modelfree.envs, cfg.modelfree.workers)
         self._std = jnp.float32(cfg.policy.action_std)
