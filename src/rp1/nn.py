@@ -7,7 +7,7 @@ evaluates with ``jax.vmap``.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -31,13 +31,13 @@ def mlp_init(key: jax.Array, sizes: Sequence[int], out_scale: float = 1.0) -> Pa
     return tuple(layers)
 
 
-def mlp_apply(params: Params, x: jax.Array) -> jax.Array:
-    """``x [..., in] -> [..., out]``; ReLU between layers, linear output.
+def mlp_apply(params: Params, x: jax.Array, activation: Callable = jax.nn.relu) -> jax.Array:
+    """``x [..., in] -> [..., out]``; ``activation`` (ReLU) between layers, linear output.
 
-    Written with array methods only, so it also runs on NumPy parameters and inputs (the policy
-    acting in the real environment, without a device round trip per step).
+    With NumPy parameters, inputs and activation (``lambda v: np.maximum(v, 0)``) it runs in NumPy:
+    the policy acting in the real environment without a device round trip per step.
     """
     for w, b in params[:-1]:
-        x = (x @ w + b).clip(0)  # ReLU
+        x = activation(x @ w + b)
     w, b = params[-1]
     return x @ w + b

@@ -65,7 +65,8 @@ def host_actor(policy: Policy, obs_norm: Normalizer) -> Callable[[np.ndarray], n
     action [..., act_dim]``, for stepping real environments without a device call per step."""
     actor = jax.device_get(policy.actor)
     mean, std, clip = np.asarray(obs_norm.mean), np.asarray(obs_norm.std), obs_norm.clip
-    return lambda obs: np.tanh(mlp_apply(actor, np.clip((obs - mean) / std, -clip, clip)))
+    relu = lambda v: np.maximum(v, 0)  # noqa: E731
+    return lambda obs: np.tanh(mlp_apply(actor, np.clip((obs - mean) / std, -clip, clip), relu))
 
 
 @jax.jit
