@@ -23,3 +23,33 @@ def tiny_sets(**extra: str) -> list[str]:
     """``--set`` arguments of the tiny config, plus ``extra`` (``key=value``)."""
     items = {**TINY, **{k.replace("__", "."): v for k, v in extra.items()}}
     return [f"{k}={v}" for k, v in items.items()]
+
+
+def kill_after_rows(cmd: list[str], run_dir, rows: int, timeout: float = 300.0) -> None:
+    """Start ``cmd`` (an ``rp1 train`` subprocess writing to ``run_dir``), SIGKILL it as soon as its
+    ``metrics.csv`` holds ``rows`` rows, and check it had not finished by then."""
+    import signal
+    import subprocess
+    import time
+
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    metrics = run_dir / "metrics.csv"
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if metrics.exists() and len(metrics.read_text().splitlines()) >= 1 + rows:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (run_dir / "finished").exists(), "the run ended before it could be killed"
+
+
+def metrics_without_timing(run_dir) -> list[dict]:
+    """``metrics.csv`` rows without the wall-clock columns (what must match after a resume)."""
+    import csv
+
+    from rp1.runs import TIMING_COLUMNS
+
+    with open(run_dir / "metrics.csv") as f:
+        return [{k: v for k, v in row.items() if k not in TIMING_COLUMNS} for row in csv.DictReader(f)]

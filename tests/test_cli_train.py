@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import csv
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import tiny_sets
+from conftest import kill_after_rows, metrics_without_timing, tiny_sets
 from rp1.cli import main
-from rp1.runs import TIMING_COLUMNS
 
 
 def run_cli(args, capsys):
@@ -82,11 +78,6 @@ def test_resume_with_nothing_to_resume(tmp_path, capsys):
     assert not (tmp_path / "none").exists()
 
 
-def metrics_without_timing(run: Path) -> list[dict]:
-    with open(run / "metrics.csv") as f:
-        return [{k: v for k, v in row.items() if k not in TIMING_COLUMNS} for row in csv.DictReader(f)]
-
-
 def train_cmd(out: Path, *extra: str) -> list[str]:
     sets = sum((["--set", s] for s in tiny_sets()), [])
     return [sys.executable, "-m", "rp1", "train", "--preset", "halfcheetah-rp1", "--out", str(out), "--budget", "1800", "--quiet", *sets, *extra]
@@ -99,16 +90,7 @@ def test_kill_and_resume_gives_identical_metrics(tmp_path):
     subprocess.run(train_cmd(reference), check=True, env=env, capture_output=True)
 
     killed = tmp_path / "killed"
-    proc = subprocess.Popen(train_cmd(killed), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 300
-    while time.time() < deadline:
-        metrics = killed / "metrics.csv"
-        if metrics.exists() and len(metrics.read_text().splitlines()) >= 1 + 3:
-            break
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert not (killed / "finished").exists(), "the run ended before it could be killed"
+    kill_after_rows(train_cmd(killed), killed, rows=3)
     subprocess.run(train_cmd(killed, "--resume"), check=True, env=env, capture_output=True)
 
     assert metrics_without_timing(killed) == metrics_without_timing(reference)

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import csv
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import jax
 import numpy as np
 import pytest
 
+from conftest import kill_after_rows, metrics_without_timing
 from rp1.cli import main
 from rp1.config import resolve
 from rp1.errors import ConfigError
@@ -151,10 +150,6 @@ def train_cmd(out: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "rp1", "train", "--preset", "halfcheetah-modelfree", "--out", str(out), "--budget", budget, "--quiet", *sets, *extra]
 
 
-def metrics_without_timing(run: Path) -> list[dict]:
-    return [{k: v for k, v in row.items() if k not in TIMING_COLUMNS} for row in read_metrics(run)]
-
-
 @pytest.mark.slow
 def test_kill_and_resume_gives_identical_metrics(tmp_path):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -162,16 +157,7 @@ def test_kill_and_resume_gives_identical_metrics(tmp_path):
     run_training(tiny_config(RESUME_BUDGET, **RESUME_SETS), reference, progress=False)
 
     killed = tmp_path / "killed"
-    proc = subprocess.Popen(train_cmd(killed, "--workers", "2"), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        metrics = killed / "metrics.csv"
-        if metrics.exists() and len(metrics.read_text().splitlines()) >= 1 + 3:
-            break
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert not (killed / "finished").exists(), "the run ended before it could be killed"
+    kill_after_rows(train_cmd(killed, "--workers", "2"), killed, rows=3)
     subprocess.run(train_cmd(killed, "--resume", "--workers", "2"), check=True, env=env, capture_output=True)
 
     assert metrics_without_timing(killed) == metrics_without_timing(reference)

@@ -61,4 +61,5 @@ __all__ = [
     "stop_rule_update",
     "train_policy",
     "train_step",
+    "value",
 ]
