@@ -216,6 +216,7 @@ class ModelBasedAgent:
             max_updates=p.max_updates,
             first_check=p.first_check,
             action_std=p.action_std,
+            epochs=p.epochs,
         )
         return s, {
             "lambda": s.lam,

@@ -35,7 +35,7 @@ from rp1.dynamics.ensemble import predict_all
 from rp1.envs.task import Task
 from rp1.errors import ConfigError
 from rp1.policy.networks import DEFAULT_ACTION_STD, Policy
-from rp1.policy.ppo import ppo_update
+from rp1.policy.ppo import EPOCHS, ppo_update
 
 MAX_UPDATES = 200
 FIRST_CHECK = 11
@@ -124,7 +124,7 @@ class TrainInfo(NamedTuple):
     loss: float  # last update's PPO loss
 
 
-@partial(jax.jit, static_argnames=("task", "horizon", "bonus", "predict"))
+@partial(jax.jit, static_argnames=("task", "horizon", "bonus", "predict", "epochs"))
 def train_step(
     state: TrainState,
     model,
@@ -137,6 +137,7 @@ def train_step(
     horizon: int,
     bonus: str,
     predict=predict_all,
+    epochs: int = EPOCHS,
 ) -> tuple[TrainState, StepMetrics]:
     """One update: imagine from ``start_obs [N, obs_dim]``, a PPO update, and (when the update's
     1-based number is ≥ ``first_check``) a stop-rule check with :func:`rp1.imagination.member_returns`."""
@@ -155,7 +156,9 @@ def train_step(
         action_std=action_std,
         predict=predict,
     )
-    policy, opt_state, ppo = ppo_update(state.policy, state.opt_state, traj, obs_norm, action_std=action_std)
+    policy, opt_state, ppo = ppo_update(
+        state.policy, state.opt_state, traj, obs_norm, epochs=epochs, action_std=action_std
+    )
     updates = state.updates + 1
 
     def check(rule: StopRule) -> StopRule:
@@ -184,6 +187,7 @@ def train_policy(
     first_check: int = FIRST_CHECK,
     action_std: float = DEFAULT_ACTION_STD,
     predict=predict_all,
+    epochs: int = EPOCHS,
 ) -> tuple[Policy, optax.OptState, TrainInfo]:
     """Train ``policy`` in ``model`` with exploration weight ``lam`` until the stop rule fires (SPEC §4).
 
@@ -204,7 +208,7 @@ def train_policy(
     start = jnp.asarray(start_obs[:n])
     members = imagination.member_count(model)
     state = TrainState(policy, opt_state, stop_rule_init(policy, members), key, jnp.zeros((), jnp.int32))
-    step = partial(train_step, task=task, horizon=task.horizon, bonus=bonus, predict=predict)
+    step = partial(train_step, task=task, horizon=task.horizon, bonus=bonus, predict=predict, epochs=epochs)
     for _ in range(max_updates):
         state, metrics = step(state, model, start, lam, first_check, action_std)
         if bool(state.rule.stop):
