@@ -36,6 +36,7 @@ from rp1.dynamics.store import TransitionStore
 from rp1.policy.networks import host_actor, policy_init
 from rp1.policy.ppo import make_policy_optimizer
 from rp1.policy.train import train_policy
+from rp1.runs import restore_pytree
 
 EVAL_SEED_OFFSET = 1_000_003
 START_SEED_OFFSET = 2_000_003
@@ -133,13 +134,11 @@ class ModelBasedAgent:
         if s.bandit is not None:
             s.bandit.load_state_dict(meta["bandit"])
         s.iteration, s.samples, s.lam, s.rows = meta["iteration"], meta["samples"], meta["lam"], meta["rows"]
-        # device arrays, as in an uninterrupted run: NumPy leaves would compute eagerly in NumPy
-        restore = lambda target, saved: jax.device_put(serialization.from_state_dict(target, saved))  # noqa: E731
         s.key = jax.device_put(data["key"])
-        s.model = restore(s.model, data["model"])
-        s.model_opt = restore(s.model_opt, data["model_opt"])
-        s.policy = restore(s.policy, data["policy"])
-        s.policy_opt = restore(s.policy_opt, data["policy_opt"])
+        s.model = restore_pytree(s.model, data["model"])
+        s.model_opt = restore_pytree(s.model_opt, data["model_opt"])
+        s.policy = restore_pytree(s.policy, data["policy"])
+        s.policy_opt = restore_pytree(s.policy_opt, data["policy_opt"])
         s.store = TransitionStore.from_state_dict(data["store"])
         s.start_obs = np.asarray(data["start_obs"])
         return s

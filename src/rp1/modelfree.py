@@ -52,6 +52,7 @@ from rp1.envs.task import Task
 from rp1.imagination import Trajectory
 from rp1.policy.networks import Policy, act_mean, act_sample, policy_init
 from rp1.policy.ppo import make_policy_optimizer, ppo_update
+from rp1.runs import restore_pytree
 
 # ``fork`` would copy JAX's threads into the workers; a fork server starts them clean.
 MP_CONTEXT = "forkserver"
@@ -333,12 +334,11 @@ class ModelFreeAgent:
         """The state saved by :meth:`checkpoint`, with device-array leaves as in an unbroken run."""
         s = self.initial_state()
         meta = json.loads(data["meta"])
-        restore = lambda target, saved: jax.device_put(serialization.from_state_dict(target, saved))  # noqa: E731
         s.update, s.samples, s.rows = meta["update"], meta["samples"], meta["rows"]
         s.key = jax.device_put(data["key"])
-        s.policy = restore(s.policy, data["policy"])
-        s.policy_opt = restore(s.policy_opt, data["policy_opt"])
-        s.obs_norm = restore(s.obs_norm, data["obs_norm"])
+        s.policy = restore_pytree(s.policy, data["policy"])
+        s.policy_opt = restore_pytree(s.policy_opt, data["policy_opt"])
+        s.obs_norm = restore_pytree(s.obs_norm, data["obs_norm"])
         return s
 
     # --- one update ----------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import jax
 from flax import serialization
 
 from rp1.errors import ConfigError
@@ -125,6 +126,13 @@ class RunDir:
 
     def mark_finished(self) -> None:
         (self.path / FINISHED).write_text("")
+
+
+def restore_pytree(target: Any, saved: dict[str, Any]) -> Any:
+    """``saved`` (a ``flax.serialization.to_state_dict``) restored into ``target``'s structure, as
+    device arrays: NumPy leaves would make eager arithmetic run in NumPy, whose last bits differ
+    from XLA's, and a resumed run would drift from an uninterrupted one."""
+    return jax.device_put(serialization.from_state_dict(target, saved))
 
 
 def _clean(row: dict[str, Any]) -> dict[str, Any]:
