@@ -38,9 +38,15 @@ class Phase(NamedTuple):
 
 
 def run_episode(
-    env: gym.Env, task: Task, mean_action: MeanAction, noise_std: float, rng: np.random.Generator, max_steps: int
+    env: gym.Env,
+    task: Task,
+    mean_action: MeanAction,
+    max_steps: int,
+    noise_std: float = 0.0,
+    rng: np.random.Generator | None = None,
 ) -> Episode:
-    """One episode of at most ``max_steps``: ``a = clip(mean(s) + noise_std·N(0, 1))``."""
+    """One episode of at most ``max_steps``: ``a = clip(mean(s) + noise_std·N(0, 1))``, the noise
+    drawn from ``rng`` (needed only when ``noise_std > 0``)."""
     low, high = task.action_bounds
     obs, _ = env.reset()
     rows = []
@@ -83,7 +89,7 @@ def collect_phase(
     start = time.perf_counter()
     while samples < cap:
         std = rng.uniform(0.0, noise_max)
-        episode = run_episode(env, task, mean_action, std, rng, min(task.horizon, cap - samples))
+        episode = run_episode(env, task, mean_action, min(task.horizon, cap - samples), std, rng)
         episodes.append(episode)
         samples += len(episode.rew)
         if stopper.add(np.concatenate([episode.obs, episode.act], axis=1)):
@@ -94,6 +100,5 @@ def collect_phase(
 
 def evaluate(env: gym.Env, task: Task, mean_action: MeanAction, episodes: int = 10) -> tuple[float, float]:
     """Mean and std of the true return of ``episodes`` deterministic episodes of horizon H."""
-    rng = np.random.default_rng(0)  # unused: no noise
-    returns = [float(run_episode(env, task, mean_action, 0.0, rng, task.horizon).rew.sum()) for _ in range(episodes)]
+    returns = [float(run_episode(env, task, mean_action, task.horizon).rew.sum()) for _ in range(episodes)]
     return float(np.mean(returns)), float(np.std(returns))
