@@ -64,8 +64,45 @@ def test_bandit_update_touches_only_played_arm():
     bandit.update(2.0, norm=0.5)
     changed = np.flatnonzero(bandit.scores)
     assert changed.tolist() == [3]
-    # ĝ = (2 − mean(1, 2)) / 0.5 = 1; score = 0.2·1 / (1/6)
-    assert bandit.scores[3] == pytest.approx(0.2 / (1 / 6))
+    # ĝ = (2 − mean(1, 2)) / 0.5 = 1; the arm was chosen, not drawn: p = 1, score = 0.2·1 / 1
+    assert bandit.scores[3] == pytest.approx(0.2)
+
+
+# (arm played, feedback, norm) of a scripted run with arms (0, 0.5), lr 1, decay 0.5, window 2.
+SCRIPT = ((0.0, 2.0, 1.0), (0.5, 4.0, 2.0), (0.5, 1.0, 1.0), (0.0, 3.0, 1.0))
+# ĝ by hand: window [2] -> 0; [2, 4] -> (4 − 3)/2 = 0.5; [4, 1] -> (1 − 2.5)/1 = −1.5; [1, 3] -> 1
+SCRIPT_G_HAT = [0.0, 0.5, -1.5, 1.0]
+
+
+@pytest.mark.parametrize(
+    "weighting, expected",
+    [
+        # chosen arms have p = 1: arm 1: 0 + 0.5 = 0.5, then 0.5·0.5 − 1.5 = −1.25; arm 0: 0 + 1 = 1
+        ("probability", [1.0, -1.25]),
+        # decay first, divide by exp(decayed score): arm 1: 0.5, then 0.25 − 1.5 / exp(0.25)
+        ("exp-score", [1.0, 0.25 - 1.5 / np.exp(0.25)]),
+    ],
+)
+def test_bandit_scripted_updates_match_hand_computed_values(weighting, expected):
+    bandit = ExpWeights(arms=(0.0, 0.5), lr=1.0, eps=0.0, decay=0.5, window=2, weighting=weighting, seed=0)
+    g_hats = []
+    for arm, feedback, norm in SCRIPT:
+        bandit.choose(arm)
+        g_hats.append(bandit.update(feedback, norm=norm))
+    assert g_hats == pytest.approx(SCRIPT_G_HAT)
+    np.testing.assert_allclose(bandit.scores, expected, rtol=1e-12)
+
+
+def test_bandit_credits_a_drawn_arm_with_its_probability():
+    bandit = ExpWeights(arms=(0.0, 0.5), lr=0.2, eps=0.2, decay=0.9, seed=3)
+    bandit.scores[:] = [0.0, np.log(3.0)]  # softmax (0.25, 0.75) -> p = 0.8·softmax + 0.1 = (0.3, 0.7)
+    bandit.update(1.0)  # window [1]
+    drawn = bandit.arms.index(bandit.sample())
+    bandit.update(3.0, norm=0.5)  # ĝ = (3 − 2) / 0.5 = 2
+    p = (0.3, 0.7)[drawn]
+    before = (0.0, np.log(3.0))[drawn]
+    assert bandit.scores[drawn] == pytest.approx(0.9 * before + 0.2 * 2.0 / p)
+    assert bandit.scores[1 - drawn] == (0.0, np.log(3.0))[1 - drawn]
 
 
 def test_bandit_shifts_mass_to_rewarding_arm():

@@ -3,11 +3,13 @@
 Example::
 
     bandit = ExpWeights(arms=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5), seed=0)
-    bandit.update(g0)                 # baseline feedback: nothing was played yet, only recorded
-    lam = bandit.choose(0.0)          # the first outer iteration uses λ = 0
+    lam = bandit.choose(0.0)          # the first outer iteration uses λ = 0 (credited with p = 1)
     ...                               # train with lam, collect data, compute G, fit -> l_val
     bandit.update(g, norm=l_val)      # credits the arm just played
     lam = bandit.sample()
+
+``bandit.update(g0)`` before any arm is played only records ``g0`` in the window (the reference's
+treatment of the initial random phase; rp1's agent leaves it out by default, SPEC §6).
 """
 
 from __future__ import annotations
@@ -26,9 +28,13 @@ class ExpWeights:
     ``probabilities = (1 − ε)·softmax(scores) + ε/k``. ``update(feedback, norm)`` normalises the
     feedback against the mean of the last ``window`` feedbacks (current included),
     ``ĝ = (feedback − mean) / norm``, and updates only the arm last played:
-    ``score ← decay·score + lr·ĝ / p``, with ``p`` the arm's probability when it was drawn
-    (``weighting="probability"``, SPEC) or ``max(exp(score), 1e-4)`` (``"exp-score"``, the authors'
-    reference code).
+
+    - ``weighting="probability"`` (SPEC): ``score ← decay·score + lr·ĝ / p``, with ``p`` the arm's
+      probability when it was drawn, or 1 for an arm played by :meth:`choose` (not drawn);
+    - ``weighting="exp-score"`` (the authors' reference code): ``score ← decay·score``, then
+      ``score ← score + lr·ĝ / max(exp(score), 1e-4)`` with the decayed score.
+
+    ``seed`` is anything :func:`numpy.random.default_rng` takes (an int or a ``SeedSequence``).
     """
 
     def __init__(
@@ -37,7 +43,7 @@ class ExpWeights:
         lr: float = 0.2,
         eps: float = 0.2,
         decay: float = 0.9,
-        seed: int | None = None,
+        seed: int | np.random.SeedSequence | None = None,
         window: int = 5,
         weighting: str = "probability",
     ):
@@ -66,12 +72,13 @@ class ExpWeights:
         return self._play(int(self.rng.choice(len(self.arms), p=self.probabilities)))
 
     def choose(self, arm_value: float) -> float:
-        """Play a given arm without drawing (e.g. λ = 0 in the first outer iteration)."""
-        return self._play(self.arms.index(float(arm_value)))
+        """Play a given arm without drawing (λ = 0 in the first outer iteration); it was played
+        with certainty, so its credit is divided by p = 1."""
+        return self._play(self.arms.index(float(arm_value)), 1.0)
 
-    def _play(self, index: int) -> float:
+    def _play(self, index: int, prob: float | None = None) -> float:
         self.played = index
-        self.played_prob = float(self.probabilities[index])
+        self.played_prob = float(self.probabilities[index]) if prob is None else prob
         return self.arms[index]
 
     def update(self, feedback: float, norm: float = 1.0) -> float:
@@ -80,8 +87,9 @@ class ExpWeights:
         g_hat = (float(feedback) - float(np.mean(self.history))) / float(norm)
         if self.played is not None:
             i = self.played
-            weight = self.played_prob if self.weighting == "probability" else max(np.exp(self.scores[i]), 1e-4)
-            self.scores[i] = self.decay * self.scores[i] + self.lr * g_hat / weight
+            decayed = self.decay * self.scores[i]
+            weight = self.played_prob if self.weighting == "probability" else max(np.exp(decayed), 1e-4)
+            self.scores[i] = decayed + self.lr * g_hat / weight
             self.played = self.played_prob = None
         return g_hat
 
