@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 
 from rp1.dynamics.ensemble import predict_all
-from rp1.dynamics.normalizer import Normalizer, normalize
+from rp1.dynamics.normalizer import Normalizer, standardize
 from rp1.envs.task import Task
 from rp1.errors import ConfigError
 from rp1.policy.networks import DEFAULT_ACTION_STD, Policy, act_mean, act_sample
@@ -84,8 +84,8 @@ def reward_variance_bonus(rewards: jax.Array, next_norm: jax.Array) -> jax.Array
 
 
 def state_variance_bonus(rewards: jax.Array, next_norm: jax.Array) -> jax.Array:
-    """``u = Σ_dims mean_j (norm(s'_j) − mean_j norm(s'_j))²`` from ``next_norm [M, N, obs_dim]``:
-    ``[N]`` (SPEC §4, the ablation)."""
+    """``u = Σ_dims mean_j (norm(s'_j) − mean_j norm(s'_j))²`` from ``next_norm [M, N, obs_dim]``,
+    the members' standardised predictions, unclipped: ``[N]`` (SPEC §4, the ablation)."""
     del rewards
     return (_deviations(next_norm) ** 2).mean(0).sum(-1)
 
@@ -167,7 +167,7 @@ def imagine(
         member = jax.random.randint(k_member, rows.shape, 0, next_all.shape[0])
         rewards = task.reward(next_all, act_env)  # [M, N]
         r_sel = rewards[member, rows]
-        u = bonus_fn(rewards, normalize(obs_norm, next_all))
+        u = bonus_fn(rewards, standardize(obs_norm, next_all))  # unclipped: SPEC §4
         mixed = (1.0 - lam) * r_sel + lam * u
         valid = state.alive
         new_state, done = advance(task, state, next_all[member, rows])

@@ -5,6 +5,7 @@ Example::
     n = normalizer_init(3, clip=3.0)
     n = normalizer_update(n, batch)          # batch [B, 3]
     z = normalize(n, x)                      # (x - mean) / std, clipped to ±3
+    z_raw = standardize(n, x)                # (x - mean) / std, unclipped
     x_back = denormalize(n, z)
 """
 
@@ -61,9 +62,14 @@ def normalizer_fit(n: Normalizer, x: jax.Array) -> Normalizer:
     return normalizer_update(normalizer_init(n.mean.shape[0], n.clip), x)
 
 
+def standardize(n: Normalizer, x: jax.Array) -> jax.Array:
+    """``(x − mean) / std`` over the last axis, unclipped."""
+    return (x - n.mean) / n.std
+
+
 def normalize(n: Normalizer, x: jax.Array) -> jax.Array:
     """``clip((x − mean) / std, ±clip)`` over the last axis."""
-    return jnp.clip((x - n.mean) / n.std, -n.clip, n.clip)
+    return jnp.clip(standardize(n, x), -n.clip, n.clip)
 
 
 def denormalize(n: Normalizer, z: jax.Array) -> jax.Array:
