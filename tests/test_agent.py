@@ -29,7 +29,8 @@ def tiny(method: str, budget: int, **extra):
 
 @pytest.mark.parametrize("method", list(MODEL_BASED_METHODS))
 def test_one_iteration_per_method_writes_a_full_row(method, tmp_path):
-    run = run_training(tiny(method, budget=600), tmp_path / method, progress=False)
+    # α = 0: whole 300-sample phases, so the row count does not depend on the data (or the CPU)
+    run = run_training(tiny(method, budget=600, **{"collect.alpha": "0"}), tmp_path / method, progress=False)
     rows = read_rows(run)
     assert [int(r["iteration"]) for r in rows] == [0, 1]
     assert [int(r["samples"]) for r in rows] == [0, 300]
@@ -54,4 +55,80 @@ def test_lambda_schedules(tmp_path):
     lam = lambdas(rp1)
     assert lam[0] == 0.0  # the first outer iteration uses λ = 0
     assert set(lam) <= set(LAMBDA_ARMS) and len(set(lam)) > 1
-    assert all(r["g_hat"] != "" for r in read_rows(rp1))
+    rows = read_rows(rp1)
+    assert rows[0]["g_hat"] == "" and all(r["g_hat"] != "" for r in rows[1:])  # iteration 0 feeds no Ĝ
+
+
+def feedback_run(first_g: float, first_feedback: str = "exclude"):
+    """λ and the bandit's scores after feeding iterations 0…11 through the agent's feedback path:
+    G of iteration 0 is ``first_g``; every later G is ≈ 0.2 with l_val = 0.1."""
+    from rp1.agent import ModelBasedAgent
+
+    cfg = resolve("halfcheetah-rp1", seed=0, overrides={**TINY, "lam.first_feedback": first_feedback})
+    agent = ModelBasedAgent(cfg)
+    s = agent.initial_state()
+    later = [0.2, 0.25, 0.15, 0.22, 0.18, 0.2, 0.21, 0.19, 0.24, 0.16, 0.2]
+    lams, g_hats = [], []
+    for k, g in enumerate([first_g] + later):
+        s, g_hat = agent.update_lambda(s, g, None if k == 0 else 0.1)
+        s.iteration += 1
+        lams.append(s.lam)
+        g_hats.append(g_hat)
+    return lams, g_hats, s.bandit.scores.copy()
+
+
+def test_untrained_models_feedback_does_not_drive_the_bandit():
+    """The old failure: G of the initial phase (untrained model) 20× every later G. By default it
+    stays out of the window, so the run is exactly the one whose first G was in line with the rest
+    (SPEC §6); with ``lam.first_feedback=include`` the same G drives played arms' scores far down."""
+    lams, g_hats, scores = feedback_run(first_g=4.0)
+    ref_lams, ref_g_hats, ref_scores = feedback_run(first_g=0.2)
+    assert lams == ref_lams and g_hats == ref_g_hats
+    np.testing.assert_array_equal(scores, ref_scores)
+    assert lams[0] == 0.0 and g_hats[0] is None
+    assert g_hats[1] == 0.0  # Ĝ of iteration 1: the first trained model's G alone in the window
+    # |ĝ| <= (0.25 − 0.15) / 0.1 = 1 for the later G: no score can fall below −lr·1/p_min·updates
+    assert scores.min() > -0.2 / (0.2 / 6) * 11
+
+    _, included_g_hats, included = feedback_run(first_g=4.0, first_feedback="include")
+    assert min(included_g_hats[1:4]) < -10  # (0.2 − mean(4, 0.2, …)) / 0.1
+    assert included.min() < scores.min() - 2
+
+
+def test_streams_are_independent_and_survive_a_checkpoint():
+    from rp1.agent import ModelBasedAgent
+
+    cfg = resolve("halfcheetah-rp1", seed=7, overrides=TINY)
+    agent = ModelBasedAgent(cfg)
+    s = agent.initial_state()
+    gens = {**s.rngs, "bandit": s.bandit.rng, "env": agent.env.unwrapped.np_random, "eval": agent.eval_env.unwrapped.np_random}
+    draws = {name: g.random(4).tolist() for name, g in gens.items()}
+    draws["seed"] = np.random.default_rng(7).random(4).tolist()
+    assert len({tuple(d) for d in draws.values()}) == len(draws)  # no two streams coincide
+
+    saved = agent.checkpoint(s)
+    again = ModelBasedAgent(cfg)
+    r = again.restore(saved)
+    after = {**r.rngs, "bandit": r.bandit.rng, "env": again.env.unwrapped.np_random, "eval": again.eval_env.unwrapped.np_random}
+    for name, g in gens.items():
+        assert g.random(3).tolist() == after[name].random(3).tolist(), name
+
+
+def test_small_scale_greedy_collects_full_phases():
+    """Scale changes sizes only: Greedy (no early stopping) still collects 3,000-sample phases."""
+    from rp1.agent import ModelBasedAgent
+
+    cfg = resolve("halfcheetah-greedy", seed=0, scale="small", overrides={"eval_episodes": "1"})
+    assert cfg.scale == "small" and cfg.model.hidden == (200, 200) and cfg.policy.batch_steps == 5_000
+    agent = ModelBasedAgent(cfg)
+    s, row = agent.step(agent.initial_state())
+    assert row["phase_samples"] == 3_000 and s.samples == 3_000
+
+
+def test_quick_preset_is_rp1_at_small_scale_and_scale_comes_before_set():
+    from dataclasses import replace
+
+    quick = resolve("hopper-quick")
+    assert quick == replace(resolve("hopper-rp1", scale="small", budget=10_000), preset="hopper-quick")
+    assert resolve("hopper-quick", scale="paper").model.hidden == (1024, 1024)
+    assert resolve("hopper-rp1", scale="small", overrides={"model.hidden": "64,64"}).model.hidden == (64, 64)

@@ -5,8 +5,12 @@ One loop serves ``rp1``, ``greedy``, ``vr`` and the ablations: they differ only 
 fitting, imagination and PPO are compiled JAX (``rp1.dynamics``, ``rp1.policy``).
 
 Iteration 0 evaluates the initial policy and collects the first phase with it (the "random policy"
-of Algorithm 3); its ``model_error`` is the baseline G. Every later iteration fits the ensemble,
+of Algorithm 3); its ``model_error`` is G of the untrained model, which by default does not enter
+the bandit's window (``lam.first_feedback``, SPEC §6). Every later iteration fits the ensemble,
 trains the policy in it with λ, evaluates it in the real env and collects a phase.
+
+Randomness: one ``SeedSequence(cfg.seed)`` spawns an independent stream per consumer
+(:data:`STREAMS`, :mod:`rp1.seeding`); the checkpoint keeps every stream's state.
 """
 
 from __future__ import annotations
@@ -37,9 +41,10 @@ from rp1.policy.networks import host_actor, policy_init
 from rp1.policy.ppo import make_policy_optimizer
 from rp1.policy.train import train_policy
 from rp1.runs import restore_pytree
+from rp1.seeding import int_seed, spawn_streams
 
-EVAL_SEED_OFFSET = 1_000_003
-START_SEED_OFFSET = 2_000_003
+STREAMS = ("env", "eval_env", "start_states", "noise", "subsample", "bandit", "jax")
+"""The run's random streams, in spawn order (append new ones at the end to keep the others)."""
 
 
 @dataclass
@@ -66,25 +71,27 @@ class ModelBasedAgent:
 
     def __init__(self, cfg: Config):
         self.cfg = cfg
-        self.env, self.task = envs.make(cfg.task, seed=cfg.seed)
-        self.eval_env, _ = envs.make(cfg.task, seed=cfg.seed + EVAL_SEED_OFFSET)
+        self.streams = spawn_streams(cfg.seed, STREAMS)
+        self.env, self.task = envs.make(cfg.task, seed=int_seed(self.streams["env"]))
+        self.eval_env, _ = envs.make(cfg.task, seed=int_seed(self.streams["eval_env"]))
         self.rollouts = max(1, cfg.policy.batch_steps // self.task.horizon)
 
     # --- state ---------------------------------------------------------------------------------
 
     def initial_state(self) -> AgentState:
         """A fresh run: initial networks, no data, ``N`` start states from the reset distribution."""
-        cfg, task = self.cfg, self.task
-        key = jax.random.PRNGKey(cfg.seed)
+        cfg, task, streams = self.cfg, self.task, self.streams
+        key = jax.random.PRNGKey(int_seed(streams["jax"]))
         key, k_model, k_policy = jax.random.split(key, 3)
         model = ensemble_init(k_model, task.obs_dim, task.act_dim, cfg.model.members, cfg.model.hidden)
         policy = policy_init(k_policy, task.obs_dim, task.act_dim, cfg.policy.hidden)
-        start_env, _ = envs.make(cfg.task, seed=cfg.seed + START_SEED_OFFSET)
+        start_env, _ = envs.make(cfg.task, seed=int_seed(streams["start_states"]))
         start_obs = np.stack([start_env.reset()[0] for _ in range(self.rollouts)]).astype(np.float32)
+        start_env.close()
         bandit = None
         if cfg.lam.mode == "adaptive":
             lam = cfg.lam
-            bandit = ExpWeights(lam.arms, lam.lr, lam.eps, lam.decay, seed=cfg.seed, window=lam.window, weighting=lam.weighting)
+            bandit = ExpWeights(lam.arms, lam.lr, lam.eps, lam.decay, seed=streams["bandit"], window=lam.window, weighting=lam.weighting)
         return AgentState(
             iteration=0,
             samples=0,
@@ -96,7 +103,7 @@ class ModelBasedAgent:
             policy_opt=make_policy_optimizer(cfg.policy.lr).init(policy),
             store=TransitionStore(task.obs_dim, task.act_dim),
             start_obs=start_obs,
-            rngs={"noise": np.random.default_rng(cfg.seed), "subsample": np.random.default_rng(cfg.seed + 1)},
+            rngs={name: np.random.default_rng(streams[name]) for name in ("noise", "subsample")},
             bandit=bandit,
         )
 
@@ -171,7 +178,7 @@ class ModelBasedAgent:
         row["collect_s"] = time.perf_counter() - t
         s, data_row = self._absorb(s, phase)
         row |= data_row
-        s, row["g_hat"] = self._update_lambda(s, row["model_error"], row.get("val_loss"))
+        s, row["g_hat"] = self.update_lambda(s, row["model_error"], row.get("val_loss"))
         row["wall_s"] = time.perf_counter() - start
         s.iteration += 1
         s.rows = s.rows + [row]
@@ -226,11 +233,13 @@ class ModelBasedAgent:
         }
 
     def _absorb(self, s: AgentState, phase: Phase) -> tuple[AgentState, dict[str, Any]]:
-        """G on the new data with the model as it was, then store the data and update normalisers."""
+        """Fold the phase into the input normalisers, measure G on it with the model weights as
+        they were (SPEC §6: the reference's order, so every G is in the same units), then store
+        the data and refresh the delta normaliser."""
         obs, act, next_obs = (np.concatenate([getattr(e, f) for e in phase.episodes]) for f in ("obs", "act", "next_obs"))
-        g = model_error(s.model, obs, act, next_obs)
         finals = np.stack([e.next_obs[-1] for e in phase.episodes])
         s.model = update_input_normalizers(s.model, np.concatenate([obs, finals]), act)
+        g = model_error(s.model, obs, act, next_obs)
         s.store.add_phase(phase.episodes, min_val=self.cfg.collect.min_val_rollouts)
         everything = s.store.transitions()
         s.model = refresh_delta_normalizer(s.model, everything.obs, everything.next_obs)
@@ -242,10 +251,20 @@ class ModelBasedAgent:
             "steps_per_s": phase.steps_per_s,
         }
 
-    def _update_lambda(self, s: AgentState, g: float, val_loss: float | None) -> tuple[AgentState, float | None]:
-        """Feed G to the bandit and draw the next λ (SPEC §6); fixed-λ methods keep theirs."""
+    def update_lambda(self, s: AgentState, g: float, val_loss: float | None) -> tuple[AgentState, float | None]:
+        """Feed the phase's G to the bandit and draw the next λ (SPEC §6); returns ``Ĝ`` (``None``
+        in iteration 0 and for fixed-λ methods, which keep their λ).
+
+        Iteration 0's G was measured on the untrained model; it enters the bandit's window only
+        with ``lam.first_feedback = "include"`` (the reference), and λ = 0 is played next.
+        """
         if s.bandit is None:
             return s, None
+        if s.iteration == 0:
+            if self.cfg.lam.first_feedback == "include":
+                s.bandit.update(g)  # no arm played yet: only recorded in the window
+            s.lam = s.bandit.choose(0.0)
+            return s, None
         g_hat = s.bandit.update(g, norm=val_loss if val_loss else 1.0)
-        s.lam = s.bandit.choose(0.0) if s.iteration == 0 else s.bandit.sample()
+        s.lam = s.bandit.sample()
         return s, g_hat

@@ -64,6 +64,7 @@ def parse_sets(items: list[str] | None) -> dict[str, str]:
 @app.command()
 def train(
     preset: str = typer.Option(..., "--preset", "-p", help="A preset name (see `rp1 presets`)."),
+    scale: Optional[str] = typer.Option(None, "--scale", help="small or paper (default: the preset's); applied before --set."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Random seed (default: the preset's, 0)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: runs/PRESET/seedK)."),
     budget: Optional[int] = typer.Option(None, "--budget", help="Real-sample budget."),
@@ -79,7 +80,7 @@ def train(
     overrides = parse_sets(set_)
     if workers is not None:
         overrides["modelfree.workers"] = str(workers)
-    cfg = resolve(preset, seed=seed, budget=budget, overrides=overrides)
+    cfg = resolve(preset, seed=seed, budget=budget, overrides=overrides, scale=scale)
     out = out or Path("runs") / cfg.preset / f"seed{cfg.seed}"
     run_training(cfg, out, resume=resume, progress=not quiet)
 
@@ -107,6 +108,7 @@ def sweep(
     workers: Optional[int] = typer.Option(None, "--workers", help="Runs at a time (local backend)."),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (ray backend)."),
     budget: Optional[int] = typer.Option(None, "--budget", help="Real-sample budget of every run."),
+    scale: Optional[str] = typer.Option(None, "--scale", help="small or paper for every run (default: each preset's)."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a config value: key=value."),
 ) -> None:
     """Run every (preset, seed): skip finished runs, resume unfinished ones, run the rest."""
@@ -115,7 +117,7 @@ def sweep(
     names = [p.strip() for p in presets_.split(",") if p.strip()]
     code = run_sweep(
         names, parse_seeds(seeds), out, backend=backend, workers=workers, address=address,
-        budget=budget, overrides=parse_sets(set_),
+        budget=budget, overrides=parse_sets(set_), scale=scale,
     )
     raise typer.Exit(code)
 

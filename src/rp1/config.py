@@ -18,6 +18,7 @@ from rp1.errors import ConfigError
 
 LAMBDA_ARMS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 BONUSES = ("reward", "state")
+FIRST_FEEDBACK = ("exclude", "include")
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ class LambdaConfig:
     decay: float = 0.9
     window: int = 5
     weighting: str = "probability"
+    first_feedback: str = "exclude"  # "include": the initial phase's G enters the window (ref)
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,7 @@ class Config:
     preset: str
     task: str
     method: str
+    scale: str = "paper"
     seed: int = 0
     budget: int = 100_000
     bonus: str = "reward"
@@ -164,15 +167,42 @@ def modelfree_config(task: str, preset: str) -> Config:
     return Config(preset=preset, task=task, method="modelfree", budget=MODEL_FREE_BUDGETS[0], lam=LambdaConfig(mode="fixed"))
 
 
+# --- scales ------------------------------------------------------------------------------------
+
+SCALES: dict[str, dict[str, Any]] = {
+    "paper": {},
+    "small": {
+        "model.hidden": (200, 200),
+        "model.batch_size": 256,
+        "model.max_epochs": 200,
+        "policy.batch_steps": 5_000,
+        "policy.max_updates": 60,
+    },
+}
+"""The sizes each scale sets, as ``{"section.field": value}``; ``paper`` keeps the dataclass defaults
+(SPEC). Every method is scaled the same way, and nothing a method is defined by (λ, α, bonus,
+phase cap) is touched, so a small-scale Greedy run still collects 3,000-sample phases."""
+
+QUICK_BUDGET = 10_000
+
+
+def with_scale(cfg: Config, scale: str) -> Config:
+    """``cfg`` with every size of :data:`SCALES` set to ``scale``'s value (or the paper's default
+    where ``scale`` does not set it) and ``cfg.scale = scale``."""
+    if scale not in SCALES:
+        raise ConfigError(f"unknown scale {scale!r}; valid scales: {', '.join(SCALES)}")
+    sized = {key for sizes in SCALES.values() for key in sizes}
+    for key in sorted(sized):
+        section, name = key.split(".")
+        default = getattr(type(getattr(cfg, section))(), name)
+        value = SCALES[scale].get(key, default)
+        cfg = replace(cfg, **{section: replace(getattr(cfg, section), **{name: value})})
+    return replace(cfg, scale=scale)
+
+
 def quick_config(task: str, preset: str) -> Config:
-    """RP1 shrunk to learn visibly on a 2-core CPU in about ten minutes."""
-    base = method_config(task, "rp1", preset, budget=10_000)
-    return replace(
-        base,
-        model=replace(base.model, hidden=(200, 200), max_epochs=200, batch_size=256),
-        policy=replace(base.policy, batch_steps=5_000, max_updates=60),
-        collect=replace(base.collect, phase_cap=1_000),
-    )
+    """RP1 at small scale with 10^4 samples: learns visibly on a 2-core CPU in minutes."""
+    return with_scale(method_config(task, "rp1", preset, budget=QUICK_BUDGET), "small")
 
 
 def _build_presets() -> dict[str, tuple[str, typing.Callable[[], Config]]]:
@@ -185,7 +215,7 @@ def _build_presets() -> dict[str, tuple[str, typing.Callable[[], Config]]]:
                 lambda t=task, m=method, n=name: method_config(t, m, n),
             )
         presets[f"{task}-quick"] = (
-            f"small RP1 on {task} that learns on a laptop CPU in minutes",
+            f"{task}-rp1 at small scale (--scale small) with 10^4 samples: learns on a laptop CPU in minutes",
             lambda t=task, n=f"{task}-quick": quick_config(t, n),
         )
         presets[f"{task}-modelfree"] = (
@@ -217,7 +247,7 @@ def get_preset(name: str) -> Config:
 
 # --- overrides and validation --------------------------------------------------------------------
 
-FIXED_KEYS = ("preset", "task", "method")
+FIXED_KEYS = ("preset", "task", "method", "scale")  # scale: set by --scale, before any --set
 
 
 def settable_keys(cfg: Config | None = None) -> list[str]:
@@ -285,6 +315,8 @@ def validate(cfg: Config) -> Config:
     _check(0.0 <= lam.eps <= 1.0, f"lam.eps must be in [0, 1], got {lam.eps}")
     _check(lam.lr > 0 and 0.0 <= lam.decay <= 1.0 and lam.window >= 1, "lam.lr must be > 0, lam.decay in [0, 1], lam.window >= 1")
     _check(lam.weighting in ("probability", "exp-score"), f"lam.weighting must be probability or exp-score, got {lam.weighting!r}")
+    _check(lam.first_feedback in FIRST_FEEDBACK, f"lam.first_feedback must be one of {', '.join(FIRST_FEEDBACK)}, got {lam.first_feedback!r}")
+    _check(cfg.scale in SCALES, f"scale must be one of {', '.join(SCALES)}, got {cfg.scale!r}")
     col = cfg.collect
     _check(col.alpha >= 0.0, f"collect.alpha must be >= 0, got {col.alpha}")
     _check(col.noise_max >= 0.0, f"collect.noise_max must be >= 0, got {col.noise_max}")
@@ -309,9 +341,17 @@ def validate(cfg: Config) -> Config:
     return cfg
 
 
-def resolve(preset: str, seed: int | None = None, budget: int | None = None, overrides: dict[str, str] | None = None) -> Config:
-    """Preset + seed + budget + ``--set`` overrides, validated."""
+def resolve(
+    preset: str,
+    seed: int | None = None,
+    budget: int | None = None,
+    overrides: dict[str, str] | None = None,
+    scale: str | None = None,
+) -> Config:
+    """Preset, then ``scale`` (if given), then ``--set`` overrides, then seed and budget; validated."""
     cfg = get_preset(preset)
+    if scale is not None:
+        cfg = with_scale(cfg, scale)
     cfg = apply_overrides(cfg, overrides or {})
     if seed is not None:
         cfg = replace(cfg, seed=seed)

@@ -95,13 +95,15 @@ def run_sweep(
     address: str | None = None,
     budget: int | None = None,
     overrides: dict[str, str] | None = None,
+    scale: str | None = None,
     cpus_per_run: float = 1.0,
     gpus_per_run: float | None = None,
 ) -> int:
     """Run every (preset, seed) of ``names`` × ``seeds`` in ``out/<preset>/seed<k>/``.
 
     Finished runs are skipped, runs with a checkpoint resumed, the rest started. ``workers`` is
-    the number of runs at a time (local default: one per CPU core, at most one per run; Ray
+    the number of runs at a time (``scale``: every run at that scale, see
+    :func:`rp1.config.with_scale`; local default: one per CPU core, at most one per run; Ray
     default: as many as the cluster's resources allow). ``cpus_per_run`` and ``gpus_per_run``
     are the Ray task requests (``gpus_per_run=None``: :data:`GPU_SHARE` of a GPU if the cluster
     has GPUs, else 0). Everything is checked before anything runs: a bad preset, override, backend
@@ -109,7 +111,7 @@ def run_sweep(
     :class:`ConfigError`. Returns the exit code: 0 if every run finished, 1 otherwise.
     """
     executor = make_executor(backend, workers, address, cpus_per_run, gpus_per_run)
-    jobs = plan_sweep(names, seeds, Path(out), budget=budget, overrides=overrides or {})
+    jobs = plan_sweep(names, seeds, Path(out), budget=budget, overrides=overrides or {}, scale=scale)
     todo = [job for job in jobs if job.action != "skip"]
     outcomes = {(o.preset, o.seed): o for o in run_jobs(executor, todo, skipped=len(jobs) - len(todo))}
     summary = [outcomes.get((job.cfg.preset, job.cfg.seed)) or job.outcome("skipped") for job in jobs]
@@ -120,14 +122,16 @@ def run_sweep(
 # ----------------------------------------------------------------------------- planning
 
 
-def plan_sweep(names: list[str], seeds: list[int], out: Path, *, budget: int | None, overrides: dict[str, str]) -> list[RunJob]:
+def plan_sweep(
+    names: list[str], seeds: list[int], out: Path, *, budget: int | None, overrides: dict[str, str], scale: str | None = None
+) -> list[RunJob]:
     """Resolve and check every run of the sweep (in preset-major order) before any starts."""
     if not names or not seeds:
         raise ConfigError("a sweep needs at least one preset and one seed")
     jobs: dict[tuple[str, int], RunJob] = {}
     for name in names:
         for seed in seeds:
-            cfg = resolve(name, seed=seed, budget=budget, overrides=overrides)
+            cfg = resolve(name, seed=seed, budget=budget, overrides=overrides, scale=scale)
             run_dir = out / cfg.preset / f"seed{cfg.seed}"
             jobs[cfg.preset, cfg.seed] = RunJob(cfg, run_dir, run_action(cfg, RunDir(run_dir)))
     return list(jobs.values())

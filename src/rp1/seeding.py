@@ -1,0 +1,32 @@
+"""Independent random streams of a run, all spawned from one ``numpy.random.SeedSequence(seed)``
+(SPEC §7, "Randomness").
+
+Every consumer (environment resets, collection noise, subsampling, the bandit, JAX keys, …) gets
+its own child sequence, so no random choice is a function of another consumer's draws: drawing
+more collection noise, say, never changes which λ the bandit picks. Children are spawned in the
+order of the ``names`` given, so a name keeps its stream as long as the names before it stay.
+
+Example::
+
+    streams = spawn_streams(seed, ("env", "noise", "bandit"))
+    noise = np.random.default_rng(streams["noise"])
+    env.reset(seed=int_seed(streams["env"]))
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+
+def spawn_streams(seed: int, names: Sequence[str]) -> dict[str, np.random.SeedSequence]:
+    """``{name: child SeedSequence}`` of ``SeedSequence(seed)``, one independent child per name."""
+    children = np.random.SeedSequence(seed).spawn(len(names))
+    return dict(zip(names, children))
+
+
+def int_seed(stream: np.random.SeedSequence) -> int:
+    """A 31-bit integer seed drawn from ``stream``, for APIs that take an int (Gymnasium's
+    ``reset(seed=…)``, ``jax.random.PRNGKey``)."""
+    return int(stream.generate_state(1)[0] >> 1)
