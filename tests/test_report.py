@@ -14,7 +14,13 @@ from scipy import stats as scipy_stats
 
 from rp1.errors import ConfigError
 from rp1.experiments import stats
-from rp1.experiments.report import report_tasks, write_report
+from rp1.experiments.report import (
+    report_tasks,
+    write_diagnostics,
+    write_index,
+    write_phase_summary,
+    write_report,
+)
 from rp1.experiments.runs_table import load_runs
 from rp1.experiments.tables import TABLES, write_table
 
@@ -34,14 +40,19 @@ def write_run(
     returns: list[float],
     budget: int = 100_000,
     phase: int = 3_000,
+    cap: int = 3_000,
+    scale: str | None = None,
     **columns: list[float],
 ) -> Path:
-    """A run directory ``root/<task>-<method>/seed<k>`` with config.json and metrics.csv.
+    """A run directory ``root/<task>-<method>[-<scale>]/seed<k>`` with config.json and metrics.csv.
 
-    Every row's phase takes ``phase`` samples, so the run reached ``samples[-1] + phase``;
-    ``columns`` override the defaults of other metric columns (lambda, model_error, …).
+    Model-based rows are iterations 0, 1, …, each followed by a phase of ``phase`` samples, so the
+    run reached ``samples[-1] + phase``; model-free rows are updates 1, 2, … whose ``samples``
+    already include their batch (as rp1.modelfree writes them). ``cap`` is ``collect.phase_cap``;
+    ``scale`` is left out of config.json when None (an old run); ``columns`` override the defaults
+    of other metric columns (lambda, model_error, …).
     """
-    run_dir = root / f"{task}-{method}" / f"seed{seed}"
+    run_dir = root / "-".join([task, method, *([scale] if scale else [])]) / f"seed{seed}"
     run_dir.mkdir(parents=True)
     config = {
         "preset": f"{task}-{method}",
@@ -49,17 +60,18 @@ def write_run(
         "method": method,
         "seed": seed,
         "budget": budget,
-        "extra": 1,
+        "collect": {"phase_cap": cap, "alpha": 0.0005},
+        **({"scale": scale} if scale else {}),
     }
     (run_dir / "config.json").write_text(json.dumps(config))
     n = len(samples)
     model_free = method == "modelfree"
     defaults = {column: [math.nan if model_free else 1.0] * n for column in METRIC_COLUMNS}
     defaults.update(
-        iteration=list(range(n)),
+        iteration=list(range(1, n + 1)) if model_free else list(range(n)),
         samples=samples,
         eval_return=returns,
-        phase_samples=[math.nan if model_free else phase] * n,
+        phase_samples=list(np.diff(samples, prepend=0)) if model_free else [phase] * n,
         **{"lambda": [math.nan if model_free else 0.0] * n},
     )
     defaults.update(columns)
@@ -99,8 +111,10 @@ def write_tables(root: Path, out: Path) -> None:
         write_table(metrics, spec, report_tasks(metrics), out)
 
 
-def cells(out: Path, name: str = "table1") -> pd.DataFrame:
-    return pd.read_csv(out / f"{name}.csv").set_index(["task", "samples", "method"])
+def cells(out: Path, name: str = "table1", scale: str = "paper") -> pd.DataFrame:
+    """The cells of one scale of a written table, indexed by (task, samples, method)."""
+    table = pd.read_csv(out / f"{name}.csv")
+    return table[table["scale"] == scale].set_index(["task", "samples", "method"])
 
 
 def test_medians_are_exact(tmp_path):
@@ -123,18 +137,19 @@ def test_medians_are_exact(tmp_path):
 
 
 def test_best_so_far_counts_only_evaluations_by_the_timestep(tmp_path):
-    # Seed 0's best (100) comes at 12,000 samples: at 10⁴ only its 5.0 counts.
+    # Seed 0's best (100) comes at 12,000 samples: at 10⁴ only its 5.0 counts. Seed 1's 7.0 is
+    # its untrained policy's (iteration 0), which never counts.
     write_run(tmp_path, "ant", "greedy", 0, [3_000, 9_000, 12_000, 97_000], [1.0, 5.0, 100.0, 50.0])
     write_run(tmp_path, "ant", "greedy", 1, [3_000, 10_000, 97_000], [7.0, 3.0, 8.0])
     best_1e4 = stats.best_at(load_runs(tmp_path).metrics, 10_000)
-    assert best_1e4.to_dict() == {"ant-greedy/seed0": 5.0, "ant-greedy/seed1": 7.0}
+    assert best_1e4.to_dict() == {"ant-greedy/seed0": 5.0, "ant-greedy/seed1": 3.0}
     best_1e5 = stats.best_at(load_runs(tmp_path).metrics, 100_000)
     assert best_1e5.to_dict() == {"ant-greedy/seed0": 100.0, "ant-greedy/seed1": 8.0}
 
 
 def test_a_run_without_an_evaluation_by_the_timestep_is_missing(tmp_path):
     write_run(tmp_path, "ant", "vr", 0, [12_000, 50_000], [1.0, 2.0])
-    write_run(tmp_path, "ant", "vr", 1, [4_000, 50_000], [3.0, 4.0])
+    write_run(tmp_path, "ant", "vr", 1, [2_000, 4_000, 50_000], [3.0, 4.0, 5.0])
     write_tables(tmp_path, tmp_path / "out")
     assert cells(tmp_path / "out").loc["ant", 10_000, "vr"].n_seeds == 1
 
@@ -145,16 +160,16 @@ def test_t_statistics_equal_scipys_welch_test(tmp_path):
         for seed in range(5):
             write_run(
                 tmp_path / "runs",
-                "swimmer",
+                "hopper",
                 method,
                 seed,
-                [5_000, 50_000, 97_000],
-                list(rng.normal(shift, 10.0, 3)),
+                [0, 5_000, 50_000, 97_000],
+                list(rng.normal(shift, 10.0, 4)),
             )
     write_tables(tmp_path / "runs", tmp_path / "out")
     metrics = load_runs(tmp_path / "runs").metrics
     tests = pd.read_csv(tmp_path / "out" / "table1_ttests.csv").set_index(
-        ["task", "samples", "comparison"]
+        ["task", "scale", "samples", "comparison"]
     )
     for timestep in (10_000, 100_000):
         best = {
@@ -163,37 +178,120 @@ def test_t_statistics_equal_scipys_welch_test(tmp_path):
         }
         for comparison, baseline in (("T1", "greedy"), ("T2", "vr")):
             expected = scipy_stats.ttest_ind(best["rp1"], best[baseline], equal_var=False)
-            row = tests.loc["swimmer", timestep, comparison]
+            row = tests.loc["hopper", "paper", timestep, comparison]
             assert row.t == pytest.approx(expected.statistic)
             assert row.p == pytest.approx(expected.pvalue)
             assert bool(row.significant) == (expected.pvalue < 0.05)
     text = (tmp_path / "out" / "table1.md").read_text()
-    assert "(paper −0.11)" in text and "(paper 5.39*)" in text
+    assert "(paper 4.32*)" in text and "(paper 2.21)" in text
 
 
-def test_missing_cells_are_reported_not_crashing(tmp_path):
-    write_run(tmp_path / "runs", "hopper", "rp1", 0, [3_000, 97_000], [1.0, 2.0])
-    written = write_report(tmp_path / "runs", tmp_path / "out")
-    table1 = (tmp_path / "out" / "table1.md").read_text()
-    assert "— (0 seeds; paper 260.92)" in table1  # halfcheetah greedy at 10⁵
-    assert "needs ≥ 2 each" in table1
-    assert "1 seed; no CI" in table1
-    assert "— (0 seeds" in (tmp_path / "out" / "table3.md").read_text()
-    table = cells(tmp_path / "out")
-    assert table.loc["hopper", 100_000, "rp1"].n_seeds == 1
-    assert table.loc["ant", 10_000, "rp1"].n_seeds == 0 and math.isnan(
-        table.loc["ant", 10_000, "rp1"]["median"]
+def test_best_leaves_out_the_untrained_policy_but_curves_start_from_it(tmp_path):
+    # Iteration 0 (the untrained policy, 50.0) is the run's best evaluation: the table takes the
+    # best of iterations ≥ 1 (20.0); the curve starts at 50.0 until the first trained evaluation.
+    write_run(
+        tmp_path / "runs", "halfcheetah", "greedy", 0, [0, 3_000, 6_000], [50.0, 10.0, 20.0],
+        budget=9_000,
     )
-    names = {path.name for path in written}
-    assert "fig1_hopper.png" in names and "fig1_ant.png" not in names
+    write_tables(tmp_path / "runs", tmp_path / "out")
+    cell = cells(tmp_path / "out").loc["halfcheetah", 9_000, "greedy"]
+    assert (cell.n_seeds, cell["median"]) == (1, 20.0)
+    grid = np.array([0.0, 2_999.0, 3_000.0, 6_000.0, 9_000.0, 9_001.0])
+    curve = stats.best_so_far_curves(load_runs(tmp_path / "runs").metrics, grid)
+    np.testing.assert_array_equal(curve, [[50.0, 50.0, 10.0, 20.0, 20.0, np.nan]])
+
+
+def test_model_free_rows_are_all_trained_and_count_their_own_batch(tmp_path):
+    # rp1.modelfree writes updates 1, 2, … with samples after the batch: every evaluation is of a
+    # trained policy, and a run stopped at 950,000 samples has not reached 10⁶.
+    write_run(tmp_path, "ant", "modelfree", 0, [500_000, 1_000_000], [3.0, 2.0], budget=10**6)
+    write_run(tmp_path, "ant", "modelfree", 1, [500_000, 950_000], [4.0, 5.0], budget=10**6)
+    metrics = load_runs(tmp_path).metrics
+    assert stats.best_at(metrics, 500_000).to_dict() == {
+        "ant-modelfree/seed0": 3.0,
+        "ant-modelfree/seed1": 4.0,
+    }
+    assert stats.best_at(metrics, 1_000_000).to_dict() == {"ant-modelfree/seed0": 3.0}
+
+
+def test_cells_without_runs_are_left_out(tmp_path):
+    write_run(tmp_path / "runs", "hopper", "rp1", 0, [3_000, 6_000, 97_000], [1.0, 2.0, 3.0])
+    write_tables(tmp_path / "runs", tmp_path / "out")
+    table1 = (tmp_path / "out" / "table1.md").read_text()
+    assert "0 seeds" not in table1 and "halfcheetah" not in table1
+    assert "| task | scale | samples | RP1 |\n" in table1  # no column without runs
+    assert "1 seed; no CI" in table1 and "(1 seed; paper 619.73)" in table1
+    table = pd.read_csv(tmp_path / "out" / "table1.csv")
+    assert table[["task", "scale", "samples", "method", "n_seeds"]].values.tolist() == [
+        ["hopper", "paper", 10_000, "rp1", 1],
+        ["hopper", "paper", 100_000, "rp1", 1],
+    ]
+    assert pd.read_csv(tmp_path / "out" / "table1_ttests.csv").empty
+
+
+def test_tables_2_and_3_are_reported_at_the_budgets_the_runs_reach(tmp_path):
+    for method in ("rp1", "rp1-statevar", "rp1-noadapt"):
+        for seed in range(2):
+            write_run(
+                tmp_path, "swimmer", method, seed, [0, 3_000, 6_000], [0.0, 1.0, 2.0 + seed],
+                budget=10_000, phase=4_000,
+            )
+    write_tables(tmp_path, tmp_path / "out")
+    for name in ("table2", "table3"):
+        table = pd.read_csv(tmp_path / "out" / f"{name}.csv")
+        assert table["samples"].tolist() == [10_000, 10_000]
+        assert table["median"].tolist() == [2.5, 2.5]
+    assert "| swimmer | paper | 10,000 |" in (tmp_path / "out" / "table3.md").read_text()
+
+
+def test_scales_are_not_pooled(tmp_path):
+    write_run(
+        tmp_path, "hopper", "rp1", 0, [0, 3_000, 6_000], [0.0, 1.0, 2.0], budget=10_000,
+        phase=4_000, scale="small",
+    )
+    write_run(
+        tmp_path, "hopper", "rp1", 0, [0, 3_000, 6_000], [0.0, 5.0, 6.0], budget=10_000,
+        phase=4_000,
+    )
+    loaded = load_runs(tmp_path)
+    assert loaded.notes == []  # same task, method and seed, yet not duplicates
+    write_tables(tmp_path, tmp_path / "out")
+    write_index(loaded, [], tmp_path / "out")
+    assert cells(tmp_path / "out", scale="small").loc["hopper", 10_000, "rp1"]["median"] == 2.0
+    assert cells(tmp_path / "out").loc["hopper", 10_000, "rp1"]["median"] == 6.0
+    index = (tmp_path / "out" / "index.md").read_text()
+    assert "Scales present: paper, small" in index
+    assert "| hopper | small | rp1 | 1 |" in index
+
+
+def test_unfinished_and_malformed_metrics_rows_are_left_out_with_a_note(tmp_path):
+    run_dir = write_run(tmp_path / "runs", "ant", "rp1", 0, [0, 3_000], [0.0, 1.0], budget=6_000)
+    metrics = run_dir / "metrics.csv"
+    complete = metrics.read_text()
+    fields = complete.splitlines()[-1].split(",")
+    not_a_number = ",".join(["2", "3000", fields[2], "1e9x", *fields[4:]])
+    too_few = "2,3000,0.0,1e9"
+    cut = "2,3000,0.0,12.3"  # cut mid-number (12.3 of 12.345): only the missing newline tells
+    metrics.write_text(f"{complete}{not_a_number}\n{too_few}\n{cut}")
+    loaded = load_runs(tmp_path / "runs")
+    assert loaded.metrics["eval_return"].tolist() == [0.0, 1.0]
+    assert loaded.notes == [
+        "ant-rp1/seed0: metrics.csv line 4 has a field that is not a number — row left out",
+        "ant-rp1/seed0: metrics.csv line 5 has 4 fields, its header 12 — row left out",
+        "ant-rp1/seed0: metrics.csv line 6 is unfinished (no newline: cut while written) — "
+        "row left out",
+    ]
+    write_tables(tmp_path / "runs", tmp_path / "out")
+    index = write_index(loaded, [], tmp_path / "out").read_text()
+    assert all(note in index for note in loaded.notes)
+    assert cells(tmp_path / "out").loc["ant", 6_000, "rp1"]["median"] == 1.0
 
 
 def test_runs_without_rows_are_left_out_with_a_note(tmp_path):
     run_dir = write_run(tmp_path / "runs", "ant", "rp1", 0, [], [])
     (write_run(tmp_path / "runs", "ant", "vr", 0, [], []) / "metrics.csv").write_text("")
     written = write_report(tmp_path / "runs", tmp_path / "out")
-    assert [path.name for path in written if path.suffix == ".png"] == []
-    assert cells(tmp_path / "out").loc["ant", 100_000, "rp1"].n_seeds == 0
+    assert [path.name for path in written] == ["index.md"]
     index = (tmp_path / "out" / "index.md").read_text()
     assert f"{run_dir.relative_to(tmp_path / 'runs').as_posix()}: no metrics rows yet" in index
 
@@ -247,31 +345,46 @@ def test_lambda_improvements_are_normalised_by_the_run_range(tmp_path):
         "ant",
         "rp1",
         0,
-        [3_000, 6_000, 9_000, 12_000],
-        [0.0, 10.0, 5.0, 20.0],
-        **{"lambda": [0.0, 0.5, 0.1, 0.5]},
+        [0, 3_000, 6_000, 9_000, 12_000],
+        [30.0, 10.0, 5.0, 20.0, 17.0],
+        **{"lambda": [math.nan, 0.0, 0.1, 0.5, 0.1]},
     )
+    # Only trained policies (iterations ≥ 1): 10 → 5 (λ 0.1), 5 → 20 (λ 0.5), 20 → 17
+    # (λ 0.1), each divided by the range of the trained returns, 20 − 5 = 15.
     improvements = stats.lambda_improvements(load_runs(tmp_path).metrics)
-    assert improvements["lambda"].tolist() == [0.5, 0.1, 0.5]
-    assert improvements["change"].tolist() == pytest.approx([0.5, -0.25, 0.75])
+    assert improvements["lambda"].tolist() == [0.1, 0.5, 0.1]
+    assert improvements["change"].tolist() == pytest.approx([-5 / 15, 1.0, -3 / 15])
     summary = stats.lambda_summary(improvements).set_index("lambda")
-    assert summary.loc[0.5, "mean"] == pytest.approx(0.625) and summary.loc[0.5, "n"] == 2
+    assert summary.loc[0.1, "mean"] == pytest.approx(-4 / 15) and summary.loc[0.1, "n"] == 2
 
 
-def test_phase_summary_counts_samples_saved_against_the_cap(tmp_path):
+def test_phase_statistics_use_the_runs_own_cap(tmp_path):
+    # Cap 1,000 (config.json collect.phase_cap), budget 3,000. Seed 0: phases 1,000, 400 (stopped
+    # early), 1,000, then 600 — all the budget left, so not early. Seed 1: three full phases.
     write_run(
-        tmp_path, "hopper", "rp1", 0, [3_000, 6_000], [1.0, 2.0], phase_samples=[1_000, 2_500]
+        tmp_path / "runs", "hopper", "rp1", 0, [0, 1_000, 1_400, 2_400], [0.0] * 4,
+        budget=3_000, cap=1_000, phase_samples=[1_000, 400, 1_000, 600],
     )
     write_run(
-        tmp_path, "hopper", "rp1", 1, [3_000, 6_000], [1.0, 2.0], phase_samples=[3_000, 3_000]
+        tmp_path / "runs", "hopper", "rp1", 1, [0, 1_000, 2_000], [0.0] * 3,
+        budget=3_000, cap=1_000, phase=1_000,
     )
-    summary = stats.phase_summary(stats.phase_sizes(load_runs(tmp_path).metrics), 3_000).iloc[0]
-    assert (summary.runs, summary.phases) == (2, 4)
-    assert summary.mean_phase_samples == pytest.approx(2_375.0)
-    assert summary.saved_total == pytest.approx(2_500.0) and summary.saved_per_run == pytest.approx(
-        1_250.0
-    )
-    assert summary.saved_share == pytest.approx(2_500.0 / 12_000.0)
+    metrics = load_runs(tmp_path / "runs").metrics
+    summary = stats.phase_summary(metrics).iloc[0]
+    assert (summary.runs, summary.caps, summary.phases) == (2, "1,000", 7)
+    per_run = (summary.phases_per_run, summary.phases_per_run_q25, summary.phases_per_run_q75)
+    assert per_run == (3.5, 3.25, 3.75)
+    # Phase sizes sorted: 400, 600, 1,000 × 5.
+    sizes = (summary.phase_samples, summary.phase_samples_q25, summary.phase_samples_q75)
+    assert sizes == (1_000.0, 800.0, 1_000.0)
+    assert summary.stopped_early == pytest.approx(1 / 7)
+    out = tmp_path / "out"
+    out.mkdir()
+    text = write_phase_summary(metrics, out)[1].read_text()
+    row = "| hopper | paper | rp1 | 2 | 1,000 | 3.5 [3.25, 3.75] | 1,000 [800, 1,000] | 14.3% |"
+    assert row in text
+    diagnostics = write_diagnostics(metrics, ("hopper",), out)
+    assert [path.name for path in diagnostics] == ["diag_hopper.png"]
 
 
 def test_full_report_writes_valid_pngs_and_links_them(tmp_path):

@@ -2,10 +2,12 @@
 
 Every function takes the tidy metrics table (see runs_table) or a summary of it, writes one
 PNG and returns its path, or returns None and writes nothing when there is no data to draw.
+Runs of different scales are separate series, labelled with their scale unless it is the paper's.
 """
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +17,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from rp1.experiments import stats
-from rp1.experiments.paper import ADAPTIVE_LAMBDA, METHOD_LABELS, PHASE_CAP
+from rp1.experiments.paper import ADAPTIVE_LAMBDA, METHOD_LABELS
+from rp1.experiments.runs_table import DEFAULT_SCALE, scale_order
 
 GRID_POINTS = 200
 """Points of the common sample grid that curves are aligned on."""
@@ -24,9 +27,27 @@ METHOD_COLORS: dict[str, str] = {method: f"C{i}" for i, method in enumerate(METH
 REFERENCE_GREYS: tuple[str, ...] = ("0.15", "0.4", "0.65")
 
 
-def label(method: str) -> str:
-    """The display name of a method."""
-    return METHOD_LABELS.get(method, method)
+def label(method: str, scale: str = DEFAULT_SCALE) -> str:
+    """The display name of a method's runs at ``scale``: ``RP1``, ``RP1 (small)``."""
+    name = METHOD_LABELS.get(method, method)
+    return name if scale == DEFAULT_SCALE else f"{name} ({scale})"
+
+
+def linestyle(scale: str) -> str:
+    """Solid for the paper's scale, dotted for any other."""
+    return "-" if scale == DEFAULT_SCALE else ":"
+
+
+def series(metrics: pd.DataFrame, methods: tuple[str, ...]) -> list[tuple[str, str, pd.DataFrame]]:
+    """(method, scale, rows) of every method in ``methods`` order and scale present, paper first."""
+    return [
+        (method, scale, rows)
+        for method in methods
+        for scale, rows in sorted(
+            metrics[metrics["method"] == method].groupby("scale"),
+            key=lambda group: scale_order(group[0]),
+        )
+    ]
 
 
 def color(method: str) -> str:
@@ -56,13 +77,16 @@ def plot_median_iqr(ax: Axes, metrics: pd.DataFrame, methods: tuple[str, ...]) -
     :func:`stats.best_so_far_curves` (step alignment; a run leaves the band beyond what it reached).
     """
     grid = np.linspace(0.0, float(metrics["reached"].max()), GRID_POINTS)
-    for method in methods:
-        runs = metrics[metrics["method"] == method]
-        if runs.empty:
-            continue
+    for method, scale, runs in series(metrics, methods):
         q25, median, q75 = stats.quartile_bands(stats.best_so_far_curves(runs, grid))
         count = runs["run"].nunique()
-        ax.plot(grid, median, color=color(method), label=f"{label(method)} (n = {count})")
+        ax.plot(
+            grid,
+            median,
+            color=color(method),
+            linestyle=linestyle(scale),
+            label=f"{label(method, scale)} (n = {count})",
+        )
         ax.fill_between(grid, q25, q75, color=color(method), alpha=0.25, linewidth=0)
     ax.set_xlabel("real samples")
     ax.set_ylabel("best evaluation return so far")
@@ -73,12 +97,12 @@ def curve_figure(
     methods: tuple[str, ...],
     title: str,
     path: Path,
-    references: tuple[tuple[int, float, int], ...] = (),
+    references: tuple[tuple[str, int, float, int], ...] = (),
 ) -> Path | None:
     """Median + IQR curves of ``methods`` on one task (Figures 1, 3 and the ablations).
 
-    ``references``: (real samples, return, seeds) drawn as dashed horizontal lines — model-free
-    PPO's median best return by that many samples.
+    ``references``: (scale, real samples, return, seeds) drawn as dashed horizontal lines —
+    model-free PPO's median best return by that many samples.
     """
     shown = metrics[metrics["method"].isin(methods)]
     if shown.empty:
@@ -86,12 +110,14 @@ def curve_figure(
     figure, axes = new_figure()
     ax = axes[0, 0]
     plot_median_iqr(ax, shown, methods)
-    for (samples, level, count), grey in zip(references, REFERENCE_GREYS, strict=False):
+    for (scale, samples, level, count), grey in zip(
+        references, itertools.cycle(REFERENCE_GREYS), strict=False
+    ):
         ax.axhline(
             level,
             color=grey,
             linestyle="--",
-            label=f"PPO, best by {samples:,} samples (n = {count})",
+            label=f"{label('modelfree', scale)}, best by {samples:,} samples (n = {count})",
         )
     ax.set_title(title)
     ax.legend(fontsize="small", loc="upper left")  # curves rise to the right; "best" is slow
@@ -110,18 +136,19 @@ def lambda_figure(summary: pd.DataFrame, tasks: tuple[str, ...], path: Path) -> 
     for ax, task in zip(axes[0], tasks, strict=True):
         rows = summary[summary["task"] == task]
         arms = np.sort(rows["lambda"].unique())
-        methods = [method for method in ADAPTIVE_LAMBDA if (rows["method"] == method).any()]
-        width = 0.8 / len(methods)
-        for i, method in enumerate(methods):
-            bars = rows[rows["method"] == method].set_index("lambda").reindex(arms)
-            x = np.arange(len(arms)) + (i - (len(methods) - 1) / 2) * width
+        shown = series(rows, ADAPTIVE_LAMBDA)
+        width = 0.8 / len(shown)
+        for i, (method, scale, bars) in enumerate(shown):
+            bars = bars.set_index("lambda").reindex(arms)
+            x = np.arange(len(arms)) + (i - (len(shown) - 1) / 2) * width
             ax.bar(
                 x,
                 bars["mean"],
                 width,
                 yerr=bars["sem"].fillna(0),
                 color=color(method),
-                label=label(method),
+                hatch="" if scale == DEFAULT_SCALE else "//",
+                label=label(method, scale),
             )
         ax.axhline(0.0, color="0.3", linewidth=0.8)
         ax.set_xticks(np.arange(len(arms)), [f"{arm:g}" for arm in arms])
@@ -134,16 +161,22 @@ def lambda_figure(summary: pd.DataFrame, tasks: tuple[str, ...], path: Path) -> 
 
 def plot_run_traces(ax: Axes, metrics: pd.DataFrame, x: str, y: str, **style) -> bool:
     """One thin trace per run of column ``y`` against ``x``, coloured by method, one legend entry
-    per method; says "no data" on the panel and returns False when ``y`` is empty."""
+    per method and scale; says "no data" on the panel and returns False when ``y`` is empty."""
     rows = metrics.dropna(subset=[y])
     if rows.empty:
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
         return False
-    for method, runs in rows.groupby("method", sort=False):
+    for method, scale, runs in series(rows, tuple(rows["method"].unique())):
         for i, (_, run) in enumerate(runs.groupby("run")):
-            name = label(method) if i == 0 else "_nolegend_"
+            name = label(method, scale) if i == 0 else "_nolegend_"
             ax.plot(
-                run[x], run[y], color=color(method), alpha=0.6, linewidth=0.9, label=name, **style
+                run[x],
+                run[y],
+                color=color(method),
+                alpha=0.6,
+                linewidth=0.9,
+                label=name,
+                **{"linestyle": linestyle(scale), **style},  # ``style`` may turn lines off
             )
     ax.set_xlabel(x.replace("_", " "))
     ax.set_ylabel(y.replace("_", " "))
@@ -153,8 +186,9 @@ def plot_run_traces(ax: Axes, metrics: pd.DataFrame, x: str, y: str, **style) ->
 
 def diagnostics_figure(metrics: pd.DataFrame, task: str, path: Path) -> Path | None:
     """Active-learning diagnostics of one task's model-based runs, four panels: λ per iteration
-    (adaptive methods), real samples per collection phase against the cap (SPEC §5), the model
-    error G (SPEC §6) and the ensemble's validation loss, against real samples."""
+    (adaptive methods), real samples per collection phase against the runs' phase caps (config
+    ``collect.phase_cap``, SPEC §5), the model error G (SPEC §6) and the ensemble's validation
+    loss, against real samples."""
     if metrics.empty:
         return None
     figure, axes = new_figure(2, 2, panel=(5.6, 3.8))
@@ -168,7 +202,8 @@ def diagnostics_figure(metrics: pd.DataFrame, task: str, path: Path) -> Path | N
     )
     lambdas.set_title("λ chosen per iteration")
     if plot_run_traces(phases, metrics, "samples", "phase_samples", marker=".", linestyle="none"):
-        phases.axhline(PHASE_CAP, color="0.3", linestyle="--", label=f"cap ({PHASE_CAP:,})")
+        for cap in sorted(metrics["phase_cap"].dropna().unique()):
+            phases.axhline(cap, color="0.3", linestyle="--", label=f"cap ({cap:,.0f})")
         phases.legend(fontsize="x-small", loc="upper right")
     phases.set_title("real samples per collection phase")
     plot_run_traces(errors, metrics, "samples", "model_error")

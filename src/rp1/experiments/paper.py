@@ -21,9 +21,6 @@ ADAPTIVE_LAMBDA: tuple[str, ...] = ("rp1", "rp1-nopca", "rp1-statevar")
 
 MODEL_FREE = "modelfree"
 
-PHASE_CAP = 3_000
-"""Most real samples one collection phase may take (SPEC §5)."""
-
 PAPER_MEDIANS: dict[tuple[str, str, int], float] = {
     # (task, method, samples) -> median best evaluation return over 10 seeds (Tables 1-3).
     ("halfcheetah", "greedy", 10_000): -0.95,

@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 
 from rp1.experiments import figures, stats
-from rp1.experiments.paper import ADAPTIVE_LAMBDA, MODEL_FREE, PHASE_CAP, TASKS
-from rp1.experiments.runs_table import LoadedRuns, load_runs
+from rp1.experiments.paper import ADAPTIVE_LAMBDA, MODEL_FREE, TASKS
+from rp1.experiments.runs_table import LoadedRuns, load_runs, scale_order
 from rp1.experiments.tables import TABLES, markdown_table, write_table
 
 CURVE_FIGURES: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
@@ -27,24 +27,45 @@ PPO_TIMESTEPS: tuple[int, ...] = (1_000_000, 5_000_000, 10_000_000)
 
 DEFINITIONS = """## How the numbers are made
 
-- **Best at a timestep** (tables): per run, the best evaluation return among its evaluations
-  made with at most that many real samples; a run counts only if it has such an evaluation and
-  collected at least that many samples (max of `samples + phase_samples` over its rows), so an
-  unfinished or smaller-budget run is missing there. Median and [25th, 75th percentile] over
-  runs; one run per (task, method, seed) — duplicates keep the run that reached most samples.
+- **Trained policy**: an evaluation counts towards a best only if it is of a trained policy, a
+  row of iteration ≥ 1. A model-based run's iteration 0 evaluates its untrained (randomly
+  initialised) policy, whose return can beat a trained one's (≈ 0 on HalfCheetah, above the
+  paper's −0.95 for Greedy); a model-free run's rows are PPO updates 1, 2, …, all trained.
+- **Best at a timestep** (tables): per run, the best evaluation return of a trained policy among
+  its evaluations made with at most that many real samples; a run counts only if it has such an
+  evaluation and collected at least that many samples (model-based: max of `samples +
+  phase_samples` over its rows, as a row is written before its phase; model-free: max of
+  `samples`), so an unfinished or smaller-budget run is missing there. Median and [25th, 75th
+  percentile] over runs; one run per (task, scale, method, seed) — duplicates keep the run that
+  reached most samples. Every table is given at the paper's sample counts (10⁴ and 10⁵ for
+  Table 1, 10⁵ for Tables 2 and 3) and, per task and scale, at every budget of its runs there
+  (config.json `budget`); rows, method columns and cells without runs are left out (`—` in a row
+  that has others).
+- **Scale** (config.json `scale`; absent in older runs, which count as `paper`): runs of
+  different scales are never pooled: tables have a scale column, figures label other scales'
+  series, e.g. `RP1 (small)`.
 - **t**: Welch's unequal-variances t-test (`scipy.stats.ttest_ind(equal_var=False)`) on the
   per-seed bests, `*` where p < 0.05; none when a side has fewer than 2 seeds.
 - **IQM**: mean of the middle 50 % of seeds (`scipy.stats.trim_mean(…, 0.25)`), 95 % percentile
   bootstrap CI (`scipy.stats.bootstrap`, 9,999 resamples, fixed seed); no CI below 2 seeds.
 - **Curves** (fig1, fig3, fig_ablation): each run's best-so-far evaluation return on a common
-  grid of real samples (step alignment: the value at x is the best evaluation with samples ≤ x,
-  so a curve at 10⁵ equals the table cell); median line and IQR band over the runs present at x.
-  Dashed lines: model-free PPO's median best return by 10⁶ / 5·10⁶ / 10⁷ samples.
-- **λ analysis** (fig2): for each row but a run's first, the change in evaluation return from
-  the previous row, divided by the run's return range (max − min), grouped by the λ this row's
-  policy was trained with; mean ± s.e.m. over all such steps of the adaptive-λ methods.
-- **Phases** (diag, phases): the collection phases after each evaluation (`phase_samples`; the
-  initial random-policy phase has no row and is not counted); saved = 3,000-sample cap − size.
+  grid of real samples (step alignment: the value at x is the best trained evaluation with
+  samples ≤ x, so a curve at a table's sample count equals the table cell); before its first
+  trained evaluation a curve shows the untrained policy's, so it starts where the run started.
+  Median line and IQR band over the runs present at x. Dashed lines: model-free PPO's median best
+  return by 10⁶ / 5·10⁶ / 10⁷ samples.
+- **λ analysis** (fig2): for each trained row but a run's first, the change in evaluation return
+  from the previous trained row, divided by the range (max − min) of the run's trained returns,
+  grouped by the λ this row's policy was trained with; mean ± s.e.m. over all such steps of the
+  adaptive-λ methods.
+- **Phases** (diag, phases): every collection phase of the model-based runs (`phase_samples`),
+  the first (collected by the untrained policy at iteration 0) included. Phases per run: median
+  [IQR] over runs; samples per phase: median [IQR] over phases; stopped early: share of phases
+  that took fewer samples than allowed, min(the run's cap `collect.phase_cap` in config.json,
+  budget − samples).
+- **Metrics rows left out** (listed above): a last line of `metrics.csv` without its newline (the
+  run was killed while writing it; a number may be cut, e.g. `12.3` of `12.345`), a row with a
+  field that is not a number or another number of fields than the header.
 """
 
 
@@ -53,12 +74,25 @@ def report_tasks(metrics: pd.DataFrame) -> tuple[str, ...]:
     return TASKS + tuple(sorted(set(metrics["task"]) - set(TASKS)))
 
 
-def ppo_references(metrics: pd.DataFrame) -> tuple[tuple[int, float, int], ...]:
-    """(real samples, median best return, seeds) of one task's model-free runs at PPO_TIMESTEPS
-    they reached."""
+def report_scales(metrics: pd.DataFrame) -> tuple[str, ...]:
+    """The scales of the runs, the paper's first."""
+    return tuple(sorted(set(metrics["scale"]), key=scale_order))
+
+
+def ppo_references(metrics: pd.DataFrame) -> tuple[tuple[str, int, float, int], ...]:
+    """(scale, real samples, median best return, seeds) of one task's model-free runs at
+    PPO_TIMESTEPS they reached."""
     model_free = metrics[metrics["method"] == MODEL_FREE]
-    bests = [(samples, stats.best_at(model_free, samples)) for samples in PPO_TIMESTEPS]
-    return tuple((samples, float(best.median()), len(best)) for samples, best in bests if len(best))
+    bests = [
+        (scale, samples, stats.best_at(runs, samples))
+        for scale, runs in model_free.groupby("scale")
+        for samples in PPO_TIMESTEPS
+    ]
+    return tuple(
+        (scale, samples, float(best.median()), len(best))
+        for scale, samples, best in bests
+        if len(best)
+    )
 
 
 def write_curve_figures(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Path) -> list[Path]:
@@ -77,10 +111,13 @@ def write_curve_figures(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Path
 
 
 def write_lambda_analysis(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Path) -> list[Path]:
-    """fig2_lambda.png and fig2_lambda.csv (task, method, lambda, n, mean, sem)."""
+    """fig2_lambda.png and fig2_lambda.csv (task, scale, method, lambda, n, mean, sem); nothing
+    when no adaptive-λ run has two trained evaluations."""
     summary = stats.lambda_summary(
         stats.lambda_improvements(metrics[metrics["method"].isin(ADAPTIVE_LAMBDA)])
     )
+    if summary.empty:
+        return []
     summary.to_csv(out / "fig2_lambda.csv", index=False)
     figure = figures.lambda_figure(summary, tasks, out / "fig2_lambda.png")
     return [out / "fig2_lambda.csv", *([figure] if figure else [])]
@@ -98,55 +135,64 @@ def write_diagnostics(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Path) 
     return [path for path in paths if path]
 
 
-PHASE_FORMATS: dict[str, str] = {
-    "runs": "{:,}",
-    "phases": "{:,}",
-    "mean_phase_samples": "{:,.0f}",
-    "saved_per_run": "{:,.0f}",
-    "saved_total": "{:,.0f}",
-    "saved_share": "{:.1%}",
-}
-"""Columns of :func:`stats.phase_summary` and how phases.md prints them."""
+def quartile_text(summary: pd.DataFrame, column: str, fmt: str) -> pd.Series:
+    """``median [q25, q75]`` of a :func:`stats.phase_summary` quantity, formatted by ``fmt``."""
+    return summary.apply(
+        lambda row: f"{fmt.format(row[column])} "
+        f"[{fmt.format(row[column + '_q25'])}, {fmt.format(row[column + '_q75'])}]",
+        axis=1,
+    )
 
 
 def write_phase_summary(metrics: pd.DataFrame, out: Path) -> list[Path]:
-    """phases.csv and phases.md: model-based phase sizes and samples saved against the cap."""
-    summary = stats.phase_summary(
-        stats.phase_sizes(metrics[metrics["method"] != MODEL_FREE]), PHASE_CAP
-    )
+    """phases.csv and phases.md: the model-based runs' collection phases (see
+    :func:`stats.phase_summary`); nothing when there are none."""
+    summary = stats.phase_summary(metrics[metrics["method"] != MODEL_FREE])
+    if summary.empty:
+        return []
     summary.to_csv(out / "phases.csv", index=False)
-    rows = [
-        [
-            row.task,
-            row.method,
-            *(fmt.format(getattr(row, column)) for column, fmt in PHASE_FORMATS.items()),
-        ]
-        for row in summary.itertuples()
-    ]
-    header = ["task", "method", *(column.replace("_", " ") for column in PHASE_FORMATS)]
-    table = markdown_table(header, rows) if rows else "No phases recorded."
-    text = f"# Collection phases against the {PHASE_CAP:,}-sample cap\n\n{table}\n"
+    columns = {
+        "runs": summary["runs"].map("{:,}".format),
+        "phase cap": summary["caps"],
+        "phases per run": quartile_text(summary, "phases_per_run", "{:,.6g}"),
+        "samples per phase": quartile_text(summary, "phase_samples", "{:,.0f}"),
+        "stopped early": summary["stopped_early"].map(
+            lambda share: "—" if pd.isna(share) else f"{share:.1%}"
+        ),
+    }
+    rows = summary[["task", "scale", "method"]].assign(**columns).values.tolist()
+    table = markdown_table(["task", "scale", "method", *columns], rows)
+    text = (
+        "# Collection phases of the model-based runs\n\n"
+        "Median [25th, 75th percentile]; phase cap from each run's config.json; stopped early: "
+        "share of phases that took fewer samples than the cap or the budget left allowed. See "
+        f"index.md for the definitions.\n\n{table}\n"
+    )
     (out / "phases.md").write_text(text, encoding="utf-8")
     return [out / "phases.csv", out / "phases.md"]
 
 
 def inventory(metrics: pd.DataFrame) -> str:
-    """A Markdown table of the runs found: per task and method, runs, seeds, budgets, reach."""
+    """A Markdown table of the runs found: per task, scale and method, runs, seeds, budgets,
+    reach; and which scales are present."""
     if metrics.empty:
         return "No runs with metrics rows."
     runs = metrics.groupby("run").first()
     rows = [
         [
             task,
+            scale,
             method,
             str(len(group)),
             ", ".join(map(str, sorted(group["seed"]))),
             ", ".join(f"{budget:,}" for budget in sorted(group["budget"].unique())),
             f"{group['reached'].min():,.0f} – {group['reached'].max():,.0f}",
         ]
-        for (task, method), group in runs.groupby(["task", "method"])
+        for (task, scale, method), group in runs.groupby(["task", "scale", "method"])
     ]
-    return markdown_table(["task", "method", "runs", "seeds", "budgets", "samples reached"], rows)
+    header = ["task", "scale", "method", "runs", "seeds", "budgets", "samples reached"]
+    scales = ", ".join(report_scales(metrics))
+    return f"Scales present: {scales}.\n\n{markdown_table(header, rows)}"
 
 
 def write_index(loaded: LoadedRuns, written: list[Path], out: Path) -> Path:
@@ -155,7 +201,7 @@ def write_index(loaded: LoadedRuns, written: list[Path], out: Path) -> Path:
     notes = "\n".join(f"- {note}" for note in loaded.notes) or "None."
     sections = [
         ("Runs", inventory(loaded.metrics)),
-        ("Left out", notes),
+        ("Left out (runs and metrics rows)", notes),
         ("Files", links),
     ]
     body = "".join(f"## {title}\n\n{content}\n\n" for title, content in sections)
@@ -170,9 +216,9 @@ def write_report(root: Path, out: Path) -> list[Path]:
 
     Files: ``table{1,2,3}.md`` / ``.csv`` / ``_ttests.csv``, ``fig1_<task>.png``,
     ``fig2_lambda.png`` / ``.csv``, ``fig3_<task>.png``, ``fig_ablation_<task>.png``,
-    ``diag_<task>.png``, ``phases.csv`` / ``.md`` and ``index.md`` (figures only where there are
-    runs to draw). Returns the paths written, ``index.md`` last. Raises ConfigError when ``root``
-    holds no run directory or a malformed one.
+    ``diag_<task>.png``, ``phases.csv`` / ``.md`` and ``index.md`` (tables, figures and summaries
+    only where there are runs for them). Returns the paths written, ``index.md`` last. Raises
+    ConfigError when ``root`` holds no run directory or a malformed one.
     """
     loaded = load_runs(Path(root))
     metrics, out = loaded.metrics, Path(out)

@@ -1,18 +1,23 @@
 """Load run directories into one tidy table: one row per ``metrics.csv`` row, config beside it.
 
 A run directory is any directory holding both ``config.json`` and ``metrics.csv`` (DESIGN
-"Interfaces"); the report reads nothing else.
+"Interfaces"); the report reads nothing else. A row that a killed run left half-written is left
+out with a note: the writer (``rp1.runs``) ends every row with a newline and fsyncs it, so a last
+line without one is unfinished even when its fields look whole (``12.3`` cut from ``12.345``).
 """
 
 from __future__ import annotations
 
+import csv
 import json
+import math
 from pathlib import Path
 from typing import NamedTuple
 
 import pandas as pd
 
 from rp1.errors import ConfigError
+from rp1.experiments.paper import MODEL_FREE
 
 CONFIG_KEYS: tuple[str, ...] = ("task", "method", "seed", "budget")
 """Keys of ``config.json`` every run must have."""
@@ -33,7 +38,10 @@ OPTIONAL_COLUMNS: tuple[str, ...] = (
 )
 """Columns the report uses when present; absent ones are added as empty (NaN)."""
 
-RUN_KEY: tuple[str, ...] = ("task", "method", "seed")
+DEFAULT_SCALE = "paper"
+"""The ``scale`` of a run whose config.json has none (runs written before the key existed)."""
+
+RUN_KEY: tuple[str, ...] = ("task", "scale", "method", "seed")
 """What makes a run unique in a report: two directories with the same key are duplicates."""
 
 
@@ -41,9 +49,10 @@ class LoadedRuns(NamedTuple):
     """The runs found under a root.
 
     ``metrics``: one row per metrics row, columns ``run`` (path relative to the root), ``preset``,
-    ``task``, ``method``, ``seed``, ``budget`` (real samples), ``reached`` (real samples the run
-    had collected by its last row: max of ``samples + phase_samples``), then the metric columns.
-    ``notes``: one line per run directory left out, and why.
+    ``task``, ``scale``, ``method``, ``seed``, ``budget`` (real samples), ``phase_cap`` (real
+    samples; config ``collect.phase_cap``, NaN if absent), ``reached`` (real samples the run had
+    collected by its last row, see :func:`samples_reached`), then the metric columns.
+    ``notes``: one line per run directory or metrics row left out, and why.
     """
 
     metrics: pd.DataFrame
@@ -57,8 +66,17 @@ def find_run_dirs(root: Path) -> list[Path]:
     )
 
 
+def scale_order(scale: str) -> tuple[bool, str]:
+    """Sort key of scales: the paper's first, then the others by name."""
+    return scale != DEFAULT_SCALE, scale
+
+
 def read_config(run_dir: Path) -> dict:
-    """The config keys the report needs; raises ConfigError naming the file if one is missing."""
+    """The config keys the report needs; raises ConfigError naming the file if one is missing.
+
+    ``scale`` defaults to :data:`DEFAULT_SCALE`; ``phase_cap`` is NaN when the config has no
+    ``collect.phase_cap``.
+    """
     path = run_dir / "config.json"
     try:
         config = json.loads(path.read_text())
@@ -72,40 +90,80 @@ def read_config(run_dir: Path) -> dict:
     return {
         "preset": str(config.get("preset", "")),
         "task": str(config["task"]),
+        "scale": str(config.get("scale", DEFAULT_SCALE)),
         "method": str(config["method"]),
         "seed": int(config["seed"]),
         "budget": int(config["budget"]),
+        "phase_cap": float(config.get("collect", {}).get("phase_cap", math.nan)),
     }
 
 
-def read_metrics(run_dir: Path) -> pd.DataFrame:
-    """``metrics.csv`` as numbers, sorted by samples; empty frame for an empty file."""
-    path = run_dir / "metrics.csv"
+def parse_row(fields: list[str], width: int) -> tuple[list[float] | None, str]:
+    """One metrics row's fields as numbers (empty field: NaN), or None and why it is unusable."""
+    if len(fields) != width:
+        return None, f"has {len(fields)} fields, its header {width}"
     try:
-        table = pd.read_csv(path)
-    except pd.errors.EmptyDataError:
-        table = pd.DataFrame(columns=list(REQUIRED_COLUMNS))
+        return [float(field) if field else math.nan for field in fields], ""
+    except ValueError:
+        return None, "has a field that is not a number"
+
+
+def parse_metrics(text: str, name: str) -> tuple[pd.DataFrame, list[str]]:
+    """The text of ``metrics.csv`` as a table of numbers, and a note per row left out.
+
+    Left out: a last line without its newline (unfinished), a row with another number of fields
+    than the header, a row with a field that is not a number. ``name`` names the run in notes.
+    """
+    *lines, last = text.split("\n")  # a finished file ends with "\n": ``last`` is then empty
+    rows = list(csv.reader(lines))
+    header, values, notes = (rows[0] if rows else list(REQUIRED_COLUMNS)), [], []
+    for number, fields in enumerate(rows[1:], start=2):
+        row, problem = parse_row(fields, len(header))
+        if row is None:
+            notes.append(f"{name}: metrics.csv line {number} {problem} — row left out")
+        else:
+            values.append(row)
+    if last:
+        notes.append(
+            f"{name}: metrics.csv line {len(lines) + 1} is unfinished (no newline: cut while "
+            "written) — row left out"
+        )
+    return pd.DataFrame(values, columns=header), notes
+
+
+def read_metrics(run_dir: Path, name: str) -> tuple[pd.DataFrame, list[str]]:
+    """``metrics.csv`` as numbers sorted by samples, and notes on rows left out (see
+    :func:`parse_metrics`); raises ConfigError when a required column is missing."""
+    path = run_dir / "metrics.csv"
+    table, notes = parse_metrics(path.read_text(encoding="utf-8"), name)
     missing = [column for column in REQUIRED_COLUMNS if column not in table.columns]
     if missing:
         raise ConfigError(f"{path}: missing column(s) {', '.join(missing)}")
     for column in OPTIONAL_COLUMNS:
         if column not in table.columns:
-            table[column] = float("nan")
-    table = table.apply(pd.to_numeric, errors="coerce")
-    return table.sort_values(["samples", "iteration"], kind="stable").reset_index(drop=True)
+            table[column] = math.nan
+    table = table.sort_values(["samples", "iteration"], kind="stable").reset_index(drop=True)
+    return table, notes
 
 
-def samples_reached(metrics: pd.DataFrame) -> float:
-    """Real samples collected by the run's last row: the row's samples plus its phase's (if any)."""
-    return float((metrics["samples"] + metrics["phase_samples"].fillna(0)).max())
+def samples_reached(metrics: pd.DataFrame, method: str) -> float:
+    """Real samples the run had collected by its last row.
+
+    A model-based row is written before its collection phase, so it reached ``samples +
+    phase_samples``; a model-free row's ``samples`` already include its batch (rp1.modelfree).
+    """
+    phase = 0.0 if method == MODEL_FREE else metrics["phase_samples"].fillna(0)
+    return float((metrics["samples"] + phase).max())
 
 
-def load_run(root: Path, run_dir: Path) -> pd.DataFrame:
-    """One run's metrics with its config and ``reached`` broadcast onto every row."""
-    metrics = read_metrics(run_dir)
-    header = {"run": run_dir.relative_to(root).as_posix(), **read_config(run_dir)}
-    header["reached"] = samples_reached(metrics) if len(metrics) else 0.0
-    return metrics.assign(**header)[[*header, *metrics.columns]]
+def load_run(root: Path, run_dir: Path) -> tuple[pd.DataFrame, list[str]]:
+    """One run's metrics with its config and ``reached`` broadcast onto every row, and notes on
+    rows left out."""
+    name = run_dir.relative_to(root).as_posix()
+    metrics, notes = read_metrics(run_dir, name)
+    header = {"run": name, **read_config(run_dir)}
+    header["reached"] = samples_reached(metrics, header["method"]) if len(metrics) else 0.0
+    return metrics.assign(**header)[[*header, *metrics.columns]], notes
 
 
 def drop_duplicates(runs: list[pd.DataFrame]) -> tuple[list[pd.DataFrame], list[str]]:
@@ -123,7 +181,7 @@ def drop_duplicates(runs: list[pd.DataFrame]) -> tuple[list[pd.DataFrame], list[
         best[key] = winner
         notes.append(
             f"{loser['run'].iloc[0]}: duplicate of {winner['run'].iloc[0]} "
-            f"(same task, method, seed; fewer samples) — left out"
+            f"(same task, scale, method, seed; fewer samples) — left out"
         )
     return list(best.values()), notes
 
@@ -131,15 +189,17 @@ def drop_duplicates(runs: list[pd.DataFrame]) -> tuple[list[pd.DataFrame], list[
 def load_runs(root: Path) -> LoadedRuns:
     """All runs under ``root`` as one tidy table (see :class:`LoadedRuns`).
 
-    Runs with no rows yet are left out with a note; so are duplicates (see
-    :func:`drop_duplicates`). Raises ConfigError when ``root`` holds no run directory at all.
+    Runs with no rows yet are left out with a note; so are unusable rows (see
+    :func:`parse_metrics`) and duplicates (see :func:`drop_duplicates`). Raises ConfigError when
+    ``root`` holds no run directory at all.
     """
     run_dirs = find_run_dirs(root)
     if not run_dirs:
         raise ConfigError(f"{root}: no run directories (a folder with config.json and metrics.csv)")
     runs, notes = [], []
     for run_dir in run_dirs:
-        run = load_run(root, run_dir)
+        run, row_notes = load_run(root, run_dir)
+        notes += row_notes
         if run.empty:
             notes.append(f"{run_dir.relative_to(root).as_posix()}: no metrics rows yet — left out")
         else:
@@ -151,5 +211,6 @@ def load_runs(root: Path) -> LoadedRuns:
 
 def empty_table() -> pd.DataFrame:
     """A metrics table with the right columns and no rows."""
-    columns = ["run", "preset", *CONFIG_KEYS, "reached", *REQUIRED_COLUMNS, *OPTIONAL_COLUMNS]
-    return pd.DataFrame(columns=columns)
+    text = ["run", "preset", "task", "scale", "method"]
+    numbers = ["seed", "budget", "phase_cap", "reached", *REQUIRED_COLUMNS, *OPTIONAL_COLUMNS]
+    return pd.DataFrame(columns=text + numbers).astype(dict.fromkeys(numbers, float))

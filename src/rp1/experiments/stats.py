@@ -1,6 +1,9 @@
 """Statistics for the report, as pure functions over the tidy metrics table (see runs_table).
 
-Returns are true environment returns (SPEC §7); samples are real environment steps.
+Returns are true environment returns (SPEC §7); samples are real environment steps. Only a
+*trained* policy's evaluation (a row of iteration ≥ 1) counts towards a best (SPEC §8): a
+model-based run's iteration 0 evaluates its untrained policy; a model-free run's rows are
+updates 1, 2, …, all trained.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
+from pandas.api.typing import SeriesGroupBy
 from scipy import stats
 
 IQM_TRIM = 0.25
@@ -44,14 +48,22 @@ class TTest(NamedTuple):
         return None if np.isnan(self.p) else bool(self.p < 0.05)
 
 
+def trained(metrics: pd.DataFrame) -> pd.Series:
+    """Whether each row evaluates a trained policy (iteration ≥ 1), as a boolean Series."""
+    return metrics["iteration"] >= 1
+
+
 def best_at(metrics: pd.DataFrame, timestep: float) -> pd.Series:
-    """Per run, the best ``eval_return`` among rows with ``samples <= timestep`` (SPEC §8).
+    """Per run, the best ``eval_return`` of a trained policy among rows with ``samples <=
+    timestep`` (SPEC §8).
 
     A run counts only if it has such a row and reached ``timestep`` real samples (its ``reached``
     column); an unfinished or shorter-budget run is missing there rather than reporting the best
     of a smaller budget. Returns a Series indexed by run, without missing runs.
     """
-    eligible = metrics[(metrics["samples"] <= timestep) & (metrics["reached"] >= timestep)]
+    eligible = metrics[
+        trained(metrics) & (metrics["samples"] <= timestep) & (metrics["reached"] >= timestep)
+    ]
     return eligible.groupby("run")["eval_return"].max().dropna()
 
 
@@ -109,13 +121,18 @@ def welch(a: np.ndarray, b: np.ndarray) -> TTest:
 def best_so_far_curves(metrics: pd.DataFrame, grid: np.ndarray) -> np.ndarray:
     """Per run, the best ``eval_return`` so far at each grid point (real samples), ``[runs, grid]``.
 
-    Step alignment: the value at x is the best evaluation among rows with ``samples <= x`` — the
-    same quantity as the tables' "best at a timestep", so a curve at 10⁵ equals the table cell.
-    NaN before a run's first evaluation and beyond the samples it reached.
+    Step alignment: the value at x is the best trained evaluation among rows with ``samples <=
+    x`` — the same quantity as the tables' "best at a timestep", so a curve at 10⁵ equals the
+    table cell. Before the first trained evaluation a curve shows the untrained policy's
+    (iteration 0), so it starts where the run started. NaN before a run's first evaluation and
+    beyond the samples it reached.
     """
     curves = []
     for _, run in metrics.groupby("run", sort=True):
-        best = np.fmax.accumulate(run["eval_return"].to_numpy(dtype=float))
+        returns, is_trained = run["eval_return"].to_numpy(dtype=float), trained(run).to_numpy()
+        best = np.fmax.accumulate(np.where(is_trained, returns, np.nan))
+        start = np.fmax.accumulate(np.where(is_trained, np.nan, returns))
+        best = np.where(np.isnan(best), start, best)
         index = np.searchsorted(run["samples"].to_numpy(dtype=float), grid, side="right") - 1
         curve = np.where(index >= 0, best[np.maximum(index, 0)], np.nan)
         curves.append(np.where(grid <= run["reached"].iloc[0], curve, np.nan))
@@ -131,61 +148,81 @@ def quartile_bands(curves: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 
 def lambda_improvements(metrics: pd.DataFrame) -> pd.DataFrame:
-    """One-step changes in evaluation return, with the λ the newer policy was trained with.
+    """One-step changes in evaluation return between trained policies, with the λ the newer
+    policy was trained with.
 
-    For each run and each row but its first: ``change = (eval_return − previous eval_return) /
-    (run's max − min eval_return)``, i.e. normalised by the run's return range so that runs and
-    tasks of different scales weigh the same (runs with a zero range are left out). Columns
-    ``task, method, run, lambda, change`` (change: share of the run's range, unitless; λ rounded
-    to LAMBDA_DECIMALS so that arms written with float noise group together).
+    For each run and each trained row (iteration ≥ 1) but its first: ``change = (eval_return −
+    previous trained eval_return) / (max − min of the run's trained eval_return)``, i.e.
+    normalised by the run's return range so that runs and tasks of different scales weigh the same
+    (runs with a zero range are left out). The step from the untrained policy (iteration 0 → 1)
+    is left out: it is training from scratch, with a λ forced to 0, not chosen (SPEC §6).
+    Columns ``task, scale, method, run, lambda, change`` (change: share of the run's range,
+    unitless; λ rounded to LAMBDA_DECIMALS so that arms written with float noise group together).
     """
-    runs = metrics.groupby("run", sort=False)["eval_return"]
+    rows = metrics[trained(metrics)]
+    runs = rows.groupby("run", sort=False)["eval_return"]
     span = runs.transform("max") - runs.transform("min")
     change = runs.diff() / span.where(span > 0)
-    table = metrics[["task", "method", "run"]].assign(
-        **{"lambda": metrics["lambda"].round(LAMBDA_DECIMALS)}, change=change
+    table = rows[["task", "scale", "method", "run"]].assign(
+        **{"lambda": rows["lambda"].round(LAMBDA_DECIMALS)}, change=change
     )
     return table.dropna(subset=["lambda", "change"]).reset_index(drop=True)
 
 
 def lambda_summary(improvements: pd.DataFrame) -> pd.DataFrame:
-    """Mean normalised one-step change per (task, method, λ): columns ``n, mean, sem``."""
-    grouped = improvements.groupby(["task", "method", "lambda"])["change"]
+    """Mean normalised one-step change per (task, scale, method, λ): columns ``n, mean, sem``."""
+    grouped = improvements.groupby(["task", "scale", "method", "lambda"])["change"]
     summary = grouped.agg(n="count", mean="mean", sem="sem").reset_index()
     return summary.astype({"lambda": float, "n": int})
 
 
-def phase_sizes(metrics: pd.DataFrame) -> pd.DataFrame:
-    """Real samples of each phase collected after an evaluation.
-
-    Columns ``task, method, run, phase_samples``.
-
-    The initial random-policy phase has no row of its own and is not included.
-    """
-    columns = ["task", "method", "run", "phase_samples"]
-    return metrics[columns].dropna(subset=["phase_samples"]).reset_index(drop=True)
+PHASE_GROUP: list[str] = ["task", "scale", "method"]
+"""What a row of :func:`phase_summary` summarises."""
 
 
-def phase_summary(phases: pd.DataFrame, cap: int) -> pd.DataFrame:
-    """Per (task, method): phase sizes and the samples early stopping saved against ``cap``.
-
-    Columns: ``runs``, ``phases``, ``mean_phase_samples``, ``saved_per_run`` (mean over runs of
-    the sum of ``cap − phase_samples``), ``saved_total`` (over all runs), ``saved_share``
-    (``saved_total / (phases · cap)``). Samples are real environment steps.
-    """
-    phases = phases.assign(saved=(cap - phases["phase_samples"]).clip(lower=0))
-    per_run = phases.groupby(["task", "method", "run"]).agg(
-        phases=("saved", "size"), saved=("saved", "sum")
-    )
-    by_method = per_run.groupby(["task", "method"])
-    summary = pd.DataFrame(
+def quartiles(values: SeriesGroupBy, name: str) -> pd.DataFrame:
+    """Columns ``name`` (median), ``name_q25`` and ``name_q75`` of grouped values."""
+    return pd.DataFrame(
         {
-            "runs": by_method.size(),
-            "phases": by_method["phases"].sum(),
-            "mean_phase_samples": phases.groupby(["task", "method"])["phase_samples"].mean(),
-            "saved_per_run": by_method["saved"].mean(),
-            "saved_total": by_method["saved"].sum(),
+            name: values.median(),
+            f"{name}_q25": values.quantile(0.25),
+            f"{name}_q75": values.quantile(0.75),
         }
     )
-    summary["saved_share"] = summary["saved_total"] / (summary["phases"] * cap)
+
+
+def cap_list(caps: pd.Series) -> str:
+    """The distinct phase caps (real samples) as text, e.g. ``"1,000, 3,000"``; NaN left out."""
+    return ", ".join(f"{cap:,.0f}" for cap in sorted(caps.dropna().unique()))
+
+
+def phase_summary(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Per (task, scale, method): the collection phases of the model-based runs' rows ``metrics``
+    (SPEC §5).
+
+    Every row's phase counts, the first (iteration 0, collected by the untrained policy) included;
+    samples are real environment steps. Columns: ``runs``; ``caps`` (the runs' ``phase_cap``
+    values, e.g. ``"1,000"``); ``phases`` (in all); ``phases_per_run`` with ``_q25`` and ``_q75``
+    (quartiles over runs); ``phase_samples`` with ``_q25`` and ``_q75`` (quartiles over phases);
+    ``stopped_early`` (share of phases with a known cap that took fewer samples than they could:
+    ``min(phase_cap, budget − samples)``, the cap or what the budget left).
+    """
+    phases = metrics.dropna(subset=["phase_samples"])
+    allowed = np.minimum(phases["phase_cap"], phases["budget"] - phases["samples"])
+    phases = phases.assign(
+        stopped_early=(phases["phase_samples"] < allowed).where(allowed.notna()).astype(float)
+    )
+    by_run = phases.groupby([*PHASE_GROUP, "run"])["phase_samples"].size()
+    grouped = phases.groupby(PHASE_GROUP)
+    summary = pd.concat(
+        [
+            by_run.groupby(level=PHASE_GROUP).size().rename("runs"),
+            grouped["phase_cap"].agg(cap_list).rename("caps"),
+            grouped.size().rename("phases"),
+            quartiles(by_run.groupby(level=PHASE_GROUP), "phases_per_run"),
+            quartiles(grouped["phase_samples"], "phase_samples"),
+            grouped["stopped_early"].mean(),
+        ],
+        axis=1,
+    )
     return summary.reset_index()

@@ -3,10 +3,13 @@
 Each cell is the median best evaluation return at a timestep over seeds (SPEC §8), with its IQR,
 the number of seeds, the paper's value, and — beyond the paper — the interquartile mean with a
 95 % bootstrap confidence interval. Comparisons are Welch t-statistics, ``*`` where p < 0.05.
+A table has a row per (task, scale, timestep) and a column per method with runs there; cells
+without runs are left out (CSV) or blank (``—``, Markdown).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 from typing import NamedTuple
@@ -16,13 +19,15 @@ import pandas as pd
 
 from rp1.experiments import stats
 from rp1.experiments.paper import PAPER_MEDIANS, PAPER_T
+from rp1.experiments.runs_table import scale_order
 
 
 class TableSpec(NamedTuple):
     """One report table.
 
     ``columns``: (method, header) per method column; ``comparisons``: (header, method a,
-    method b) per t-test column, t > 0 when a is better; ``timesteps``: real samples.
+    method b) per t-test column, t > 0 when a is better; ``timesteps``: the paper's timesteps
+    (real samples) — the table also has every budget of its runs (:func:`table_timesteps`).
     """
 
     name: str
@@ -42,14 +47,14 @@ TABLES: tuple[TableSpec, ...] = (
     ),
     TableSpec(
         "table2",
-        "Table 2: which variance the bonus uses, at 10⁵ samples",
+        "Table 2: which variance the bonus uses (the paper's at 10⁵ samples)",
         (100_000,),
         (("rp1-statevar", "State"), ("rp1", "Reward")),
         (("t (Reward vs State)", "rp1", "rp1-statevar"),),
     ),
     TableSpec(
         "table3",
-        "Table 3: ablations at 10⁵ samples",
+        "Table 3: ablations (the paper's at 10⁵ samples)",
         (100_000,),
         (("rp1-noadapt", "RP1 (λ = 0)"), ("rp1-nopca", "RP1 (No EarlyStop)"), ("rp1", "RP1")),
         (
@@ -59,77 +64,85 @@ TABLES: tuple[TableSpec, ...] = (
     ),
 )
 
-Bests = dict[tuple[str, str, int], np.ndarray]
-"""(task, method, timestep) -> per-seed best evaluation returns."""
+Row = tuple[str, str, int]
+"""(task, scale, timestep): a row of a table; timestep in real samples."""
+
+Bests = dict[tuple[str, str, int, str], np.ndarray]
+"""(task, scale, timestep, method) -> per-seed best evaluation returns, only cells with runs."""
+
+CELL_COLUMNS: tuple[str, ...] = (
+    *("task", "scale", "samples", "method", "n_seeds", "median", "q25", "q75"),
+    *("iqm", "iqm_ci_low", "iqm_ci_high", "paper_median"),
+)
+TTEST_COLUMNS: tuple[str, ...] = (
+    *("task", "scale", "samples", "comparison", "method_a", "method_b", "n_a", "n_b"),
+    *("t", "p", "significant", "paper_t", "paper_significant"),
+)
+
+
+def table_timesteps(runs: pd.DataFrame, spec: TableSpec) -> dict[tuple[str, str], set[int]]:
+    """Per (task, scale) of ``runs``: the paper's timesteps of ``spec`` and every budget of those
+    runs (real samples)."""
+    budgets = runs.groupby(["task", "scale"])["budget"]
+    return {key: set(spec.timesteps) | set(values.astype(int)) for key, values in budgets}
 
 
 def collect_bests(metrics: pd.DataFrame, spec: TableSpec, tasks: tuple[str, ...]) -> Bests:
-    """Per-seed best returns (see :func:`stats.best_at`) for every cell of ``spec``."""
-    groups = dict(tuple(metrics.groupby(["task", "method"])))
-    empty = metrics.iloc[:0]
-    return {
-        (task, method, timestep): stats.best_at(
-            groups.get((task, method), empty), timestep
-        ).to_numpy(float)
-        for timestep in spec.timesteps
-        for task in tasks
-        for method, _ in spec.columns
-    }
+    """Per-seed best returns (see :func:`stats.best_at`) of every cell of ``spec`` with runs, at
+    :func:`table_timesteps`, in table order: timestep, task (``tasks`` order), scale (paper
+    first), method (``spec`` order)."""
+    methods = [method for method, _ in spec.columns]
+    runs = metrics[metrics["method"].isin(methods)]
+    groups = dict(tuple(runs.groupby(["task", "scale", "method"])))
+    timesteps = table_timesteps(runs, spec)
+    scales = sorted(runs["scale"].unique(), key=scale_order)
+    bests = {}
+    for timestep, task, scale, method in itertools.product(
+        sorted(set().union(*timesteps.values())), tasks, scales, methods
+    ):
+        if (task, scale, method) in groups and timestep in timesteps[task, scale]:
+            best = stats.best_at(groups[task, scale, method], timestep).to_numpy(float)
+            if len(best):
+                bests[task, scale, timestep, method] = best
+    return bests
+
+
+def table_rows(bests: Bests) -> list[Row]:
+    """The rows with at least one cell, in table order."""
+    return list(dict.fromkeys(key[:3] for key in bests))
 
 
 def cell_table(bests: Bests) -> pd.DataFrame:
-    """One row per cell: ``task, samples, method, n_seeds, median, q25, q75, iqm, iqm_ci_low,
-    iqm_ci_high, paper_median`` (returns; paper_median empty where the paper has none)."""
+    """One row per cell with runs: :data:`CELL_COLUMNS` (returns; paper_median NaN where the paper
+    has none)."""
     rows = []
-    for (task, method, timestep), values in bests.items():
+    for (task, scale, timestep, method), values in bests.items():
         cell = stats.summarise(values)
-        rows.append(
-            {
-                "task": task,
-                "samples": timestep,
-                "method": method,
-                "n_seeds": cell.n,
-                "median": cell.median,
-                "q25": cell.q25,
-                "q75": cell.q75,
-                "iqm": cell.iqm,
-                "iqm_ci_low": cell.iqm_low,
-                "iqm_ci_high": cell.iqm_high,
-                "paper_median": PAPER_MEDIANS.get((task, method, timestep), math.nan),
-            }
-        )
-    return pd.DataFrame(rows)
+        paper = PAPER_MEDIANS.get((task, method, timestep), math.nan)
+        rows.append((task, scale, timestep, method, *cell, paper))
+    return pd.DataFrame(rows, columns=list(CELL_COLUMNS))
 
 
-def ttest_table(bests: Bests, spec: TableSpec, tasks: tuple[str, ...]) -> pd.DataFrame:
-    """One row per comparison: ``task, samples, comparison, method_a, method_b, n_a, n_b, t, p,
-    significant, paper_t, paper_significant`` (Welch's t-test on per-seed bests)."""
+def ttest_table(bests: Bests, spec: TableSpec) -> pd.DataFrame:
+    """One row per comparison whose two cells have runs: :data:`TTEST_COLUMNS` (Welch's t-test
+    on per-seed bests; t and p NaN when a side has fewer than 2 seeds)."""
     rows = []
-    for timestep in spec.timesteps:
-        for task in tasks:
-            for header, method_a, method_b in spec.comparisons:
-                a, b = bests[task, method_a, timestep], bests[task, method_b, timestep]
-                test = stats.welch(a, b)
-                paper_t, paper_significant = PAPER_T.get(
-                    (task, timestep, method_a, method_b), (math.nan, None)
-                )
-                rows.append(
-                    {
-                        "task": task,
-                        "samples": timestep,
-                        "comparison": header,
-                        "method_a": method_a,
-                        "method_b": method_b,
-                        "n_a": len(a),
-                        "n_b": len(b),
-                        "t": test.t,
-                        "p": test.p,
-                        "significant": test.significant,
-                        "paper_t": paper_t,
-                        "paper_significant": paper_significant,
-                    }
-                )
-    return pd.DataFrame(rows)
+    for (task, scale, timestep), (header, method_a, method_b) in itertools.product(
+        table_rows(bests), spec.comparisons
+    ):
+        a = bests.get((task, scale, timestep, method_a))
+        b = bests.get((task, scale, timestep, method_b))
+        if a is None or b is None:
+            continue
+        test = stats.welch(a, b)
+        paper_t, paper_significant = PAPER_T.get(
+            (task, timestep, method_a, method_b), (math.nan, None)
+        )
+        rows.append(
+            (task, scale, timestep, header, method_a, method_b, len(a), len(b))
+            + (test.t, test.p, test.significant, paper_t, paper_significant)
+        )
+    return pd.DataFrame(rows, columns=list(TTEST_COLUMNS))
 
 
 def number(value: float) -> str:
@@ -145,18 +158,18 @@ def paper_note(value: float) -> str:
     return "" if math.isnan(value) else f"; paper {number(value)}"
 
 
+BLANK = "—"
+"""A Markdown cell without runs, in a row or column that has some."""
+
+
 def median_text(cell: tuple) -> str:
-    """``median [q25, q75] (n seeds; paper x)``, or ``— (0 seeds; paper x)``."""
+    """``median [q25, q75] (n seeds; paper x)``."""
     note = f"({seeds(cell.n_seeds)}{paper_note(cell.paper_median)})"
-    if cell.n_seeds == 0:
-        return f"— {note}"
     return f"{number(cell.median)} [{number(cell.q25)}, {number(cell.q75)}] {note}"
 
 
 def iqm_text(cell: tuple) -> str:
     """``iqm [ci low, ci high] (n seeds)``; no interval below 2 seeds."""
-    if cell.n_seeds == 0:
-        return "— (0 seeds)"
     if cell.n_seeds == 1:
         return f"{number(cell.iqm)} (1 seed; no CI)"
     interval = f"[{number(cell.iqm_ci_low)}, {number(cell.iqm_ci_high)}]"
@@ -185,41 +198,46 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
 
 
-def render(
-    spec: TableSpec, tasks: tuple[str, ...], cells: pd.DataFrame, tests: pd.DataFrame
-) -> str:
-    """The Markdown file: the paper-layout table, then the IQM table."""
-    cell = {(row.task, row.samples, row.method): row for row in cells.itertuples(index=False)}
-    test = {(row.task, row.samples, row.comparison): row for row in tests.itertuples(index=False)}
-    keys = [(task, timestep) for timestep in spec.timesteps for task in tasks]
-    headers = [header for _, header in spec.columns]
+def row_texts(found: dict, row: Row, keys: list[str], text) -> list[str]:
+    """``text`` of ``found[(*row, key)]`` for each key (a method or comparison), BLANK if none."""
+    return [text(found[(*row, key)]) if (*row, key) in found else BLANK for key in keys]
+
+
+def render(spec: TableSpec, bests: Bests, cells: pd.DataFrame, tests: pd.DataFrame) -> str:
+    """The Markdown file: the paper-layout table, then the IQM table; only rows and method
+    columns with runs, and the comparisons of two such columns."""
+    cell = {tuple(row[:4]): row for row in cells.itertuples(index=False)}
+    test = {tuple(row[:4]): row for row in tests.itertuples(index=False)}
+    rows = table_rows(bests)
+    shown = {key[3] for key in bests}
+    methods = [method for method, _ in spec.columns if method in shown]
+    comparisons = [header for header, a, b in spec.comparisons if {a, b} <= shown]
     medians = [
-        [task, f"{timestep:,}"]
-        + [median_text(cell[task, timestep, method]) for method, _ in spec.columns]
-        + [t_text(test[task, timestep, header]) for header, _, _ in spec.comparisons]
-        for task, timestep in keys
+        [row[0], row[1], f"{row[2]:,}"]
+        + row_texts(cell, row, methods, median_text)
+        + row_texts(test, row, comparisons, t_text)
+        for row in rows
     ]
     iqms = [
-        [task, f"{timestep:,}"]
-        + [iqm_text(cell[task, timestep, method]) for method, _ in spec.columns]
-        for task, timestep in keys
+        [row[0], row[1], f"{row[2]:,}", *row_texts(cell, row, methods, iqm_text)] for row in rows
     ]
+    headers = ["task", "scale", "samples", *(h for m, h in spec.columns if m in shown)]
     return "\n".join(
         [
             f"# {spec.title}",
             "",
-            "Median over seeds of each seed's best evaluation return among evaluations made",
-            "with at most that many real samples, [25th, 75th percentile]; a run counts at a",
-            "timestep only if it reached that many samples. t: Welch's t-statistic, `*` where",
-            "p < 0.05. See index.md for the definitions.",
+            "Median over seeds of each seed's best evaluation return of a trained policy",
+            "(iteration ≥ 1) among evaluations made with at most that many real samples,",
+            "[25th, 75th percentile]; a run counts at a timestep only if it reached that many",
+            "samples. Rows: the paper's sample counts and every budget of the task's runs, where",
+            "some method has runs; `—`: no runs. t: Welch's t-statistic, `*` where p < 0.05.",
+            "See index.md for the definitions.",
             "",
-            markdown_table(
-                ["task", "samples", *headers, *(h for h, _, _ in spec.comparisons)], medians
-            ),
+            markdown_table([*headers, *comparisons], medians),
             "",
             "## Interquartile mean, 95 % percentile-bootstrap CI (beyond the paper)",
             "",
-            markdown_table(["task", "samples", *headers], iqms),
+            markdown_table(headers, iqms),
             "",
         ]
     )
@@ -228,11 +246,16 @@ def render(
 def write_table(
     metrics: pd.DataFrame, spec: TableSpec, tasks: tuple[str, ...], out: Path
 ) -> list[Path]:
-    """Write ``<name>.md``, ``<name>.csv`` (cells) and ``<name>_ttests.csv``; return their paths."""
+    """Write ``<name>.md``, ``<name>.csv`` (cells) and ``<name>_ttests.csv``; return their paths.
+
+    Writes nothing and returns ``[]`` when no cell of the table has runs.
+    """
     bests = collect_bests(metrics, spec, tasks)
-    cells, tests = cell_table(bests), ttest_table(bests, spec, tasks)
+    if not bests:
+        return []
+    cells, tests = cell_table(bests), ttest_table(bests, spec)
     paths = [out / f"{spec.name}.md", out / f"{spec.name}.csv", out / f"{spec.name}_ttests.csv"]
-    paths[0].write_text(render(spec, tasks, cells, tests), encoding="utf-8")
+    paths[0].write_text(render(spec, bests, cells, tests), encoding="utf-8")
     cells.to_csv(paths[1], index=False)
     tests.to_csv(paths[2], index=False)
     return paths
