@@ -1,17 +1,20 @@
 """The ``rp1`` command line.
 
-Every user error (:class:`rp1.errors.ConfigError`) ends as one line on stderr and exit code 2.
+Every error a user can act on ends as one line ``rp1: error: …`` on stderr, with exit code 2 for
+bad input (:class:`rp1.errors.ConfigError`) and 1 for a file operation the machine failed
+(:class:`rp1.errors.StorageError`, or any ``OSError``). ``RP1_DEBUG=1`` shows the traceback.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
-from rp1.errors import ConfigError
+from rp1.errors import ConfigError, Rp1Error
 
 app = typer.Typer(
     add_completion=False,
@@ -135,15 +138,30 @@ def report(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the console script. Usage errors exit with code 2 and one line on stderr."""
+    """Entry point of the console script; returns the exit code.
+
+    An :class:`~rp1.errors.Rp1Error` or ``OSError`` becomes one line ``rp1: error: …`` on stderr
+    and its exit code (``OSError``: 1); with ``RP1_DEBUG=1`` it propagates with its traceback.
+    """
     try:
         app(args=argv, prog_name="rp1")
     except SystemExit as ex:  # raised by click at the end of every command
         return ex.code if isinstance(ex.code, int) else (0 if ex.code is None else 1)
-    except ConfigError as err:
-        typer.echo(f"rp1: error: {err}", err=True)
-        return 2
+    except (Rp1Error, OSError) as err:
+        if os.environ.get("RP1_DEBUG") == "1":
+            raise
+        typer.echo(f"rp1: error: {_one_line(err)}", err=True)
+        return err.exit_code if isinstance(err, Rp1Error) else 1
     return 0
+
+
+def _one_line(err: Exception) -> str:
+    """The message of ``err`` on one line; an ``OSError`` with its file and cause."""
+    if isinstance(err, OSError) and not isinstance(err, Rp1Error) and err.strerror:
+        text = f"{err.filename}: {err.strerror}" if err.filename else err.strerror
+    else:
+        text = str(err)
+    return " ".join(text.split())
 
 
 if __name__ == "__main__":
