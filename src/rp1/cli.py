@@ -71,6 +71,7 @@ def train(
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: runs/PRESET/seedK)."),
     budget: Optional[int] = typer.Option(None, "--budget", help="Real-sample budget."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --out from its checkpoint."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Delete the run in --out and start afresh."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a config value: key=value."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Env worker processes (model-free)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
@@ -84,7 +85,7 @@ def train(
         overrides["modelfree.workers"] = str(workers)
     cfg = resolve(preset, seed=seed, budget=budget, overrides=overrides)
     out = out or Path("runs") / cfg.preset / f"seed{cfg.seed}"
-    run_training(cfg, out, resume=resume, progress=not quiet)
+    run_training(cfg, out, resume=resume, overwrite=overwrite, progress=not quiet)
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -114,6 +115,9 @@ def sweep(
 ) -> None:
     """Run every (preset, seed): skip finished runs, resume unfinished ones, run the rest."""
     from rp1.experiments.sweep import run_sweep
+    from rp1.runs import check_writable_dir
+
+    check_writable_dir(out)
 
     names = [p.strip() for p in presets_.split(",") if p.strip()]
     code = run_sweep(
@@ -130,11 +134,14 @@ def report(
 ) -> None:
     """Tables (Markdown + CSV) and figures (PNG) of the paper from run directories."""
     from rp1.experiments.report import write_report
+    from rp1.runs import check_writable_dir
 
     if not root.is_dir():
         raise ConfigError(f"no such directory: {root}")
-    written = write_report(root, out or root / "report")
-    typer.echo(f"wrote {len(written)} files to {out or root / 'report'}")
+    out = out or root / "report"
+    check_writable_dir(out)
+    written = write_report(root, out)
+    typer.echo(f"wrote {len(written)} files to {out}")
 
 
 def main(argv: list[str] | None = None) -> int:

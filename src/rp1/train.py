@@ -14,8 +14,9 @@ import pandas as pd
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from rp1.config import Config, validate
+from rp1.errors import ConfigError
 from rp1.experiments.figures import learning_curve_figure
-from rp1.runs import METRICS, RunDir
+from rp1.runs import CURVE, METRICS, RunDir
 
 
 def make_agent(cfg: Config):
@@ -33,17 +34,21 @@ def _fmt(value, spec: str) -> str:
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
 
 
-def run_training(cfg: Config, out: str | Path, resume: bool = False, progress: bool = True) -> Path:
+def run_training(cfg: Config, out: str | Path, resume: bool = False, progress: bool = True, overwrite: bool = False) -> Path:
     """Train ``cfg`` in run directory ``out`` until ``cfg.budget`` real samples; returns ``out``.
 
-    Checks the directory first (see :meth:`RunDir.prepare`): nothing is written on bad input.
-    With ``resume``, continues from the checkpoint exactly where the killed run stopped.
+    Checks the config (:func:`~rp1.config.validate`) and the directory (:meth:`RunDir.prepare`)
+    first: on bad input (:class:`~rp1.errors.ConfigError`) nothing is written. With ``resume``,
+    continues from the checkpoint exactly where the killed run stopped (a run killed before its
+    first checkpoint starts afresh); with ``overwrite``, replaces the run in ``out``. After every
+    iteration the metrics row is flushed and the checkpoint replaced atomically, so a kill at any
+    moment leaves a run that ``resume`` continues identically.
     """
     validate(cfg)
     run = RunDir(out)
-    run.prepare(cfg.to_dict(), resume)
+    saved = run.prepare(cfg.to_dict(), resume=resume, overwrite=overwrite)
     agent = make_agent(cfg)
-    state = agent.restore(run.load_checkpoint()) if resume else agent.initial_state()
+    state = agent.initial_state() if saved is None else restore_state(agent, saved, run)
     run.write_metrics(state.rows)
     last = state.rows[-1] if state.rows else {}
     with Progress(
@@ -70,9 +75,17 @@ def run_training(cfg: Config, out: str | Path, resume: bool = False, progress: b
     return Path(out)
 
 
+def restore_state(agent, saved: dict, run: RunDir):
+    """``agent.restore(saved)``; ConfigError naming the checkpoint if it does not fit the agent."""
+    try:
+        return agent.restore(saved)
+    except (KeyError, ValueError, TypeError) as err:
+        raise ConfigError(f"checkpoint {run.checkpoint_path} does not hold a state of this run ({type(err).__name__}: {err})") from None
+
+
 def write_learning_curve(run_dir: Path, title: str) -> Path | None:
     """``learning_curve.png`` of the run in ``run_dir`` (from its ``metrics.csv``)."""
-    return learning_curve_figure(pd.read_csv(run_dir / METRICS), title, run_dir / "learning_curve.png")
+    return learning_curve_figure(pd.read_csv(run_dir / METRICS), title, run_dir / CURVE)
 
 
 def summary(rows: list[dict], run_dir: Path, curve: Path | None) -> str:
