@@ -226,3 +226,32 @@ def test_checkpoint_of_another_config_is_refused(finished_run, tmp_path, capsys)
     before = snapshot(out)
     one_error(*run_cli(train_args(out, "--resume", "--seed", "1"), capsys), 2, str(out / CHECKPOINT), "another config", "seed")
     assert snapshot(out) == before
+
+
+# --- interrupts (defect 2) -----------------------------------------------------------------------
+
+
+def wait_for(condition, proc: subprocess.Popen, timeout: float = 120.0) -> None:
+    """Poll ``condition()`` until it holds; fail if ``proc`` ends or ``timeout`` passes first."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert proc.poll() is None, proc.communicate()[1].decode()
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_stops_the_run_at_once_and_it_resumes(sig, code, finished_run, tmp_path, capsys):
+    out = tmp_path / "run"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(train_cmd(out), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wait_for(lambda: (out / CHECKPOINT).exists(), proc)
+    time.sleep(1.5)  # JAX is tracing the second iteration's programs
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    err = proc.communicate(timeout=60)[1].decode().strip().splitlines()
+    assert time.monotonic() - sent < 5 and not (out / FINISHED).exists()
+    assert proc.returncode == code and len(err) == 1 and err[0].startswith("rp1: interrupted") and "--resume" in err[0], err
+    assert main(train_args(out, "--resume")) == 0
+    assert metrics_without_timing(out) == metrics_without_timing(finished_run)

@@ -76,16 +76,21 @@ def train(
     workers: Optional[int] = typer.Option(None, "--workers", help="Env worker processes (model-free)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
-    """Train one run: RP1 or a baseline, model-based or model-free, as the preset says."""
+    """Train one run: RP1 or a baseline, model-based or model-free, as the preset says.
+
+    Ctrl-C (SIGINT) or SIGTERM stops the run at once (exit code 130 or 143); --resume continues it.
+    """
     from rp1.config import resolve
-    from rp1.train import run_training
+    from rp1.train import exit_on_signals, run_training
 
     overrides = parse_sets(set_)
     if workers is not None:
         overrides["modelfree.workers"] = str(workers)
     cfg = resolve(preset, seed=seed, budget=budget, overrides=overrides)
     out = out or Path("runs") / cfg.preset / f"seed{cfg.seed}"
-    run_training(cfg, out, resume=resume, overwrite=overwrite, progress=not quiet)
+    again = "--resume instead of --overwrite" if overwrite else "--resume"
+    with exit_on_signals(f"continue the run in {out} with the same command and {again}"):
+        run_training(cfg, out, resume=resume, overwrite=overwrite, progress=not quiet)
 
 
 def parse_seeds(text: str) -> list[int]:
