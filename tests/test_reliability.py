@@ -255,3 +255,20 @@ def test_signal_stops_the_run_at_once_and_it_resumes(sig, code, finished_run, tm
     assert proc.returncode == code and len(err) == 1 and err[0].startswith("rp1: interrupted") and "--resume" in err[0], err
     assert main(train_args(out, "--resume")) == 0
     assert metrics_without_timing(out) == metrics_without_timing(finished_run)
+
+
+# --- the compilation cache (defect 11) -----------------------------------------------------------
+
+
+def test_import_creates_no_cache_directory_a_run_creates_it_user_only(tmp_path):
+    cache = tmp_path / "cache"
+    script = (
+        "import rp1, rp1.cli, rp1.train, pathlib, sys\n"
+        "assert not pathlib.Path(sys.argv[1]).exists(), 'created on import'\n"
+        "from rp1.compilation import enable_compilation_cache\n"
+        "print(oct(enable_compilation_cache().stat().st_mode & 0o777))\n"
+    )
+    env = {**os.environ, "RP1_JAX_CACHE": str(cache)}
+    done = subprocess.run([sys.executable, "-c", script, str(cache)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "0o700"

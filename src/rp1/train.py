@@ -20,6 +20,7 @@ from typing import Iterator
 import pandas as pd
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from rp1.compilation import enable_compilation_cache
 from rp1.config import Config, validate
 from rp1.errors import ConfigError
 from rp1.experiments.figures import learning_curve_figure
@@ -54,6 +55,7 @@ def run_training(cfg: Config, out: str | Path, resume: bool = False, progress: b
     validate(cfg)
     run = RunDir(out)
     saved = run.prepare(cfg.to_dict(), resume=resume, overwrite=overwrite)
+    enable_compilation_cache()
     agent = make_agent(cfg)
     state = agent.initial_state() if saved is None else restore_state(agent, saved, run)
     run.write_metrics(state.rows)
