@@ -154,8 +154,9 @@ class RunDir:
                 f"{self.path} holds a run of another config ({config_diff(stored, config)}); "
                 "choose another --out, or pass --overwrite to replace that run"
             )
-        if self._run_files():
-            held = "this run" if stored is not None else f"a run ({', '.join(self._run_files())}) without its {CONFIG}"
+        files = self._run_files()
+        if files:
+            held = "this run" if stored is not None else f"a run ({', '.join(files)}) without its {CONFIG}"
             raise ConfigError(f"{self.path} already holds {held}; pass --resume to continue it or --overwrite to start afresh")
 
     def _check_resume(self, config: dict[str, Any]) -> dict[str, Any] | None:
@@ -203,14 +204,14 @@ class RunDir:
         file = self.checkpoint_path
         try:
             data = serialization.msgpack_restore(_read(file, "checkpoint"))
-        except (ValueError, TypeError) as err:
-            raise ConfigError(f"checkpoint {file} is corrupt ({_cause(err)})") from None
-        if not (isinstance(data, dict) and isinstance(data.get("config"), str) and isinstance(data.get("agent"), dict)):
-            raise ConfigError(f"{file} is not an rp1 checkpoint of this version (it records no config)")
-        saved = json.loads(data["config"])
+            saved, agent = json.loads(data["config"]), data["agent"]
+            if not isinstance(saved, dict):
+                raise TypeError("its config is not a JSON object")
+        except (ValueError, TypeError, KeyError) as err:  # not msgpack, or not {"config", "agent"}
+            raise ConfigError(f"checkpoint {file} is corrupt or not an rp1 checkpoint ({_cause(err)})") from None
         if saved != config:
             raise ConfigError(f"checkpoint {file} belongs to a run of another config ({config_diff(saved, config)})")
-        return data["agent"]
+        return agent
 
     def mark_finished(self) -> None:
         """Write the ``finished`` marker of the bound config."""
@@ -286,7 +287,8 @@ def _atomic_write(path: Path, data: bytes) -> None:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
         raise
 
 
