@@ -74,7 +74,7 @@ def test_out_with_another_config_is_refused(existing_run, capsys):
 
 def test_resume_with_nothing_to_resume(tmp_path, capsys):
     code, err = run_cli(["train", "--preset", "halfcheetah-rp1", "--out", str(tmp_path / "none"), "--resume"], capsys)
-    assert code == 2 and len(err) == 1 and "nothing to resume" in err[0] or "no run to resume" in err[0]
+    assert code == 2 and len(err) == 1 and "no run to resume" in err[0]
     assert not (tmp_path / "none").exists()
 
 
@@ -94,4 +94,3 @@ def test_kill_and_resume_gives_identical_metrics(tmp_path):
     subprocess.run(train_cmd(killed, "--resume"), check=True, env=env, capture_output=True)
 
     assert metrics_without_timing(killed) == metrics_without_timing(reference)
-    assert len(metrics_without_timing(reference)) == 7

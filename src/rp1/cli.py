@@ -1,17 +1,20 @@
 """The ``rp1`` command line.
 
-Every user error (:class:`rp1.errors.ConfigError`) ends as one line on stderr and exit code 2.
+Every error a user can act on ends as one line ``rp1: error: …`` on stderr, with exit code 2 for
+bad input (:class:`rp1.errors.ConfigError`) and 1 for a file operation the machine failed
+(:class:`rp1.errors.StorageError`, or any ``OSError``). ``RP1_DEBUG=1`` shows the traceback.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
-from rp1.errors import ConfigError
+from rp1.errors import ConfigError, Rp1Error
 
 app = typer.Typer(
     add_completion=False,
@@ -69,20 +72,26 @@ def train(
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: runs/PRESET/seedK)."),
     budget: Optional[int] = typer.Option(None, "--budget", help="Real-sample budget."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --out from its checkpoint."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Delete the run in --out and start afresh."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a config value: key=value."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Env worker processes (model-free)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
-    """Train one run: RP1 or a baseline, model-based or model-free, as the preset says."""
+    """Train one run: RP1 or a baseline, model-based or model-free, as the preset says.
+
+    Ctrl-C (SIGINT) or SIGTERM stops the run at once (exit code 130 or 143); --resume continues it.
+    """
     from rp1.config import resolve
-    from rp1.train import run_training
+    from rp1.train import exit_on_signals, run_training
 
     overrides = parse_sets(set_)
     if workers is not None:
         overrides["modelfree.workers"] = str(workers)
     cfg = resolve(preset, seed=seed, budget=budget, overrides=overrides, scale=scale)
     out = out or Path("runs") / cfg.preset / f"seed{cfg.seed}"
-    run_training(cfg, out, resume=resume, progress=not quiet)
+    again = "--resume instead of --overwrite" if overwrite else "--resume"
+    with exit_on_signals(f"continue the run in {out} with the same command and {again}"):
+        run_training(cfg, out, resume=resume, overwrite=overwrite, progress=not quiet)
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -113,6 +122,9 @@ def sweep(
 ) -> None:
     """Run every (preset, seed): skip finished runs, resume unfinished ones, run the rest."""
     from rp1.experiments.sweep import run_sweep
+    from rp1.runs import check_writable_dir
+
+    check_writable_dir(out)
 
     names = [p.strip() for p in presets_.split(",") if p.strip()]
     code = run_sweep(
@@ -129,23 +141,41 @@ def report(
 ) -> None:
     """Tables (Markdown + CSV) and figures (PNG) of the paper from run directories."""
     from rp1.experiments.report import write_report
+    from rp1.runs import check_writable_dir
 
     if not root.is_dir():
         raise ConfigError(f"no such directory: {root}")
-    written = write_report(root, out or root / "report")
-    typer.echo(f"wrote {len(written)} files to {out or root / 'report'}")
+    out = out or root / "report"
+    check_writable_dir(out)
+    written = write_report(root, out)
+    typer.echo(f"wrote {len(written)} files to {out}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the console script. Usage errors exit with code 2 and one line on stderr."""
+    """Entry point of the console script; returns the exit code.
+
+    An :class:`~rp1.errors.Rp1Error` or ``OSError`` becomes one line ``rp1: error: …`` on stderr
+    and its exit code (``OSError``: 1); with ``RP1_DEBUG=1`` it propagates with its traceback.
+    """
     try:
         app(args=argv, prog_name="rp1")
     except SystemExit as ex:  # raised by click at the end of every command
         return ex.code if isinstance(ex.code, int) else (0 if ex.code is None else 1)
-    except ConfigError as err:
-        typer.echo(f"rp1: error: {err}", err=True)
-        return 2
+    except (Rp1Error, OSError) as err:
+        if os.environ.get("RP1_DEBUG") == "1":
+            raise
+        typer.echo(f"rp1: error: {_one_line(err)}", err=True)
+        return err.exit_code if isinstance(err, Rp1Error) else 1
     return 0
+
+
+def _one_line(err: Exception) -> str:
+    """The message of ``err`` on one line; an ``OSError`` with its file and cause."""
+    if isinstance(err, OSError) and not isinstance(err, Rp1Error) and err.strerror:
+        text = f"{err.filename}: {err.strerror}" if err.filename else err.strerror
+    else:
+        text = str(err)
+    return " ".join(text.split())
 
 
 if __name__ == "__main__":

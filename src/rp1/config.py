@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import typing
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from rp1.envs import make as make_task
 from rp1.envs import names as task_names
 from rp1.errors import ConfigError
 
@@ -296,24 +298,84 @@ def apply_overrides(cfg: Config, overrides: dict[str, str]) -> Config:
     return cfg
 
 
+SEED_LIMIT = 2**31 - 2**22
+"""Seeds are in ``[0, SEED_LIMIT)``: ``jax.random.PRNGKey`` keeps only a seed's low 32 bits (larger
+seeds would repeat smaller ones) and the agents add offsets of up to about 2·10⁶ for the
+environments' seeds, so every seed derived from one stays a distinct non-negative int32."""
+
+
 def _check(ok: bool, message: str) -> None:
     if not ok:
         raise ConfigError(message)
 
 
+def _values(section: Any, prefix: str = "") -> typing.Iterator[tuple[str, Any]]:
+    """``(dotted key, value)`` of every field of ``section`` and its nested sections."""
+    for f in fields(section):
+        value = getattr(section, f.name)
+        if dataclasses.is_dataclass(value):
+            yield from _values(value, f"{prefix}{f.name}.")
+        else:
+            yield f"{prefix}{f.name}", value
+
+
+def _horizon(task: str) -> int:
+    env, spec = make_task(task)
+    env.close()
+    return spec.horizon
+
+
+# Lower bounds of the values that count or size something (for a tuple: of every item).
+AT_LEAST = {
+    "budget": 1,
+    "eval_episodes": 1,
+    "model.members": 1,
+    "model.hidden": 1,
+    "model.batch_size": 1,
+    "model.check_every": 1,
+    "model.patience": 1,
+    "model.max_epochs": 1,
+    "model.max_train_samples": 1,
+    "policy.hidden": 1,
+    "policy.epochs": 1,
+    "policy.max_updates": 1,
+    "policy.first_check": 1,
+    "collect.phase_cap": 1,
+    "collect.min_val_rollouts": 0,
+    "lam.window": 1,
+    "modelfree.workers": 1,
+    "modelfree.envs": 1,
+    "modelfree.eval_every": 1,
+}
+POSITIVE = ("model.lr", "policy.lr", "policy.action_std", "lam.lr")
+
+
 def validate(cfg: Config) -> Config:
-    """Raise ``ConfigError`` for any out-of-range value; return ``cfg`` unchanged otherwise."""
+    """Raise ``ConfigError`` for any value a run would fail on; return ``cfg`` unchanged otherwise.
+
+    Checks every constraint that does not need the file system: numbers are finite (``nan`` and
+    ``±inf`` are refused everywhere), counts and sizes at least :data:`AT_LEAST`, rates and scales
+    positive, fractions in their ranges, the seed in ``[0, SEED_LIMIT)``, and ``policy.batch_steps``
+    at least the task's horizon for a model-based method (one imagined rollout), at least 1 for
+    ``modelfree``. The message names the key, what is allowed and the value given.
+    """
+    for key, value in _values(cfg):
+        items = value if isinstance(value, tuple) else (value,)
+        _check(all(math.isfinite(x) for x in items if isinstance(x, float)), f"{key} must be a finite number, got {value}")
+        if key in AT_LEAST:
+            _check(all(x >= AT_LEAST[key] for x in items), f"{key} must be >= {AT_LEAST[key]}, got {value}")
+        if key in POSITIVE:
+            _check(value > 0, f"{key} must be > 0, got {value}")
     _check(cfg.task in task_names(), f"unknown task {cfg.task!r}; valid tasks: {', '.join(task_names())}")
-    _check(cfg.seed >= 0, f"seed must be >= 0, got {cfg.seed}")
+    _check(0 <= cfg.seed < SEED_LIMIT, f"seed must be in [0, {SEED_LIMIT}) (2**31 - 2**22), got {cfg.seed}")
     _check(cfg.bonus in BONUSES, f"bonus must be one of {', '.join(BONUSES)}, got {cfg.bonus!r}")
-    _check(cfg.eval_episodes >= 1, f"eval_episodes must be >= 1, got {cfg.eval_episodes}")
     lam = cfg.lam
     _check(lam.mode in ("adaptive", "fixed"), f"lam.mode must be adaptive or fixed, got {lam.mode!r}")
     _check(0.0 <= lam.value <= 1.0, f"lam.value must be in [0, 1], got {lam.value}")
     _check(len(lam.arms) >= 1 and all(0.0 <= a <= 1.0 for a in lam.arms), f"lam.arms must be in [0, 1], got {lam.arms}")
     _check(0.0 in lam.arms or lam.mode == "fixed", "lam.arms must contain 0 (the first iteration's λ)")
     _check(0.0 <= lam.eps <= 1.0, f"lam.eps must be in [0, 1], got {lam.eps}")
-    _check(lam.lr > 0 and 0.0 <= lam.decay <= 1.0 and lam.window >= 1, "lam.lr must be > 0, lam.decay in [0, 1], lam.window >= 1")
+    _check(0.0 <= lam.decay <= 1.0, f"lam.decay must be in [0, 1], got {lam.decay}")
     _check(lam.weighting in ("probability", "exp-score"), f"lam.weighting must be probability or exp-score, got {lam.weighting!r}")
     _check(lam.first_feedback in FIRST_FEEDBACK, f"lam.first_feedback must be one of {', '.join(FIRST_FEEDBACK)}, got {lam.first_feedback!r}")
     _check(cfg.scale in SCALES, f"scale must be one of {', '.join(SCALES)}, got {cfg.scale!r}")
@@ -321,23 +383,19 @@ def validate(cfg: Config) -> Config:
     _check(col.alpha >= 0.0, f"collect.alpha must be >= 0, got {col.alpha}")
     _check(col.noise_max >= 0.0, f"collect.noise_max must be >= 0, got {col.noise_max}")
     _check(0.0 < col.share <= 1.0, f"collect.share must be in (0, 1], got {col.share}")
-    _check(col.phase_cap >= 1, f"collect.phase_cap must be >= 1, got {col.phase_cap}")
-    _check(col.min_val_rollouts >= 0, f"collect.min_val_rollouts must be >= 0, got {col.min_val_rollouts}")
-    _check(cfg.method == "modelfree" or cfg.budget >= col.phase_cap, f"budget ({cfg.budget}) must be at least one phase (collect.phase_cap = {col.phase_cap})")
-    m = cfg.model
-    uses_bonus = lam.mode == "adaptive" and max(lam.arms) > 0 or lam.value > 0
-    _check(m.members >= 2 or not uses_bonus, f"model.members must be >= 2 with a variance bonus, got {m.members}")
-    _check(m.members >= 1 and all(h >= 1 for h in m.hidden), "model.members and model.hidden must be positive")
-    _check(m.lr > 0 and m.batch_size >= 1 and m.max_epochs >= 1, "model.lr, model.batch_size and model.max_epochs must be positive")
-    _check(m.check_every >= 1 and m.patience >= 1 and m.max_train_samples >= 1, "model.check_every, model.patience and model.max_train_samples must be positive")
-    p = cfg.policy
-    _check(p.action_std > 0 and p.lr > 0, "policy.action_std and policy.lr must be > 0")
-    _check(p.epochs >= 1 and p.max_updates >= 1 and p.first_check >= 1, "policy.epochs, policy.max_updates and policy.first_check must be >= 1")
-    _check(all(h >= 1 for h in p.hidden), "policy.hidden must be positive")
     mf = cfg.modelfree
-    _check(mf.workers >= 1 and mf.envs >= 1 and mf.eval_every >= 1, "modelfree.workers, modelfree.envs and modelfree.eval_every must be >= 1")
     _check(mf.envs % mf.workers == 0, f"modelfree.envs ({mf.envs}) must be a multiple of modelfree.workers ({mf.workers})")
-    _check(cfg.method != "modelfree" or p.batch_steps >= 1 and cfg.budget >= 1, "policy.batch_steps and budget must be >= 1")
+    if cfg.method == "modelfree":
+        _check(cfg.policy.batch_steps >= 1, f"policy.batch_steps must be >= 1, got {cfg.policy.batch_steps}")
+        return cfg
+    _check(cfg.budget >= col.phase_cap, f"budget ({cfg.budget}) must be at least one phase (collect.phase_cap = {col.phase_cap})")
+    uses_bonus = lam.mode == "adaptive" and max(lam.arms) > 0 or lam.value > 0
+    _check(cfg.model.members >= 2 or not uses_bonus, f"model.members must be >= 2 with a variance bonus, got {cfg.model.members}")
+    horizon = _horizon(cfg.task)
+    _check(
+        cfg.policy.batch_steps >= horizon,
+        f"policy.batch_steps must be >= {horizon} (one imagined rollout of {cfg.task}'s horizon), got {cfg.policy.batch_steps}",
+    )
     return cfg
 
 

@@ -1,5 +1,26 @@
-"""Errors raised on bad user input; the CLI turns them into one line and exit code 2."""
+"""The errors rp1 reports to a user: one line ``rp1: error: …`` and an exit code, no traceback.
+
+``rp1.cli.main`` is the one place that turns them into that line (``RP1_DEBUG=1`` shows the
+traceback instead). Anything else that escapes is a bug and keeps its traceback.
+"""
 
 
-class ConfigError(ValueError):
-    """A value given by the user is unknown, of the wrong type or out of range."""
+class Rp1Error(Exception):
+    """An error a user can act on; its message names the value or file and the cause."""
+
+    exit_code = 1
+
+
+class ConfigError(Rp1Error, ValueError):
+    """Bad input (exit code 2): a value given by the user is unknown, of the wrong type or out of
+    range, or a file it points rp1 at is not what it must be (a corrupt checkpoint, a run of another
+    config). Raised before anything is written, or without damaging what was."""
+
+    exit_code = 2
+
+
+class StorageError(Rp1Error, OSError):
+    """The machine failed a file operation (exit code 1): a full disk, an I/O error, a file that
+    cannot be read. The message names the file and the operating system's cause."""
+
+    exit_code = 1

@@ -5,25 +5,36 @@ Layout::
     RUN/
       config.json            the full resolved config
       metrics.csv            one row per outer iteration, flushed as it goes
-      checkpoint/state.msgpack   everything needed to continue identically
-      finished               written when the run reached its budget
+      checkpoint/state.msgpack   the config and everything needed to continue identically
+      finished               written when the run reached its budget; holds the config's hash
+      learning_curve.png     drawn at the end
 
 The checkpoint also holds the metric rows written so far, so a resumed run rewrites
-``metrics.csv`` from it: a kill between the two writes can neither lose nor duplicate a row.
+``metrics.csv`` from it: a kill between the two writes can neither lose nor duplicate a row. The
+checkpoint is replaced atomically, so a kill at any moment leaves the last one valid.
+
+A run directory is never lost: a run only starts in a directory that holds no run, continues one
+of the same config (``resume``), or replaces the run's files when told to (``overwrite``); a
+checkpoint or ``finished`` marker written under another config is refused. Bad input raises
+:class:`~rp1.errors.ConfigError` before anything is written; a file operation the machine fails
+raises :class:`~rp1.errors.StorageError` naming the file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import hashlib
 import json
 import os
+import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import jax
 from flax import serialization
 
-from rp1.errors import ConfigError
+from rp1.errors import ConfigError, StorageError
 
 METRIC_COLUMNS = (
     "iteration",
@@ -54,13 +65,19 @@ CONFIG = "config.json"
 METRICS = "metrics.csv"
 CHECKPOINT = Path("checkpoint") / "state.msgpack"
 FINISHED = "finished"
+CURVE = "learning_curve.png"
 
 
 class RunDir:
-    """A run directory at ``path``; see the module docstring for its layout."""
+    """A run directory at ``path``; see the module docstring for its layout and guarantees.
+
+    :meth:`prepare` binds it to a config, which :meth:`save_checkpoint` and :meth:`mark_finished`
+    then record.
+    """
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
+        self._config: dict[str, Any] | None = None
 
     @property
     def checkpoint_path(self) -> Path:
@@ -69,63 +86,183 @@ class RunDir:
     def has_checkpoint(self) -> bool:
         return self.checkpoint_path.exists()
 
-    def is_finished(self) -> bool:
-        return (self.path / FINISHED).exists()
+    def is_finished(self, config: dict[str, Any] | None = None) -> bool:
+        """Whether the run reached its budget (its ``finished`` marker exists). Given ``config``,
+        the marker must have been written under it: a marker of another config is a ConfigError."""
+        marker = self.path / FINISHED
+        if not marker.exists():
+            return False
+        if config is not None and _read(marker, "finished marker").decode().strip() != config_hash(config):
+            raise ConfigError(
+                f"{marker} marks a run of another config as finished; delete it, choose another --out or pass --overwrite"
+            )
+        return True
 
     def read_config(self) -> dict[str, Any] | None:
-        """The stored config dict, or ``None`` if there is none."""
+        """The stored config dict, or ``None`` if there is none; ConfigError if it is not one."""
         file = self.path / CONFIG
-        return json.loads(file.read_text()) if file.exists() else None
+        if not file.exists():
+            return None
+        try:
+            config = json.loads(_read(file, "config"))
+        except ValueError as err:
+            raise ConfigError(f"{file} is not valid JSON ({err})") from None
+        if not isinstance(config, dict):
+            raise ConfigError(f"{file} does not hold a config (a JSON object), but a {type(config).__name__}")
+        return config
 
-    def prepare(self, config: dict[str, Any], resume: bool) -> None:
-        """Check that ``config`` may run here, then write ``config.json``.
+    def prepare(self, config: dict[str, Any], resume: bool = False, overwrite: bool = False) -> dict[str, Any] | None:
+        """Check that ``config`` may run here, write ``config.json`` and return the checkpointed
+        agent state to continue from (``None``: start afresh).
 
-        Without ``resume``, a directory that already holds a run (a config or metrics) is refused
-        unless it holds the same config and never started. With ``resume``, there must be a
-        checkpoint written under the same config. Nothing is written before the checks pass.
+        - Neither flag: the directory must hold no run (a ``config.json`` of this same config
+          alone is a run that never started).
+        - ``resume``: the directory must hold a run of ``config``: its ``config.json``, checkpoint
+          and ``finished`` marker, where present, must have been written under ``config``. A
+          missing ``config.json`` is written again; a run killed before its first checkpoint starts
+          afresh.
+        - ``overwrite``: the run's files (config, metrics, checkpoint, marker, learning curve) are
+          deleted first; other files stay.
+
+        ``--out`` must be, or be creatable as, a writable directory. Every check comes first: a
+        refusal (ConfigError) leaves the directory as it was.
         """
+        check_writable_dir(self.path)
+        if resume and overwrite:
+            raise ConfigError("--resume and --overwrite exclude each other: continue the run or replace it")
+        saved = None
+        if overwrite:
+            self._clear()
+        elif resume:
+            saved = self._check_resume(config)
+        else:
+            self._check_new(config)
+        self._config = config
+        with _storage("write", self.path / CONFIG):
+            self.path.mkdir(parents=True, exist_ok=True)
+            (self.path / FINISHED).unlink(missing_ok=True)
+            _atomic_write(self.path / CONFIG, json.dumps(config, indent=2).encode())
+        return saved
+
+    def _run_files(self) -> list[str]:
+        return [name for name in (METRICS, str(CHECKPOINT), FINISHED) if (self.path / name).exists()]
+
+    def _check_new(self, config: dict[str, Any]) -> None:
         stored = self.read_config()
-        if resume:
-            if stored is None or not self.has_checkpoint():
-                raise ConfigError(f"--resume: no run to resume in {self.path}")
-            if stored != config:
-                raise ConfigError(f"--resume: {self.path} holds a run of another config ({config_diff(stored, config)})")
-            return
         if stored is not None and stored != config:
             raise ConfigError(
                 f"{self.path} holds a run of another config ({config_diff(stored, config)}); "
-                "choose another --out or pass --resume with the same settings"
+                "choose another --out, or pass --overwrite to replace that run"
             )
-        if stored is not None and (self.has_checkpoint() or (self.path / METRICS).exists()):
-            raise ConfigError(f"{self.path} already holds this run; pass --resume to continue it")
-        self.path.mkdir(parents=True, exist_ok=True)
-        _atomic_write(self.path / CONFIG, json.dumps(config, indent=2).encode())
+        files = self._run_files()
+        if files:
+            held = "this run" if stored is not None else f"a run ({', '.join(files)}) without its {CONFIG}"
+            raise ConfigError(f"{self.path} already holds {held}; pass --resume to continue it or --overwrite to start afresh")
+
+    def _check_resume(self, config: dict[str, Any]) -> dict[str, Any] | None:
+        stored = self.read_config()
+        if stored is not None and stored != config:
+            raise ConfigError(f"--resume: {self.path} holds a run of another config ({config_diff(stored, config)})")
+        if stored is None and not self.has_checkpoint():
+            raise ConfigError(f"--resume: no run to resume in {self.path}")
+        saved = self.load_checkpoint(config) if self.has_checkpoint() else None
+        self.is_finished(config)
+        return saved
+
+    def _clear(self) -> None:
+        with _storage("delete", self.path):
+            for name in (CONFIG, METRICS, FINISHED, CURVE):
+                (self.path / name).unlink(missing_ok=True)
+            if self.checkpoint_path.parent.is_dir():
+                shutil.rmtree(self.checkpoint_path.parent)
 
     def write_metrics(self, rows: list[dict[str, Any]]) -> None:
         """Rewrite ``metrics.csv`` with ``rows`` (used when starting or resuming)."""
-        with open(self.path / METRICS, "w", newline="") as f:
+        with _storage("write", self.path / METRICS), open(self.path / METRICS, "w", newline="") as f:
             writer = csv.DictWriter(f, METRIC_COLUMNS, extrasaction="ignore")
             writer.writeheader()
             writer.writerows(_clean(r) for r in rows)
 
     def append_metrics(self, row: dict[str, Any]) -> None:
         """Append one row and flush it to disk."""
-        with open(self.path / METRICS, "a", newline="") as f:
+        with _storage("write", self.path / METRICS), open(self.path / METRICS, "a", newline="") as f:
             csv.DictWriter(f, METRIC_COLUMNS, extrasaction="ignore").writerow(_clean(row))
             f.flush()
             os.fsync(f.fileno())
 
     def save_checkpoint(self, state: dict[str, Any]) -> None:
-        """Write ``state`` (nested dicts of arrays, numbers, strings) atomically."""
-        self.checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(self.checkpoint_path, serialization.msgpack_serialize(state))
+        """Write ``state`` (nested dicts of arrays, numbers, strings) with the config it belongs
+        to, atomically: on any failure the previous checkpoint stays as it was."""
+        data = {"config": _canonical(self._bound_config()), "agent": state}
+        with _storage("write checkpoint", self.checkpoint_path):
+            self.checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
+            _atomic_write(self.checkpoint_path, serialization.msgpack_serialize(data))
 
-    def load_checkpoint(self) -> dict[str, Any]:
-        """The state saved by :meth:`save_checkpoint`."""
-        return serialization.msgpack_restore(self.checkpoint_path.read_bytes())
+    def load_checkpoint(self, config: dict[str, Any]) -> dict[str, Any]:
+        """The agent state saved by :meth:`save_checkpoint` under ``config``; ConfigError if the
+        file is not such a checkpoint or was written under another config."""
+        file = self.checkpoint_path
+        try:
+            data = serialization.msgpack_restore(_read(file, "checkpoint"))
+            saved, agent = json.loads(data["config"]), data["agent"]
+            if not isinstance(saved, dict):
+                raise TypeError("its config is not a JSON object")
+        except (ValueError, TypeError, KeyError) as err:  # not msgpack, or not {"config", "agent"}
+            raise ConfigError(f"checkpoint {file} is corrupt or not an rp1 checkpoint ({_cause(err)})") from None
+        if saved != config:
+            raise ConfigError(f"checkpoint {file} belongs to a run of another config ({config_diff(saved, config)})")
+        return agent
 
     def mark_finished(self) -> None:
-        (self.path / FINISHED).write_text("")
+        """Write the ``finished`` marker of the bound config."""
+        with _storage("write", self.path / FINISHED):
+            (self.path / FINISHED).write_text(config_hash(self._bound_config()) + "\n")
+
+    def _bound_config(self) -> dict[str, Any]:
+        if self._config is None:
+            raise RuntimeError("RunDir.prepare() binds a config before checkpoints or markers are written")
+        return self._config
+
+
+def check_writable_dir(path: str | os.PathLike, option: str = "--out") -> None:
+    """ConfigError unless ``path`` is a directory this process may write in, or one it may create
+    (its nearest existing ancestor is such a directory). Touches nothing."""
+    path = Path(path)
+    existing = path
+    while not os.path.lexists(existing) and existing.parent != existing:
+        existing = existing.parent
+    if not existing.is_dir():
+        where = "is not a directory" if existing == path else f"lies under {existing}, which is not a directory"
+        raise ConfigError(f"{option} {path} {where}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"{option} {path}: {existing} is not writable")
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    """A SHA-256 of ``config`` (independent of key order)."""
+    return hashlib.sha256(_canonical(config).encode()).hexdigest()
+
+
+def _canonical(config: dict[str, Any]) -> str:
+    return json.dumps(config, sort_keys=True)
+
+
+def _cause(err: BaseException) -> str:
+    return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+
+
+@contextlib.contextmanager
+def _storage(action: str, path: Path) -> Iterator[None]:
+    """Turn an ``OSError`` inside into a StorageError naming ``path`` and the cause."""
+    try:
+        yield
+    except OSError as err:
+        raise StorageError(f"cannot {action} {path}: {err.strerror or err}") from err
+
+
+def _read(path: Path, what: str) -> bytes:
+    with _storage(f"read {what}", path):
+        return path.read_bytes()
 
 
 def restore_pytree(target: Any, saved: dict[str, Any]) -> Any:
@@ -140,12 +277,19 @@ def _clean(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` by ``data`` through a temporary file: ``path`` is either the old or the new
+    content, never a mix; the temporary file is removed if writing it fails."""
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 def config_diff(old: dict, new: dict, prefix: str = "") -> str:

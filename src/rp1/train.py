@@ -1,4 +1,5 @@
-"""Drive a run to its budget: run directory, checkpoint per iteration, resume, progress bar.
+"""Drive a run to its budget: run directory, checkpoint per iteration, resume, progress bar,
+interrupts.
 
 Any agent with ``initial_state()``, ``step(state) -> (state, row)``, ``checkpoint(state)`` and
 ``restore(data)`` and states with ``samples`` and ``rows`` can be driven: the model-based
@@ -7,15 +8,23 @@ Any agent with ``initial_state()``, ``step(state) -> (state, row)``, ``checkpoin
 
 from __future__ import annotations
 
+import contextlib
 import math
+import multiprocessing
+import os
+import signal
+import threading
 from pathlib import Path
+from typing import Iterator
 
 import pandas as pd
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from rp1.compilation import enable_compilation_cache
 from rp1.config import Config, validate
+from rp1.errors import ConfigError
 from rp1.experiments.figures import learning_curve_figure
-from rp1.runs import METRICS, RunDir
+from rp1.runs import CURVE, METRICS, RunDir
 
 
 def make_agent(cfg: Config):
@@ -33,17 +42,22 @@ def _fmt(value, spec: str) -> str:
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
 
 
-def run_training(cfg: Config, out: str | Path, resume: bool = False, progress: bool = True) -> Path:
+def run_training(cfg: Config, out: str | Path, resume: bool = False, progress: bool = True, overwrite: bool = False) -> Path:
     """Train ``cfg`` in run directory ``out`` until ``cfg.budget`` real samples; returns ``out``.
 
-    Checks the directory first (see :meth:`RunDir.prepare`): nothing is written on bad input.
-    With ``resume``, continues from the checkpoint exactly where the killed run stopped.
+    Checks the config (:func:`~rp1.config.validate`) and the directory (:meth:`RunDir.prepare`)
+    first: on bad input (:class:`~rp1.errors.ConfigError`) nothing is written. With ``resume``,
+    continues from the checkpoint exactly where the killed run stopped (a run killed before its
+    first checkpoint starts afresh); with ``overwrite``, replaces the run in ``out``. After every
+    iteration the metrics row is flushed and the checkpoint replaced atomically, so a kill at any
+    moment leaves a run that ``resume`` continues identically.
     """
     validate(cfg)
     run = RunDir(out)
-    run.prepare(cfg.to_dict(), resume)
+    saved = run.prepare(cfg.to_dict(), resume=resume, overwrite=overwrite)
+    enable_compilation_cache()
     agent = make_agent(cfg)
-    state = agent.restore(run.load_checkpoint()) if resume else agent.initial_state()
+    state = agent.initial_state() if saved is None else restore_state(agent, saved, run)
     run.write_metrics(state.rows)
     last = state.rows[-1] if state.rows else {}
     with Progress(
@@ -70,9 +84,67 @@ def run_training(cfg: Config, out: str | Path, resume: bool = False, progress: b
     return Path(out)
 
 
+def restore_state(agent, saved: dict, run: RunDir):
+    """``agent.restore(saved)``; ConfigError naming the checkpoint if it does not fit the agent."""
+    try:
+        return agent.restore(saved)
+    except (KeyError, ValueError, TypeError) as err:
+        raise ConfigError(f"checkpoint {run.checkpoint_path} does not hold a state of this run ({type(err).__name__}: {err})") from None
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def exit_on_signals(message: str) -> Iterator[None]:
+    """While active, SIGINT and SIGTERM end the process at once, even in the middle of a compiled
+    JAX call: one line ``rp1: interrupted (SIGINT); <message>`` on stderr, exit code 128 + the
+    signal's number (130, 143).
+
+    Files are left as a SIGKILL would leave them, which a run survives: its checkpoint is replaced
+    atomically, so the last one stays valid. (A ``KeyboardInterrupt`` would not do: raised while
+    JAX runs a garbage-collection callback, Python prints and drops it and the run goes on.) A
+    thread watches a wakeup pipe that the interpreter writes the signal's number to from its C
+    handler, so the exit does not wait for the main thread; it kills the daemonic child processes
+    (environment workers) first, as a normal exit would end them. Outside the main thread this
+    does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    watcher = threading.Thread(target=_exit_on_signal_byte, args=(read_fd, message), name="rp1-signals", daemon=True)
+    watcher.start()
+    handlers = {sig: signal.signal(sig, lambda *_: None) for sig in STOP_SIGNALS}
+    wakeup_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    try:
+        yield
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+        signal.set_wakeup_fd(wakeup_fd)
+        os.write(write_fd, b"\0")  # not a signal number: ends the watcher
+        watcher.join()
+        os.close(read_fd)
+        os.close(write_fd)
+
+
+def _exit_on_signal_byte(read_fd: int, message: str) -> None:
+    while (byte := os.read(read_fd, 1)) not in (b"", b"\0"):
+        if byte[0] in STOP_SIGNALS:
+            for child in multiprocessing.active_children():
+                if child.daemon:  # as a normal exit would (environment workers), without their complaints
+                    child.kill()
+            if os.isatty(1):
+                os.write(1, b"\x1b[?25h\n")  # the progress bar hid the cursor
+            os.write(2, f"rp1: interrupted ({signal.Signals(byte[0]).name}); {message}\n".encode())
+            os._exit(128 + byte[0])
+
+
 def write_learning_curve(run_dir: Path, title: str) -> Path | None:
     """``learning_curve.png`` of the run in ``run_dir`` (from its ``metrics.csv``)."""
-    return learning_curve_figure(pd.read_csv(run_dir / METRICS), title, run_dir / "learning_curve.png")
+    return learning_curve_figure(pd.read_csv(run_dir / METRICS), title, run_dir / CURVE)
 
 
 def summary(rows: list[dict], run_dir: Path, curve: Path | None) -> str:

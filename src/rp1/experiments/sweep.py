@@ -138,14 +138,15 @@ def plan_sweep(
 
 
 def run_action(cfg: Config, run: RunDir) -> str:
-    """``skip``, ``resume`` or ``start`` for ``cfg`` in ``run``; ConfigError if it holds another config."""
+    """``skip``, ``resume`` or ``start`` for ``cfg`` in ``run``; ConfigError if it holds another
+    config or a ``finished`` marker written under another config."""
     stored = run.read_config()
     if stored is not None and stored != cfg.to_dict():
         raise ConfigError(
             f"{run.path} holds a run of another config ({config_diff(stored, cfg.to_dict())}); "
             "choose another --out or the same settings"
         )
-    if run.is_finished():
+    if run.is_finished(cfg.to_dict()):
         return "skip"
     return "resume" if run.has_checkpoint() else "start"
 
