@@ -2,7 +2,8 @@
 
 One loop serves ``rp1``, ``greedy``, ``vr`` and the ablations: they differ only in how λ is chosen
 (:class:`~rp1.config.LambdaConfig`), the early-stopping α and the bonus type. Python orchestrates;
-fitting, imagination and PPO are compiled JAX (``rp1.dynamics``, ``rp1.policy``).
+fitting, imagination and PPO are compiled JAX (``rp1.dynamics``, ``rp1.imagination``,
+``rp1.policy``).
 
 Iteration 0 evaluates the initial policy and collects the first phase with it (the "random policy"
 of Algorithm 3); its ``model_error`` is G of the untrained model, which by default does not enter
@@ -37,9 +38,9 @@ from rp1.dynamics.fit import (
 )
 from rp1.dynamics.losses import model_error
 from rp1.dynamics.store import TransitionStore
+from rp1.imagination import train_policy
 from rp1.policy.networks import host_actor, policy_init
 from rp1.policy.ppo import make_policy_optimizer
-from rp1.policy.train import train_policy
 from rp1.runs import restore_pytree
 from rp1.seeding import int_seed, spawn_streams
 
