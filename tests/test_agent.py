@@ -7,7 +7,8 @@ import csv
 import numpy as np
 import pytest
 
-from rp1.config import LAMBDA_ARMS, MODEL_BASED_METHODS, resolve
+from rp1.acquisition.bandit import ARMS
+from rp1.config import MODEL_BASED_METHODS, resolve
 from rp1.runs import METRIC_COLUMNS
 from rp1.train import run_training
 from conftest import TINY
@@ -54,7 +55,7 @@ def test_lambda_schedules(tmp_path):
     assert lambdas(vr) == [0.5] * 4
     lam = lambdas(rp1)
     assert lam[0] == 0.0  # the first outer iteration uses λ = 0
-    assert set(lam) <= set(LAMBDA_ARMS) and len(set(lam)) > 1
+    assert set(lam) <= set(ARMS) and len(set(lam)) > 1
     rows = read_rows(rp1)
     assert rows[0]["g_hat"] == "" and all(r["g_hat"] != "" for r in rows[1:])  # iteration 0 feeds no Ĝ
 

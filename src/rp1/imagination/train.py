@@ -31,7 +31,7 @@ from flax import struct
 from rp1.dynamics.ensemble import predict_all
 from rp1.envs.task import Task
 from rp1.errors import ConfigError
-from rp1.imagination.rollouts import imagine, member_count, member_returns
+from rp1.imagination.rollouts import BONUS, imagine, member_count, member_returns
 from rp1.policy.networks import DEFAULT_ACTION_STD, Policy
 from rp1.policy.ppo import EPOCHS, ppo_update
 
@@ -179,7 +179,7 @@ def train_policy(
     lam: float,
     *,
     task: Task,
-    bonus: str = "reward",
+    bonus: str = BONUS,
     batch_steps: int = BATCH_STEPS,
     max_updates: int = MAX_UPDATES,
     first_check: int = FIRST_CHECK,
