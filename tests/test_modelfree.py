@@ -82,20 +82,11 @@ def collect_sequential(task_name: str, act_one, seeds: np.ndarray) -> Episodes:
     """Reference for :func:`collect`: one plain Gymnasium environment, one episode after another;
     ``act_one`` gets ``obs [obs_dim]``, the episode index and ``t`` and returns ``(action [act_dim], log π)``."""
     env, task = envs.make(task_name)
-    h, n = task.horizon, len(seeds)
-    batch = Episodes(
-        obs=np.zeros((h, n, task.obs_dim), np.float32),
-        act=np.zeros((h, n, task.act_dim), np.float32),
-        logp=np.zeros((h, n), np.float32),
-        reward=np.zeros((h, n), np.float32),
-        next_obs=np.zeros((h, n, task.obs_dim), np.float32),
-        done=np.zeros((h, n), bool),
-        valid=np.zeros((h, n), bool),
-    )
+    batch = Episodes.empty(task, task.horizon, len(seeds))
     low, high = task.action_bounds
     for k, seed in enumerate(seeds):
         obs, _ = env.reset(seed=int(seed))
-        for t in range(h):
+        for t in range(task.horizon):
             act, logp = act_one(obs, k, t)
             next_obs, reward, terminated, truncated, _ = env.step(np.clip(act, low, high))
             batch.obs[t, k], batch.act[t, k], batch.logp[t, k], batch.next_obs[t, k] = obs, act, logp, next_obs

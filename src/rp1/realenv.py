@@ -182,6 +182,19 @@ class Episodes(NamedTuple):
     done: np.ndarray  # [T, N] bool, the episode terminated at this step
     valid: np.ndarray  # [T, N] bool, the step happened
 
+    @classmethod
+    def empty(cls, task: Task, steps: int, count: int) -> Episodes:
+        """``count`` episodes of up to ``steps`` steps of ``task``, all zeros and invalid."""
+        return cls(
+            obs=np.zeros((steps, count, task.obs_dim), np.float32),
+            act=np.zeros((steps, count, task.act_dim), np.float32),
+            logp=np.zeros((steps, count), np.float32),
+            reward=np.zeros((steps, count), np.float32),
+            next_obs=np.zeros((steps, count, task.obs_dim), np.float32),
+            done=np.zeros((steps, count), bool),
+            valid=np.zeros((steps, count), bool),
+        )
+
     def lengths(self) -> np.ndarray:
         """Steps of every episode: ``[N]`` int."""
         return self.valid.sum(0)
@@ -218,18 +231,6 @@ class Episodes(NamedTuple):
         )
 
 
-def _empty_episodes(task: Task, steps: int, count: int) -> Episodes:
-    return Episodes(
-        obs=np.zeros((steps, count, task.obs_dim), np.float32),
-        act=np.zeros((steps, count, task.act_dim), np.float32),
-        logp=np.zeros((steps, count), np.float32),
-        reward=np.zeros((steps, count), np.float32),
-        next_obs=np.zeros((steps, count, task.obs_dim), np.float32),
-        done=np.zeros((steps, count), bool),
-        valid=np.zeros((steps, count), bool),
-    )
-
-
 def collect(real: RealEnvs, act_fn: ActFn, seeds: np.ndarray, max_steps: int | None = None) -> Episodes:
     """Episodes ``k = 0 … len(seeds)−1``, reset with ``seeds[k]`` (or :data:`UNSEEDED`), in rounds
     of ``real.slots`` side by side, each at most ``max_steps`` steps (default: the horizon); each
@@ -238,7 +239,7 @@ def collect(real: RealEnvs, act_fn: ActFn, seeds: np.ndarray, max_steps: int | N
     task = real.task
     count, slots = len(seeds), real.slots
     steps = task.horizon if max_steps is None else max_steps
-    batch = _empty_episodes(task, steps, count)
+    batch = Episodes.empty(task, steps, count)
     low, high = task.action_bounds
     for first in range(0, count, slots):
         episode = np.arange(first, first + slots)
