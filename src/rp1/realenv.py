@@ -14,7 +14,8 @@ called once per step; the environments step ``clip(action)`` to the task's bound
 Seeds: episode ``k`` of a call resets its environment with ``seeds[k]``, or, where that is
 :data:`UNSEEDED`, from the environment's own random stream (seeded once by ``RealEnvs(…, seed=…)``;
 :meth:`RealEnvs.rng_states` reads it for a checkpoint). Model-free PPO seeds every episode
-(:func:`episode_seeds`), so its results depend neither on ``slots`` nor on ``workers``. Model-based
+(:func:`episode_seeds`), so which episodes run depends neither on ``slots`` nor on ``workers``
+(``slots`` is still the batch shape of every policy call, so it moves the last digits). Model-based
 runs use one slot and unseeded resets, one episode after another: a phase must stop before the next
 episode starts, and every draw (action noise, reset noise) keeps its place in its stream.
 
@@ -289,7 +290,8 @@ def noisy_policy(mean_action: MeanAction, noise_std: float, rng: np.random.Gener
 def evaluate(real: RealEnvs, act_fn: ActFn, count: int, seeds: np.ndarray | None = None) -> np.ndarray:
     """True returns ``[count]`` (float32) of ``count`` episodes of horizon H under ``act_fn`` (the
     deterministic policy, SPEC §7), in rounds of ``real.slots``; ``seeds [count]`` as in
-    :func:`collect`, all :data:`UNSEEDED` when ``None``."""
+    :func:`collect`, all :data:`UNSEEDED` when ``None``. Each round's returns are summed on their
+    own (:meth:`Episodes.returns`), which fixes the float32 summation order."""
     seeds = np.full(count, UNSEEDED) if seeds is None else seeds
     rounds = range(0, count, real.slots)
     return np.concatenate([collect(real, act_fn, seeds[first : first + real.slots]).returns() for first in rounds])
