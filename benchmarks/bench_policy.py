@@ -25,15 +25,8 @@ from timing import report
 
 from rp1 import envs
 from rp1.dynamics import ensemble_init
-from rp1.imagination import imagine, member_returns
-from rp1.policy import (
-    TrainState,
-    make_policy_optimizer,
-    policy_init,
-    ppo_update,
-    stop_rule_init,
-    train_step,
-)
+from rp1.imagination import TrainState, imagine, member_returns, stop_rule_init, train_step
+from rp1.policy import make_policy_optimizer, policy_init, ppo_update
 
 
 

@@ -7,7 +7,8 @@ import csv
 import numpy as np
 import pytest
 
-from rp1.config import LAMBDA_ARMS, MODEL_BASED_METHODS, resolve
+from rp1.acquisition.bandit import ARMS
+from rp1.config import MODEL_BASED_METHODS, resolve
 from rp1.runs import METRIC_COLUMNS
 from rp1.train import run_training
 from conftest import TINY
@@ -54,7 +55,7 @@ def test_lambda_schedules(tmp_path):
     assert lambdas(vr) == [0.5] * 4
     lam = lambdas(rp1)
     assert lam[0] == 0.0  # the first outer iteration uses λ = 0
-    assert set(lam) <= set(LAMBDA_ARMS) and len(set(lam)) > 1
+    assert set(lam) <= set(ARMS) and len(set(lam)) > 1
     rows = read_rows(rp1)
     assert rows[0]["g_hat"] == "" and all(r["g_hat"] != "" for r in rows[1:])  # iteration 0 feeds no Ĝ
 
@@ -95,23 +96,38 @@ def test_untrained_models_feedback_does_not_drive_the_bandit():
     assert included.min() < scores.min() - 2
 
 
+def env_stream(real) -> np.random.Generator:
+    """A copy of the one environment's own random stream in ``real`` (drawing leaves the env alone)."""
+    gen = np.random.default_rng()
+    (gen.bit_generator.state,) = real.rng_states()
+    return gen
+
+
 def test_streams_are_independent_and_survive_a_checkpoint():
     from rp1.agent import ModelBasedAgent
+    from rp1.realenv import UNSEEDED, collect, mean_policy
 
     cfg = resolve("halfcheetah-rp1", seed=7, overrides=TINY)
     agent = ModelBasedAgent(cfg)
     s = agent.initial_state()
-    gens = {**s.rngs, "bandit": s.bandit.rng, "env": agent.env.unwrapped.np_random, "eval": agent.eval_env.unwrapped.np_random}
+    gens = {**s.rngs, "bandit": s.bandit.rng, "env": env_stream(agent.real), "eval": env_stream(agent.eval_real)}
     draws = {name: g.random(4).tolist() for name, g in gens.items()}
     draws["seed"] = np.random.default_rng(7).random(4).tolist()
     assert len({tuple(d) for d in draws.values()}) == len(draws)  # no two streams coincide
 
+    for real in (agent.real, agent.eval_real):  # a reset draws from the environment's stream
+        collect(real, mean_policy(lambda obs: np.zeros((len(obs), 6))), np.array([UNSEEDED]), max_steps=1)
     saved = agent.checkpoint(s)
     again = ModelBasedAgent(cfg)
     r = again.restore(saved)
-    after = {**r.rngs, "bandit": r.bandit.rng, "env": again.env.unwrapped.np_random, "eval": again.eval_env.unwrapped.np_random}
-    for name, g in gens.items():
-        assert g.random(3).tolist() == after[name].random(3).tolist(), name
+    after = {**r.rngs, "bandit": r.bandit.rng}
+    for name, g in after.items():
+        assert gens[name].random(3).tolist() == g.random(3).tolist(), name
+    for real, restored in ((agent.real, again.real), (agent.eval_real, again.eval_real)):
+        assert env_stream(real).random(3).tolist() == env_stream(restored).random(3).tolist()
+    assert env_stream(again.real).random(3).tolist() != env_stream(ModelBasedAgent(cfg).real).random(3).tolist()
+    agent.close()
+    again.close()
 
 
 def test_small_scale_greedy_collects_full_phases():

@@ -233,6 +233,6 @@ def test_non_finite_training_data_raises_naming_member_and_epoch(small_store):
 
 def test_rejects_empty_validation_set():
     store = TransitionStore(OBS, ACT)
-    store.add_phase(linear_episodes(np.random.default_rng(0), 2, 0.0))
+    store.add_phase(linear_episodes(np.random.default_rng(0), 2, 0.0), min_val=0)  # ⌊2/3⌋ = 0
     with pytest.raises(ValueError, match="validation set is empty"):
         run_fit(store, max_epochs=5)

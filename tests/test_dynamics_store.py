@@ -35,9 +35,9 @@ def test_phase_puts_first_third_of_rollouts_into_validation():
     assert (store.n_train, store.n_val, store.n_total) == (70, 25, 95)
 
 
-def test_phase_of_two_rollouts_adds_no_validation_and_accepts_namedtuples():
+def test_literal_rule_gives_a_phase_of_two_rollouts_no_validation_and_accepts_namedtuples():
     store = TransitionStore(OBS, ACT)
-    store.add_phase([Transitions(**episode(1)), Transitions(**episode(2))])
+    store.add_phase([Transitions(**episode(1)), Transitions(**episode(2))], min_val=0)
     assert store.n_val == 0 and tags(store.train) == [1, 2]
     assert tags(store.transitions()) == [1, 2]
 
@@ -49,7 +49,7 @@ def test_validation_rollouts(n, min_val, expected):
 
 def test_min_val_gives_a_two_rollout_phase_one_validation_rollout():
     store = TransitionStore(OBS, ACT)
-    store.add_phase([episode(1), episode(2)], min_val=1)
+    store.add_phase([episode(1), episode(2)])  # min_val = MIN_VAL_ROLLOUTS = 1
     assert tags(store.val) == [1] and tags(store.train) == [2]
 
 

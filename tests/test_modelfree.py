@@ -17,15 +17,9 @@ from conftest import kill_after_rows, metrics_without_timing
 from rp1.cli import main
 from rp1.config import resolve
 from rp1.errors import ConfigError
-from rp1.modelfree import (
-    Batch,
-    ModelFreeAgent,
-    RealEnvs,
-    collect,
-    collect_sequential,
-    cut_to_budget,
-    episode_seeds,
-)
+from rp1 import envs
+from rp1.modelfree import ModelFreeAgent
+from rp1.realenv import Episodes, RealEnvs, collect, episode_seeds
 from rp1.runs import TIMING_COLUMNS
 from rp1.train import run_training
 
@@ -84,6 +78,26 @@ def padded(act_fn, slots: int):
     return act_one
 
 
+def collect_sequential(task_name: str, act_one, seeds: np.ndarray) -> Episodes:
+    """Reference for :func:`collect`: one plain Gymnasium environment, one episode after another;
+    ``act_one`` gets ``obs [obs_dim]``, the episode index and ``t`` and returns ``(action [act_dim], log π)``."""
+    env, task = envs.make(task_name)
+    batch = Episodes.empty(task, task.horizon, len(seeds))
+    low, high = task.action_bounds
+    for k, seed in enumerate(seeds):
+        obs, _ = env.reset(seed=int(seed))
+        for t in range(task.horizon):
+            act, logp = act_one(obs, k, t)
+            next_obs, reward, terminated, truncated, _ = env.step(np.clip(act, low, high))
+            batch.obs[t, k], batch.act[t, k], batch.logp[t, k], batch.next_obs[t, k] = obs, act, logp, next_obs
+            batch.reward[t, k], batch.done[t, k], batch.valid[t, k] = reward, terminated, True
+            if terminated or truncated:
+                break
+            obs = next_obs
+    env.close()
+    return batch
+
+
 @pytest.mark.parametrize("task", ["halfcheetah", "ant"])
 def test_vectorised_collector_matches_sequential_for_any_workers(task):
     agent = ModelFreeAgent(resolve(f"{task}-modelfree", overrides={**TINY, "policy.batch_steps": "300"}))
@@ -94,10 +108,10 @@ def test_vectorised_collector_matches_sequential_for_any_workers(task):
     for workers in (1, 2):
         real = RealEnvs(task, 2, workers)
         try:
-            batch = collect(real, agent.task, act_fn, seeds)
+            batch = collect(real, act_fn, seeds)
         finally:
             real.close()
-        for name, ref, got in zip(Batch._fields, reference, batch):
+        for name, ref, got in zip(Episodes._fields, reference, batch):
             np.testing.assert_array_equal(got, ref, err_msg=f"{name}, workers={workers}")
     if task == "ant":  # an early termination is covered
         assert reference.done.any() and not reference.valid.all()
@@ -106,25 +120,26 @@ def test_vectorised_collector_matches_sequential_for_any_workers(task):
     agent.close()
 
 
-def test_cut_to_budget_keeps_the_first_steps_episode_by_episode():
+def test_first_steps_keeps_the_first_steps_episode_by_episode():
     h, n = 4, 3
     valid = np.ones((h, n), bool)
     valid[2:, 1] = False  # episode 1 terminated after 2 steps
     done = np.zeros((h, n), bool)
     done[1, 1] = True
-    batch = Batch(
+    batch = Episodes(
         obs=np.ones((h, n, 2), np.float32),
         act=np.ones((h, n, 1), np.float32),
         logp=np.ones((h, n), np.float32),
         reward=np.where(valid, 1.0, 0.0).astype(np.float32),
+        next_obs=np.ones((h, n, 2), np.float32),
         done=done,
         valid=valid,
     )
-    cut = cut_to_budget(batch, 7)  # 4 + 2 + 1 of the 10 steps
+    cut = batch.first_steps(7)  # 4 + 2 + 1 of the 10 steps
     assert cut.valid.sum(0).tolist() == [4, 2, 1]
     assert cut.done[1, 1] and cut.done.sum() == 1
-    assert cut.reward.sum() == 7 and cut.obs[1:, 2].sum() == 0
-    assert cut_to_budget(batch, 100).valid.sum() == 10
+    assert cut.reward.sum() == 7 and cut.obs[1:, 2].sum() == 0 and cut.next_obs[1:, 2].sum() == 0
+    assert batch.first_steps(100).valid.sum() == 10
 
 
 def test_checkpoint_round_trip_continues_identically():

@@ -9,18 +9,16 @@ import pytest
 from policy_toys import POINT_MASS, point_mass_predict, toy_model
 
 from rp1.errors import ConfigError
-from rp1.policy import (
-    Policy,
+from rp1.imagination import (
     TrainState,
     improved,
-    make_policy_optimizer,
-    policy_init,
     restore_best,
     stop_rule_init,
     stop_rule_update,
     train_policy,
     train_step,
 )
+from rp1.policy import Policy, make_policy_optimizer, policy_init
 
 T, F = True, False
 

@@ -2,7 +2,8 @@
 
 One loop serves ``rp1``, ``greedy``, ``vr`` and the ablations: they differ only in how λ is chosen
 (:class:`~rp1.config.LambdaConfig`), the early-stopping α and the bonus type. Python orchestrates;
-fitting, imagination and PPO are compiled JAX (``rp1.dynamics``, ``rp1.policy``).
+fitting, imagination and PPO are compiled JAX (``rp1.dynamics``, ``rp1.imagination``,
+``rp1.policy``).
 
 Iteration 0 evaluates the initial policy and collects the first phase with it (the "random policy"
 of Algorithm 3); its ``model_error`` is G of the untrained model, which by default does not enter
@@ -26,7 +27,6 @@ from flax import serialization
 
 from rp1 import envs
 from rp1.acquisition import ExpWeights
-from rp1.collect import Phase, collect_phase, evaluate
 from rp1.config import Config
 from rp1.dynamics import ensemble_init
 from rp1.dynamics.fit import (
@@ -37,9 +37,10 @@ from rp1.dynamics.fit import (
 )
 from rp1.dynamics.losses import model_error
 from rp1.dynamics.store import TransitionStore
+from rp1.imagination import train_policy
 from rp1.policy.networks import host_actor, policy_init
 from rp1.policy.ppo import make_policy_optimizer
-from rp1.policy.train import train_policy
+from rp1.realenv import Phase, RealEnvs, collect_phase, evaluate, mean_policy
 from rp1.runs import restore_pytree
 from rp1.seeding import int_seed, spawn_streams
 
@@ -72,9 +73,16 @@ class ModelBasedAgent:
     def __init__(self, cfg: Config):
         self.cfg = cfg
         self.streams = spawn_streams(cfg.seed, STREAMS)
-        self.env, self.task = envs.make(cfg.task, seed=int_seed(self.streams["env"]))
-        self.eval_env, _ = envs.make(cfg.task, seed=int_seed(self.streams["eval_env"]))
+        # one environment each, episodes one after another (rp1.realenv: the random streams)
+        self.real = RealEnvs(cfg.task, 1, seed=int_seed(self.streams["env"]))
+        self.eval_real = RealEnvs(cfg.task, 1, seed=int_seed(self.streams["eval_env"]))
+        self.task = self.real.task
         self.rollouts = max(1, cfg.policy.batch_steps // self.task.horizon)
+
+    def close(self) -> None:
+        """Close the environments."""
+        self.real.close()
+        self.eval_real.close()
 
     # --- state ---------------------------------------------------------------------------------
 
@@ -114,8 +122,8 @@ class ModelBasedAgent:
             "samples": s.samples,
             "lam": s.lam,
             "rngs": {k: g.bit_generator.state for k, g in s.rngs.items()},
-            "env_rng": self.env.unwrapped.np_random.bit_generator.state,
-            "eval_env_rng": self.eval_env.unwrapped.np_random.bit_generator.state,
+            "env_rng": self.real.rng_states()[0],
+            "eval_env_rng": self.eval_real.rng_states()[0],
             "bandit": s.bandit.state_dict() if s.bandit else None,
             "rows": s.rows,
         }
@@ -136,8 +144,8 @@ class ModelBasedAgent:
         meta = json.loads(data["meta"])
         for name, gen in s.rngs.items():
             gen.bit_generator.state = meta["rngs"][name]
-        self.env.unwrapped.np_random.bit_generator.state = meta["env_rng"]
-        self.eval_env.unwrapped.np_random.bit_generator.state = meta["eval_env_rng"]
+        self.real.set_rng_states([meta["env_rng"]])
+        self.eval_real.set_rng_states([meta["eval_env_rng"]])
         if s.bandit is not None:
             s.bandit.load_state_dict(meta["bandit"])
         s.iteration, s.samples, s.lam, s.rows = meta["iteration"], meta["samples"], meta["lam"], meta["rows"]
@@ -163,11 +171,11 @@ class ModelBasedAgent:
             s, policy_row = self._train_policy(s)
             row |= policy_row
         mean_action = host_actor(s.policy, s.model.obs_norm)
-        row["eval_return"], row["eval_std"] = evaluate(self.eval_env, self.task, mean_action, cfg.eval_episodes)
+        returns = evaluate(self.eval_real, mean_policy(mean_action), cfg.eval_episodes).astype(np.float64)
+        row["eval_return"], row["eval_std"] = float(returns.mean()), float(returns.std())
         t = time.perf_counter()
         phase = collect_phase(
-            self.env,
-            self.task,
+            self.real,
             mean_action,
             s.rngs["noise"],
             cap=min(cfg.collect.phase_cap, cfg.budget - s.samples),

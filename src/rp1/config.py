@@ -3,6 +3,14 @@
 A :class:`Config` is built from a preset (``halfcheetah-rp1``, ``ant-greedy``, ``hopper-quick``, …),
 optionally overridden with ``key=value`` strings (``model.hidden=64,64``), and validated once. The
 methods of SPEC §8 differ only in their :class:`LambdaConfig`, early stopping α and bonus type.
+
+One place per default: every value is written once. Where a library function has a default of its
+own (so that a piece lifted out of rp1 behaves as in a run: ``ExpWeights()``, ``fit(…)``,
+``train_policy(…)``), the value is a constant of that function's module and the field here reads
+it (``lr: float = bandit.LEARNING_RATE``); every other default is written in its field only.
+Library functions never read a :class:`Config`: the agents pass its fields on. Values that no
+field exposes (PPO's γ and clip ε, the stop rule's 70 % and 6 checks) are constants of their
+modules only.
 """
 
 from __future__ import annotations
@@ -14,12 +22,18 @@ import typing
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from rp1.acquisition import bandit, pca
+from rp1.dynamics import ensemble, store
+from rp1.dynamics.fit import BATCH_SIZE, CHECK_EVERY, MAX_EPOCHS, PATIENCE
+from rp1.dynamics.fit import LEARNING_RATE as MODEL_LEARNING_RATE
 from rp1.envs import make as make_task
 from rp1.envs import names as task_names
 from rp1.errors import ConfigError
+from rp1.imagination import rollouts
+from rp1.imagination import train as policy_training
+from rp1.policy import networks, ppo
 
-LAMBDA_ARMS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
-BONUSES = ("reward", "state")
+BONUSES = tuple(rollouts.BONUSES)
 FIRST_FEEDBACK = ("exclude", "include")
 
 
@@ -27,27 +41,27 @@ FIRST_FEEDBACK = ("exclude", "include")
 class ModelConfig:
     """World model and its fitting (SPEC §3)."""
 
-    members: int = 5
-    hidden: tuple[int, ...] = (1024, 1024)
-    lr: float = 1e-3
-    batch_size: int = 1024
-    check_every: int = 5
-    patience: int = 5
-    max_epochs: int = 2000
-    max_train_samples: int = 200_000
+    members: int = ensemble.MEMBERS
+    hidden: tuple[int, ...] = ensemble.HIDDEN
+    lr: float = MODEL_LEARNING_RATE
+    batch_size: int = BATCH_SIZE
+    check_every: int = CHECK_EVERY
+    patience: int = PATIENCE
+    max_epochs: int = MAX_EPOCHS
+    max_train_samples: int = store.MAX_TRAIN_SAMPLES
 
 
 @dataclass(frozen=True)
 class PolicyConfig:
     """Policy, PPO inside the model and the stop rule (SPEC §4)."""
 
-    hidden: tuple[int, ...] = (32, 32)
-    action_std: float = 0.5
-    lr: float = 3e-4
-    batch_steps: int = 50_000
-    epochs: int = 10
-    max_updates: int = 200
-    first_check: int = 11
+    hidden: tuple[int, ...] = networks.HIDDEN
+    action_std: float = networks.DEFAULT_ACTION_STD
+    lr: float = ppo.LEARNING_RATE
+    batch_steps: int = policy_training.BATCH_STEPS
+    epochs: int = ppo.EPOCHS
+    max_updates: int = policy_training.MAX_UPDATES
+    first_check: int = policy_training.FIRST_CHECK
 
 
 @dataclass(frozen=True)
@@ -57,8 +71,8 @@ class CollectConfig:
     phase_cap: int = 3000
     alpha: float = 5e-4
     noise_max: float = 3.0
-    share: float = 0.99
-    min_val_rollouts: int = 1  # 0: the literal ⌊n/3⌋ split, see rp1.dynamics.store.validation_rollouts
+    share: float = pca.SHARE
+    min_val_rollouts: int = store.MIN_VAL_ROLLOUTS  # 0: the literal ⌊n/3⌋ split
 
 
 @dataclass(frozen=True)
@@ -67,12 +81,12 @@ class LambdaConfig:
 
     mode: str = "adaptive"
     value: float = 0.0
-    arms: tuple[float, ...] = LAMBDA_ARMS
-    lr: float = 0.2
-    eps: float = 0.2
-    decay: float = 0.9
-    window: int = 5
-    weighting: str = "probability"
+    arms: tuple[float, ...] = bandit.ARMS
+    lr: float = bandit.LEARNING_RATE
+    eps: float = bandit.EPS
+    decay: float = bandit.DECAY
+    window: int = bandit.WINDOW
+    weighting: str = bandit.WEIGHTING
     first_feedback: str = "exclude"  # "include": the initial phase's G enters the window (ref)
 
 
@@ -100,7 +114,7 @@ class Config:
     scale: str = "paper"
     seed: int = 0
     budget: int = 100_000
-    bonus: str = "reward"
+    bonus: str = rollouts.BONUS
     eval_episodes: int = 10
     model: ModelConfig = field(default_factory=ModelConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
@@ -137,13 +151,13 @@ def _from_dict(cls, data: dict[str, Any]):
 # --- methods (SPEC §8) -------------------------------------------------------------------------
 
 MODEL_BASED_METHODS = {
-    # method: (λ mode, fixed λ, early-stopping α, bonus)
-    "rp1": ("adaptive", 0.0, 5e-4, "reward"),
+    # method: (λ mode, fixed λ, early-stopping α, bonus); α: the paper's, or 0 (off)
+    "rp1": ("adaptive", 0.0, CollectConfig.alpha, "reward"),
     "greedy": ("fixed", 0.0, 0.0, "reward"),
     "vr": ("fixed", 0.5, 0.0, "reward"),
-    "rp1-noadapt": ("fixed", 0.0, 5e-4, "reward"),
+    "rp1-noadapt": ("fixed", 0.0, CollectConfig.alpha, "reward"),
     "rp1-nopca": ("adaptive", 0.0, 0.0, "reward"),
-    "rp1-statevar": ("adaptive", 0.0, 5e-4, "state"),
+    "rp1-statevar": ("adaptive", 0.0, CollectConfig.alpha, "state"),
 }
 
 

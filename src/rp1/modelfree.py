@@ -8,14 +8,10 @@ that the policy reads. Episodes that terminate early (Ant) are shorter, so a bat
 steps; ``samples`` counts the steps actually taken, and the last batch is cut to end exactly at the
 budget.
 
-Collection runs ``envs`` episodes side by side (:class:`RealEnvs`), in ``workers`` groups: in this
-process for one worker, else a Gymnasium ``AsyncVectorEnv`` of :class:`EnvGroup` sub-environments,
-one process per group, so that the processes exchange one message per step and group instead of
-one per environment. Autoreset is off: the collector resets all slots itself at the start of every
-round of ``envs`` episodes, seeding episode ``k`` of update ``u`` from ``(seed, u, k)`` and drawing
-its action noise from a key folded from the same numbers (:func:`episode_seeds`,
-:func:`step_keys`), so a run does not depend on ``workers``. Per real step the policy is one jitted
-call over all slots. :func:`collect_sequential` is a one-env, one-episode-at-a-time reference.
+Collection runs ``envs`` episodes side by side in ``workers`` processes (:mod:`rp1.realenv`),
+seeding episode ``k`` of update ``u`` from ``(seed, u, k)`` and drawing its action noise from a key
+folded from the same numbers (:func:`~rp1.realenv.episode_seeds`, :func:`step_keys`), so a run
+does not depend on ``workers``. Per real step the policy is one jitted call over all slots.
 
 Every update writes a metrics row (``samples`` = real steps so far, ``steps_per_s`` = real steps
 per second of collection); every ``eval_every`` updates and after the last one the row also holds
@@ -33,44 +29,25 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from functools import partial
-from typing import Any, Callable, NamedTuple
+from typing import Any
 
-import gymnasium as gym
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import serialization
-from gymnasium.spaces import Box
-from gymnasium.vector import AsyncVectorEnv, AutoresetMode
 
-from rp1 import envs
 from rp1.config import Config
 from rp1.dynamics.ensemble import STATE_CLIP
 from rp1.dynamics.normalizer import Normalizer, normalizer_init, normalizer_update
-from rp1.envs.task import Task
-from rp1.imagination import Trajectory
 from rp1.policy.networks import Policy, act_mean, act_sample, policy_init
 from rp1.policy.ppo import make_policy_optimizer, ppo_update
+from rp1.realenv import ActFn, RealEnvs, collect, episode_seeds, evaluate, mean_policy
 from rp1.runs import restore_pytree
 
-# ``fork`` would copy JAX's threads into the workers; a fork server starts them clean.
-MP_CONTEXT = "forkserver"
-EVAL_STREAM = 1  # second entry of the seed triple: 0 for training episodes, 1 for evaluation
-UNUSED = -1  # the seed of a slot that runs no episode in a round
-
-# ``act_fn(obs [E, obs_dim], episode [E] int, t) -> (action [E, act_dim], log π [E])`` (NumPy)
-ActFn = Callable[[np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]]
+TRAIN_STREAM, EVAL_STREAM = 0, 1  # second entry of the seed triple of an episode (episode_seeds)
 
 
-# --- seeds and keys -----------------------------------------------------------------------------
-
-
-def episode_seeds(seed: int, stream: int, index: int, count: int) -> np.ndarray:
-    """Reset seeds ``[count]`` of episodes ``0 … count−1`` of update (or evaluation) ``index``;
-    independent of how the episodes are spread over environments."""
-    seq = np.random.SeedSequence([seed, stream, index])
-    return np.array([int(s) for s in seq.generate_state(count, np.uint32) % (2**31 - 1)], np.int64)
+# --- the behaviour policy -----------------------------------------------------------------------
 
 
 def step_keys(key: jax.Array, episode: jax.Array, t: int | jax.Array) -> jax.Array:
@@ -86,190 +63,6 @@ def sample_actions(
     """``a ~ N(mean(s), std²)`` for ``obs [E, obs_dim]`` with per-episode keys: ``([E, act_dim], [E])``."""
     keys = step_keys(key, episode, t)
     return jax.vmap(act_sample, in_axes=(None, None, 0, 0, None))(policy, obs_norm, obs, keys, std)
-
-
-# --- environments -------------------------------------------------------------------------------
-
-
-class EnvGroup(gym.Env):
-    """``size`` real environments of one task stepped one after another, as one environment with
-    batched observations ``[size, obs_dim]``, actions ``[size, act_dim]`` and rewards / flags
-    ``[size]``. Slot ``i`` reads the episode seed ``seeds[offset + i]`` from ``reset``'s
-    ``options``; a slot whose episode ended (or that got :data:`UNUSED`) is no longer stepped: it
-    keeps its last observation and returns reward 0. Only for :class:`RealEnvs` (no autoreset)."""
-
-    def __init__(self, task_name: str, offset: int, size: int):
-        self.envs = [envs.make(task_name)[0] for _ in range(size)]
-        self.offset = offset
-        single_obs, single_act = self.envs[0].observation_space, self.envs[0].action_space
-        self.observation_space = Box(-np.inf, np.inf, (size, *single_obs.shape), np.float64)
-        self.action_space = Box(
-            np.broadcast_to(single_act.low, (size, *single_act.shape)),
-            np.broadcast_to(single_act.high, (size, *single_act.shape)),
-            dtype=single_act.dtype,
-        )
-        self._obs = np.zeros(self.observation_space.shape)
-        self._running = np.zeros(size, bool)
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        seeds = np.asarray(options["seeds"])[self.offset : self.offset + len(self.envs)]
-        self._running = seeds != UNUSED
-        self._obs = np.zeros(self.observation_space.shape)
-        for i, (env, s) in enumerate(zip(self.envs, seeds)):
-            if s != UNUSED:
-                self._obs[i] = env.reset(seed=int(s))[0]
-        return self._obs.copy(), {}
-
-    def step(self, action: np.ndarray):
-        size = len(self.envs)
-        reward, terminated, truncated = np.zeros(size), np.zeros(size, bool), np.zeros(size, bool)
-        for i in np.flatnonzero(self._running):
-            self._obs[i], reward[i], terminated[i], truncated[i], _ = self.envs[i].step(action[i])
-        self._running &= ~(terminated | truncated)
-        return self._obs.copy(), reward, terminated, truncated, {}
-
-    def close(self):
-        for env in self.envs:
-            env.close()
-
-
-class RealEnvs:
-    """``slots`` real environments of ``task_name`` in ``workers`` :class:`EnvGroup` s of equal
-    size: one in this process when ``workers == 1``, else one process each (``AsyncVectorEnv``,
-    autoreset off). ``reset(seeds [slots]) -> obs [slots, obs_dim]`` and
-    ``step(action [slots, act_dim]) -> (obs, reward, terminated, truncated)``, each ``[slots, …]``."""
-
-    def __init__(self, task_name: str, slots: int, workers: int = 1):
-        size = slots // workers
-        self.slots = slots
-        groups = [partial(EnvGroup, task_name, w * size, size) for w in range(workers)]
-        if workers == 1:
-            self._env = groups[0]()
-        else:
-            self._env = AsyncVectorEnv(groups, context=MP_CONTEXT, autoreset_mode=AutoresetMode.DISABLED)
-
-    def reset(self, seeds: np.ndarray) -> np.ndarray:
-        obs, _ = self._env.reset(options={"seeds": seeds})
-        return np.reshape(obs, (self.slots, -1))
-
-    def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        shape = self._env.action_space.shape
-        obs, reward, terminated, truncated, _ = self._env.step(np.reshape(action, shape))
-        flat = lambda x: np.reshape(x, (self.slots,))  # noqa: E731
-        return np.reshape(obs, (self.slots, -1)), flat(reward), flat(terminated), flat(truncated)
-
-    def close(self) -> None:
-        self._env.close()
-
-
-# --- collection ---------------------------------------------------------------------------------
-
-
-class Batch(NamedTuple):
-    """Real episodes as columns, ``[H, N, …]`` (time, episode); steps after an episode ended are
-    invalid (zeros)."""
-
-    obs: np.ndarray  # [H, N, obs_dim] state the action was taken in
-    act: np.ndarray  # [H, N, act_dim] sampled action before clipping
-    logp: np.ndarray  # [H, N] log π(act | obs)
-    reward: np.ndarray  # [H, N] true env reward of the clipped action
-    done: np.ndarray  # [H, N] bool, the episode terminated at this step
-    valid: np.ndarray  # [H, N] bool, the step happened
-
-    def trajectory(self) -> Trajectory:
-        """The batch as the :class:`~rp1.imagination.Trajectory` PPO trains on (no bonus)."""
-        zeros = np.zeros_like(self.reward)
-        return Trajectory(
-            obs=jnp.asarray(self.obs),
-            act=jnp.asarray(self.act),
-            logp=jnp.asarray(self.logp),
-            reward=jnp.asarray(self.reward),
-            task_reward=jnp.asarray(self.reward),
-            bonus=jnp.asarray(zeros),
-            member=jnp.asarray(zeros, jnp.int32),
-            done=jnp.asarray(self.done),
-            valid=jnp.asarray(self.valid),
-        )
-
-    def returns(self) -> np.ndarray:
-        """Undiscounted return of every episode: ``[N]``."""
-        return self.reward.sum(0)
-
-
-def _empty_batch(task: Task, count: int) -> Batch:
-    h = task.horizon
-    return Batch(
-        obs=np.zeros((h, count, task.obs_dim), np.float32),
-        act=np.zeros((h, count, task.act_dim), np.float32),
-        logp=np.zeros((h, count), np.float32),
-        reward=np.zeros((h, count), np.float32),
-        done=np.zeros((h, count), bool),
-        valid=np.zeros((h, count), bool),
-    )
-
-
-def collect(real: RealEnvs, task: Task, act_fn: ActFn, seeds: np.ndarray) -> Batch:
-    """Episodes ``k = 0 … len(seeds)−1``, reset with ``seeds[k]``, in rounds of ``real.slots`` side
-    by side; each step calls ``act_fn`` once for all slots and steps the clipped actions."""
-    count, slots = len(seeds), real.slots
-    batch = _empty_batch(task, count)
-    low, high = task.action_bounds
-    for first in range(0, count, slots):
-        episode = np.arange(first, first + slots)
-        used = episode < count
-        obs = real.reset(np.where(used, seeds[np.minimum(episode, count - 1)], UNUSED))
-        running = used.copy()
-        for t in range(task.horizon):
-            act, logp = act_fn(obs.astype(np.float32), episode, t)
-            next_obs, reward, terminated, truncated = real.step(np.clip(act, low, high))
-            cols = episode[running]
-            batch.obs[t, cols] = obs[running]
-            batch.act[t, cols] = act[running]
-            batch.logp[t, cols] = logp[running]
-            batch.reward[t, cols] = reward[running]
-            batch.done[t, cols] = terminated[running]
-            batch.valid[t, cols] = True
-            running &= ~(terminated | truncated)
-            if not running.any():
-                break
-            obs = next_obs
-    return batch
-
-
-def collect_sequential(task_name: str, act_one: ActFn, seeds: np.ndarray) -> Batch:
-    """Reference for :func:`collect`: one environment, one episode after another; ``act_one`` gets
-    ``obs [obs_dim]``, the episode index and ``t`` and returns ``(action [act_dim], log π)``."""
-    env, task = envs.make(task_name)
-    batch = _empty_batch(task, len(seeds))
-    low, high = task.action_bounds
-    for k, seed in enumerate(seeds):
-        obs, _ = env.reset(seed=int(seed))
-        for t in range(task.horizon):
-            act, logp = act_one(obs.astype(np.float32), k, t)
-            next_obs, reward, terminated, truncated, _ = env.step(np.clip(act, low, high))
-            batch.obs[t, k], batch.act[t, k], batch.logp[t, k] = obs, act, logp
-            batch.reward[t, k], batch.done[t, k], batch.valid[t, k] = reward, terminated, True
-            if terminated or truncated:
-                break
-            obs = next_obs
-    env.close()
-    return batch
-
-
-def cut_to_budget(batch: Batch, steps: int) -> Batch:
-    """``batch`` with only its first ``steps`` valid steps kept, counting episode by episode."""
-    lengths = batch.valid.sum(0)
-    keep = np.clip(steps - (np.cumsum(lengths) - lengths), 0, lengths)  # [N] steps kept per episode
-    valid = batch.valid & (np.arange(batch.valid.shape[0])[:, None] < keep)
-    dropped = ~valid
-    return batch._replace(
-        obs=np.where(dropped[..., None], 0, batch.obs),
-        act=np.where(dropped[..., None], 0, batch.act),
-        logp=np.where(dropped, 0, batch.logp),
-        reward=np.where(dropped, 0, batch.reward),
-        done=batch.done & valid,
-        valid=valid,
-    )
 
 
 # --- the agent ----------------------------------------------------------------------------------
@@ -293,14 +86,13 @@ class ModelFreeAgent:
 
     def __init__(self, cfg: Config):
         self.cfg = cfg
-        probe, self.task = envs.make(cfg.task)
-        probe.close()
-        self.episodes = max(1, cfg.policy.batch_steps // self.task.horizon)
         self.real = RealEnvs(cfg.task, cfg.modelfree.envs, cfg.modelfree.workers)
+        self.task = self.real.task
+        self.episodes = max(1, cfg.policy.batch_steps // self.task.horizon)
         self._std = jnp.float32(cfg.policy.action_std)
 
     def close(self) -> None:
-        """Stop the worker processes."""
+        """Close the environments (and stop their worker processes)."""
         self.real.close()
 
     # --- state ---------------------------------------------------------------------------------
@@ -349,7 +141,7 @@ class ModelFreeAgent:
         policy, obs_norm, key = s.policy, s.obs_norm, jax.random.fold_in(s.key, s.update)
 
         def act(obs, episode, t):
-            a, logp = sample_actions(policy, obs_norm, obs, key, episode, t, self._std)
+            a, logp = sample_actions(policy, obs_norm, obs.astype(np.float32), key, episode, t, self._std)
             return np.asarray(a), np.asarray(logp)
 
         return act
@@ -357,16 +149,16 @@ class ModelFreeAgent:
     def deterministic(self, s: ModelFreeState) -> ActFn:
         """The mean action (evaluation); log-probabilities are reported as 0."""
         policy, obs_norm = s.policy, s.obs_norm
-
-        def act(obs, episode, t):
-            return np.asarray(act_mean(policy, obs_norm, obs)), np.zeros(len(obs), np.float32)
-
-        return act
+        return mean_policy(lambda obs: act_mean(policy, obs_norm, obs.astype(np.float32)))
 
     def evaluate(self, s: ModelFreeState) -> tuple[float, float]:
-        """Mean and std of the true return of ``eval_episodes`` deterministic episodes (SPEC §7)."""
+        """Mean and std of the true return of ``eval_episodes`` deterministic episodes (SPEC §7).
+
+        The statistics are float32 (the model-based agent's are float64), as model-free runs have
+        always recorded them: float64 here would change the last digits of ``eval_return``.
+        """
         seeds = episode_seeds(self.cfg.seed, EVAL_STREAM, s.update, self.cfg.eval_episodes)
-        returns = collect(self.real, self.task, self.deterministic(s), seeds).returns()
+        returns = evaluate(self.real, self.deterministic(s), self.cfg.eval_episodes, seeds)
         return float(returns.mean()), float(returns.std())
 
     def step(self, s: ModelFreeState) -> tuple[ModelFreeState, dict[str, Any]]:
@@ -374,8 +166,8 @@ class ModelFreeAgent:
         ``eval_every`` updates and when the budget is reached. Returns the new state and its row."""
         cfg = self.cfg
         start = time.perf_counter()
-        seeds = episode_seeds(cfg.seed, 0, s.update, self.episodes)
-        batch = cut_to_budget(collect(self.real, self.task, self.sampling(s), seeds), cfg.budget - s.samples)
+        seeds = episode_seeds(cfg.seed, TRAIN_STREAM, s.update, self.episodes)
+        batch = collect(self.real, self.sampling(s), seeds).first_steps(cfg.budget - s.samples)
         collect_s = time.perf_counter() - start
         steps = int(batch.valid.sum())
 
@@ -383,7 +175,7 @@ class ModelFreeAgent:
         s.policy, s.policy_opt, _ = ppo_update(
             s.policy,
             s.policy_opt,
-            batch.trajectory(),
+            batch,
             s.obs_norm,
             epochs=cfg.policy.epochs,
             action_std=self._std,

@@ -19,7 +19,13 @@ from typing import Sequence
 
 import numpy as np
 
+ARMS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)  # SPEC §6: the λ values
+LEARNING_RATE = 0.2
+EPS = 0.2  # share of uniform exploration
+DECAY = 0.9  # of the scores, per update
+WINDOW = 5  # feedbacks in the running mean
 WEIGHTINGS = ("probability", "exp-score")
+WEIGHTING = WEIGHTINGS[0]
 
 
 class ExpWeights:
@@ -39,13 +45,13 @@ class ExpWeights:
 
     def __init__(
         self,
-        arms: Sequence[float] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5),
-        lr: float = 0.2,
-        eps: float = 0.2,
-        decay: float = 0.9,
+        arms: Sequence[float] = ARMS,
+        lr: float = LEARNING_RATE,
+        eps: float = EPS,
+        decay: float = DECAY,
         seed: int | np.random.SeedSequence | None = None,
-        window: int = 5,
-        weighting: str = "probability",
+        window: int = WINDOW,
+        weighting: str = WEIGHTING,
     ):
         if len(arms) < 1:
             raise ValueError("ExpWeights needs at least one arm")

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
+SHARE = 0.99  # SPEC §5: the principal subspace keeps this share of the singular values
 
-def principal_basis(old_rows: np.ndarray, share: float = 0.99) -> tuple[np.ndarray, float, float]:
+
+def principal_basis(old_rows: np.ndarray, share: float = SHARE) -> tuple[np.ndarray, float, float]:
     """Top left singular vectors of the standardised old rows, transposed.
 
     ``old_rows [n, d]`` are standardised with the scalar mean and std of all their entries; ``U``
@@ -34,7 +36,7 @@ def principal_basis(old_rows: np.ndarray, share: float = 0.99) -> tuple[np.ndarr
     return u[:, : min(k, len(s))], mean, std
 
 
-def pca_residual(old_rows: np.ndarray, new_rows: np.ndarray, share: float = 0.99) -> float:
+def pca_residual(old_rows: np.ndarray, new_rows: np.ndarray, share: float = SHARE) -> float:
     """Share of the new rows' energy outside the old rows' principal subspace, in ``[0, 1]``.
 
     ``r = (tr(VᵀV) − tr(P VᵀV P)) / tr(VᵀV)`` with ``P = U Uᵀ`` from :func:`principal_basis` and
@@ -57,7 +59,7 @@ class PhaseEarlyStop:
     episode never stops the phase; ``alpha <= 0`` never stops (early stopping off).
     """
 
-    def __init__(self, alpha: float, share: float = 0.99):
+    def __init__(self, alpha: float, share: float = SHARE):
         self.alpha = alpha
         self.share = share
         self.rows: list[np.ndarray] = []

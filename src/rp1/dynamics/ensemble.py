@@ -25,6 +25,8 @@ from rp1.dynamics.normalizer import (
 )
 from rp1.nn import Params, mlp_apply, mlp_init
 
+MEMBERS = 5  # SPEC §3
+HIDDEN = (1024, 1024)  # SPEC §3
 STATE_CLIP = 3.0
 ACTION_CLIP = 3.0
 
@@ -45,7 +47,7 @@ class Ensemble:
 
 
 def ensemble_init(
-    key: jax.Array, obs_dim: int, act_dim: int, members: int = 5, hidden: Sequence[int] = (1024, 1024)
+    key: jax.Array, obs_dim: int, act_dim: int, members: int = MEMBERS, hidden: Sequence[int] = HIDDEN
 ) -> Ensemble:
     """``members`` independently initialised MLPs ``obs_dim + act_dim -> hidden… -> obs_dim``."""
     sizes = [obs_dim + act_dim, *hidden, obs_dim]

@@ -31,7 +31,11 @@ from rp1.dynamics.normalizer import normalize, normalizer_fit, normalizer_update
 from rp1.dynamics.store import Dataset
 from rp1.nn import Params
 
-LEARNING_RATE = 1e-3
+LEARNING_RATE = 1e-3  # SPEC §3
+BATCH_SIZE = 1024
+CHECK_EVERY = 5  # epochs between validations
+PATIENCE = 5  # checks without improvement before stopping
+MAX_EPOCHS = 2000
 
 TRACES: Counter[str] = Counter()
 """How many times each compiled function of this module was traced (every compilation follows a
@@ -238,10 +242,10 @@ def fit(
     key: jax.Array,
     *,
     lr: float = LEARNING_RATE,
-    batch_size: int = 1024,
-    check_every: int = 5,
-    patience: int = 5,
-    max_epochs: int = 2000,
+    batch_size: int = BATCH_SIZE,
+    check_every: int = CHECK_EVERY,
+    patience: int = PATIENCE,
+    max_epochs: int = MAX_EPOCHS,
 ) -> tuple[Ensemble, optax.OptState, FitResult]:
     """Fit the ensemble's parameters, starting from ``model`` and ``opt_state`` (SPEC §3).
 

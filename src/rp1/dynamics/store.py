@@ -7,7 +7,7 @@ fit is reused while the data grows inside a bucket instead of recompiling every 
 Example::
 
     store = TransitionStore(obs_dim=18, act_dim=6)
-    store.add_phase(episodes)                     # first ⌊n/3⌋ episodes -> validation
+    store.add_phase(episodes)       # first ⌊n/3⌋ episodes (at least one) -> validation
     train = store.train_set(np.random.default_rng(0))
     val = store.val_set()
 """
@@ -20,7 +20,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 MIN_CAPACITY = 1024
-MAX_TRAIN_SAMPLES = 200_000
+MAX_TRAIN_SAMPLES = 200_000  # SPEC §3: the fit subsamples beyond this many training rows
+MIN_VAL_ROLLOUTS = 1  # see validation_rollouts; 0 is the literal ⌊n/3⌋ rule
 _FIELDS = ("obs", "act", "rew", "next_obs")
 
 
@@ -94,7 +95,7 @@ def _concat(parts: Sequence[Transitions], obs_dim: int, act_dim: int) -> Transit
     return Transitions(*(np.concatenate(cols) for cols in zip(empty, *parts, strict=True)))
 
 
-def validation_rollouts(n: int, min_val: int = 0) -> int:
+def validation_rollouts(n: int, min_val: int) -> int:
     """How many of a phase's ``n`` rollouts go to validation: ``⌊n/3⌋`` (SPEC §2), raised to
     ``min_val`` as long as one rollout stays for training.
 
@@ -133,7 +134,7 @@ class TransitionStore:
         """All transitions stored."""
         return self.n_train + self.n_val
 
-    def add_phase(self, episodes: Sequence[Mapping[str, Any] | Any], min_val: int = 0) -> None:
+    def add_phase(self, episodes: Sequence[Mapping[str, Any] | Any], min_val: int = MIN_VAL_ROLLOUTS) -> None:
         """Add one collection phase: a list of rollouts, each with ``obs [T, obs_dim]``,
         ``act [T, act_dim]``, ``rew [T]``, ``next_obs [T, obs_dim]``."""
         parts = [_checked(e, self.obs_dim, self.act_dim) for e in episodes]

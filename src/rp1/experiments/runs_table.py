@@ -18,6 +18,7 @@ import pandas as pd
 
 from rp1.errors import ConfigError
 from rp1.experiments.paper import MODEL_FREE
+from rp1.runs import METRIC_COLUMNS
 
 CONFIG_KEYS: tuple[str, ...] = ("task", "method", "seed", "budget")
 """Keys of ``config.json`` every run must have."""
@@ -25,18 +26,8 @@ CONFIG_KEYS: tuple[str, ...] = ("task", "method", "seed", "budget")
 REQUIRED_COLUMNS: tuple[str, ...] = ("iteration", "samples", "eval_return")
 """Columns of ``metrics.csv`` every run must have (model-free runs included)."""
 
-OPTIONAL_COLUMNS: tuple[str, ...] = (
-    "lambda",
-    "model_return",
-    "model_error",
-    "val_loss",
-    "phase_samples",
-    "residual",
-    "policy_updates",
-    "model_epochs",
-    "wall_s",
-)
-"""Columns the report uses when present; absent ones are added as empty (NaN)."""
+OPTIONAL_COLUMNS: tuple[str, ...] = tuple(c for c in METRIC_COLUMNS if c not in REQUIRED_COLUMNS)
+"""Every other column :mod:`rp1.runs` writes; absent ones (older runs) are added as empty (NaN)."""
 
 DEFAULT_SCALE = "paper"
 """The ``scale`` of a run whose config.json has none (runs written before the key existed)."""

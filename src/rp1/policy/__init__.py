@@ -1,4 +1,5 @@
-"""The policy: actor-critic networks, PPO, and training inside the model with the stop rule (SPEC §4)."""
+"""The policy: actor-critic networks and PPO (SPEC §4). Training it inside the model is
+:func:`rp1.imagination.train_policy`."""
 
 from rp1.policy.networks import (
     Policy,
@@ -21,34 +22,17 @@ from rp1.policy.ppo import (
     ppo_loss,
     ppo_update,
 )
-from rp1.policy.train import (
-    StepMetrics,
-    StopRule,
-    TrainInfo,
-    TrainState,
-    improved,
-    restore_best,
-    stop_rule_init,
-    stop_rule_update,
-    train_policy,
-    train_step,
-)
 
 __all__ = [
     "PPOBatch",
     "PPOMetrics",
     "Policy",
-    "StepMetrics",
-    "StopRule",
-    "TrainInfo",
-    "TrainState",
     "act_mean",
     "act_sample",
     "discounted_returns",
     "gaussian_entropy",
     "gaussian_log_prob",
     "host_actor",
-    "improved",
     "log_prob",
     "make_batch",
     "make_policy_optimizer",
@@ -56,10 +40,5 @@ __all__ = [
     "policy_init",
     "ppo_loss",
     "ppo_update",
-    "restore_best",
-    "stop_rule_init",
-    "stop_rule_update",
-    "train_policy",
-    "train_step",
     "value",
 ]

@@ -30,6 +30,7 @@ from flax import struct
 from rp1.dynamics.normalizer import Normalizer, normalize
 from rp1.nn import Params, mlp_apply, mlp_init
 
+HIDDEN = (32, 32)  # SPEC §4, actor and critic alike
 DEFAULT_ACTION_STD = 0.5
 ACTOR_OUT_SCALE = 0.01  # a near-zero initial mean: the first policy acts like pure noise
 CRITIC_OUT_SCALE = 1.0
@@ -44,7 +45,7 @@ class Policy:
 
 
 def policy_init(
-    key: jax.Array, obs_dim: int, act_dim: int, hidden: Sequence[int] = (32, 32)
+    key: jax.Array, obs_dim: int, act_dim: int, hidden: Sequence[int] = HIDDEN
 ) -> Policy:
     """A fresh actor ``obs_dim -> hidden… -> act_dim`` and critic ``obs_dim -> hidden… -> 1``."""
     k_actor, k_critic = jax.random.split(key)

@@ -99,8 +99,9 @@ def normalize_returns(returns: jax.Array, valid: jax.Array) -> jax.Array:
 
 
 def make_batch(policy: Policy, obs_norm: Normalizer, traj, gamma: float = GAMMA) -> PPOBatch:
-    """Targets for one update from an imagined trajectory (fields ``obs, act, logp, reward, done,
-    valid`` with leading ``[H, N]``): normalised returns and advantages under the current critic."""
+    """Targets for one update from a batch of rollouts with fields ``obs, act, logp, reward, done,
+    valid`` with leading ``[H, N]`` (an imagined :class:`~rp1.imagination.Trajectory` or real
+    :class:`~rp1.realenv.Episodes`): normalised returns and advantages under the current critic."""
     ret = normalize_returns(discounted_returns(traj.reward, traj.done, gamma), traj.valid)
     adv = ret - value(policy, obs_norm, traj.obs)
     flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731

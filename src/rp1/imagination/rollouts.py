@@ -91,6 +91,7 @@ def state_variance_bonus(rewards: jax.Array, next_norm: jax.Array) -> jax.Array:
 
 
 BONUSES = {"reward": reward_variance_bonus, "state": state_variance_bonus}
+BONUS = "reward"  # RP1's bonus; "state" is the ablation
 
 
 def bonus_function(name: str) -> Callable[[jax.Array, jax.Array], jax.Array]:
@@ -143,7 +144,7 @@ def imagine(
     *,
     task: Task,
     horizon: int,
-    bonus: str = "reward",
+    bonus: str = BONUS,
     action_std: jax.Array | float = DEFAULT_ACTION_STD,
     predict: Predict = predict_all,
 ) -> tuple[Trajectory, ImagineStats]:

@@ -1,4 +1,4 @@
-"""Policy training inside the model with ME-TRPO's stop rule (SPEC §4).
+"""Training the policy inside the model with ME-TRPO's stop rule (SPEC §4).
 
 One policy update = imagine a batch, one PPO update, and (from update ``first_check`` on) the stop
 rule's check: the deterministic policy's return in every member separately. The update
@@ -28,12 +28,10 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-# A module import, not ``from … import``: rp1.imagination imports rp1.policy.networks, so this
-# module may run while rp1.imagination is still initialising.
-import rp1.imagination as imagination
 from rp1.dynamics.ensemble import predict_all
 from rp1.envs.task import Task
 from rp1.errors import ConfigError
+from rp1.imagination.rollouts import BONUS, imagine, member_count, member_returns
 from rp1.policy.networks import DEFAULT_ACTION_STD, Policy
 from rp1.policy.ppo import EPOCHS, ppo_update
 
@@ -140,10 +138,10 @@ def train_step(
     epochs: int = EPOCHS,
 ) -> tuple[TrainState, StepMetrics]:
     """One update: imagine from ``start_obs [N, obs_dim]``, a PPO update, and (when the update's
-    1-based number is ≥ ``first_check``) a stop-rule check with :func:`rp1.imagination.member_returns`."""
+    1-based number is ≥ ``first_check``) a stop-rule check with :func:`~rp1.imagination.rollouts.member_returns`."""
     key, k_imagine = jax.random.split(state.key)
     obs_norm = model.obs_norm
-    traj, stats = imagination.imagine(
+    traj, stats = imagine(
         model,
         state.policy,
         obs_norm,
@@ -162,7 +160,7 @@ def train_step(
     updates = state.updates + 1
 
     def check(rule: StopRule) -> StopRule:
-        returns = imagination.member_returns(
+        returns = member_returns(
             model, policy, obs_norm, start_obs, task=task, horizon=horizon, predict=predict
         )
         return stop_rule_update(rule, improved(rule.best_returns, returns), returns, policy)
@@ -181,7 +179,7 @@ def train_policy(
     lam: float,
     *,
     task: Task,
-    bonus: str = "reward",
+    bonus: str = BONUS,
     batch_steps: int = BATCH_STEPS,
     max_updates: int = MAX_UPDATES,
     first_check: int = FIRST_CHECK,
@@ -206,7 +204,7 @@ def train_policy(
     if max_updates < 1:
         raise ConfigError(f"max_updates must be ≥ 1, got {max_updates}")
     start = jnp.asarray(start_obs[:n])
-    members = imagination.member_count(model)
+    members = member_count(model)
     state = TrainState(policy, opt_state, stop_rule_init(policy, members), key, jnp.zeros((), jnp.int32))
     step = partial(train_step, task=task, horizon=task.horizon, bonus=bonus, predict=predict, epochs=epochs)
     for _ in range(max_updates):
@@ -214,7 +212,7 @@ def train_policy(
         if bool(state.rule.stop):
             break
     best = restore_best(state.rule, state.policy)
-    returns = imagination.member_returns(
+    returns = member_returns(
         model, best, model.obs_norm, start, task=task, horizon=task.horizon, predict=predict
     )
     info = TrainInfo(
