@@ -82,6 +82,7 @@ def train(
     Ctrl-C (SIGINT) or SIGTERM stops the run at once (exit code 130 or 143); --resume continues it.
     """
     from rp1.config import resolve
+    from rp1.experiments.figures import write_learning_curve
     from rp1.train import exit_on_signals, run_training
 
     overrides = parse_sets(set_)
@@ -92,6 +93,33 @@ def train(
     again = "--resume instead of --overwrite" if overwrite else "--resume"
     with exit_on_signals(f"continue the run in {out} with the same command and {again}"):
         run_training(cfg, out, resume=resume, overwrite=overwrite, progress=not quiet)
+    curve = write_learning_curve(out, cfg.preset)
+    if not quiet:
+        typer.echo(run_summary(out, curve))
+
+
+def run_summary(run_dir: Path, curve: Path | None) -> str:
+    """What a finished run reached and where its results are, for the end of ``rp1 train``: the
+    best evaluation of a trained policy (iteration ≥ 1, as ``rp1 report`` counts) and the first
+    evaluation (the untrained policy's)."""
+    import pandas as pd
+
+    from rp1.runs import METRICS
+
+    evals = pd.read_csv(run_dir / METRICS).dropna(subset=["eval_return"])
+    trained = evals[evals["iteration"] >= 1]
+    lines = []
+    if not evals.empty:
+        first = evals["eval_return"].iloc[0]
+        if trained.empty:
+            lines.append(f"no trained policy was evaluated (first evaluation {first:.1f})")
+        else:
+            best = trained.loc[trained["eval_return"].idxmax()]
+            lines.append(f"best evaluation return {best['eval_return']:.1f} (at {int(best['samples']):,} samples; first evaluation {first:.1f})")
+    lines.append(f"metrics:        {run_dir / METRICS}")
+    if curve is not None:
+        lines.append(f"learning curve: {curve}")
+    return "\n".join(lines)
 
 
 def parse_seeds(text: str) -> list[int]:

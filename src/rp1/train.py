@@ -1,9 +1,10 @@
 """Drive a run to its budget: run directory, checkpoint per iteration, resume, progress bar,
 interrupts.
 
-Any agent with ``initial_state()``, ``step(state) -> (state, row)``, ``checkpoint(state)`` and
-``restore(data)`` and states with ``samples`` and ``rows`` can be driven: the model-based
-:class:`~rp1.agent.ModelBasedAgent` and the model-free PPO agent alike.
+Any agent with ``initial_state()``, ``step(state) -> (state, row)``, ``checkpoint(state)``,
+``restore(data)`` and ``close()`` and states with ``samples`` and ``rows`` can be driven: the
+model-based :class:`~rp1.agent.ModelBasedAgent` and the model-free PPO agent alike. Drawing the
+run's learning curve is left to the layers above (``rp1 train``, ``rp1 sweep``).
 """
 
 from __future__ import annotations
@@ -17,14 +18,12 @@ import threading
 from pathlib import Path
 from typing import Iterator
 
-import pandas as pd
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from rp1.compilation import enable_compilation_cache
 from rp1.config import Config, validate
 from rp1.errors import ConfigError
-from rp1.experiments.figures import learning_curve_figure
-from rp1.runs import CURVE, METRICS, RunDir
+from rp1.runs import RunDir
 
 
 def make_agent(cfg: Config):
@@ -57,6 +56,17 @@ def run_training(cfg: Config, out: str | Path, resume: bool = False, progress: b
     saved = run.prepare(cfg.to_dict(), resume=resume, overwrite=overwrite)
     enable_compilation_cache()
     agent = make_agent(cfg)
+    try:
+        drive(agent, cfg, run, saved, progress)
+    finally:
+        agent.close()
+    run.mark_finished()
+    return Path(out)
+
+
+def drive(agent, cfg: Config, run: RunDir, saved: dict | None, progress: bool) -> None:
+    """Step ``agent`` from a fresh or ``saved`` state to ``cfg.budget``, writing every row and
+    checkpoint to ``run`` as it goes, with a progress bar unless ``progress`` is False."""
     state = agent.initial_state() if saved is None else restore_state(agent, saved, run)
     run.write_metrics(state.rows)
     last = state.rows[-1] if state.rows else {}
@@ -77,11 +87,6 @@ def run_training(cfg: Config, out: str | Path, resume: bool = False, progress: b
             ret = _fmt(row["eval_return"], ".1f") if row.get("eval_return") is not None else ret  # the latest evaluation
             rate = _fmt(row.get("steps_per_s"), ",.0f")  # real env steps per second while collecting
             bar.update(task, completed=min(state.samples, cfg.budget), lam=_fmt(row.get("lambda"), ".1f"), ret=ret, rate=rate)
-    run.mark_finished()
-    curve = write_learning_curve(run.path, cfg.preset)
-    if progress:
-        print(summary(state.rows, run.path, curve))
-    return Path(out)
 
 
 def restore_state(agent, saved: dict, run: RunDir):
@@ -140,22 +145,3 @@ def _exit_on_signal_byte(read_fd: int, message: str) -> None:
                 os.write(1, b"\x1b[?25h\n")  # the progress bar hid the cursor
             os.write(2, f"rp1: interrupted ({signal.Signals(byte[0]).name}); {message}\n".encode())
             os._exit(128 + byte[0])
-
-
-def write_learning_curve(run_dir: Path, title: str) -> Path | None:
-    """``learning_curve.png`` of the run in ``run_dir`` (from its ``metrics.csv``)."""
-    return learning_curve_figure(pd.read_csv(run_dir / METRICS), title, run_dir / CURVE)
-
-
-def summary(rows: list[dict], run_dir: Path, curve: Path | None) -> str:
-    """What the run reached and where its results are, for the end of ``rp1 train``."""
-    evals = [(r["samples"], r["eval_return"]) for r in rows if r.get("eval_return") is not None]
-    first = evals[0][1] if evals else float("nan")
-    best_samples, best = max(evals, key=lambda e: e[1]) if evals else (0, float("nan"))
-    lines = [
-        f"best evaluation return {best:.1f} (at {best_samples:,} samples; first evaluation {first:.1f})",
-        f"metrics:        {run_dir / 'metrics.csv'}",
-    ]
-    if curve is not None:
-        lines.append(f"learning curve: {curve}")
-    return "\n".join(lines)

@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from rp1.experiments import stats
 from rp1.experiments.paper import ADAPTIVE_LAMBDA, METHOD_LABELS
 from rp1.experiments.runs_table import DEFAULT_SCALE, scale_order
+from rp1.runs import CURVE, METRICS
 
 GRID_POINTS = 200
 """Points of the common sample grid that curves are aligned on."""
@@ -235,3 +236,9 @@ def learning_curve_figure(metrics: pd.DataFrame, title: str, path: Path) -> Path
     ax.set_title(title)
     ax.legend(fontsize="small", loc="lower right")
     return save(figure, path)
+
+
+def write_learning_curve(run_dir: Path, title: str) -> Path | None:
+    """``learning_curve.png`` of the run in ``run_dir``, from its ``metrics.csv``; ``None`` if the
+    run has no evaluation yet."""
+    return learning_curve_figure(pd.read_csv(run_dir / METRICS), title, run_dir / CURVE)

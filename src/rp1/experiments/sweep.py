@@ -41,6 +41,7 @@ from rich.table import Table
 from rp1.config import Config, resolve
 from rp1.errors import ConfigError
 from rp1.runs import CONFIG, METRICS, RunDir, config_diff
+from rp1.experiments.figures import write_learning_curve
 from rp1.train import run_training
 
 BACKENDS = ("local", "ray")
@@ -164,6 +165,7 @@ def execute_run(job: RunJob) -> RunOutcome:
             if job.action == "start":
                 clear_partial_run(RunDir(job.run_dir))
             run_training(job.cfg, job.run_dir, resume=job.action == "resume", progress=False)
+            write_learning_curve(job.run_dir, job.cfg.preset)
         except Exception as error:
             traceback.print_exc()
             return job.outcome("failed", _one_line(error), time.perf_counter() - started)
