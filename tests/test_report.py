@@ -186,9 +186,9 @@ def test_t_statistics_equal_scipys_welch_test(tmp_path):
     assert "(paper 4.32*)" in text and "(paper 2.21)" in text
 
 
-def test_best_leaves_out_the_untrained_policy_but_curves_start_from_it(tmp_path):
+def test_best_and_curves_leave_out_the_untrained_policy(tmp_path):
     # Iteration 0 (the untrained policy, 50.0) is the run's best evaluation: the table takes the
-    # best of iterations ≥ 1 (20.0); the curve starts at 50.0 until the first trained evaluation.
+    # best of iterations ≥ 1 (20.0); the curve starts at the first trained evaluation.
     write_run(
         tmp_path / "runs", "halfcheetah", "greedy", 0, [0, 3_000, 6_000], [50.0, 10.0, 20.0],
         budget=9_000,
@@ -198,7 +198,7 @@ def test_best_leaves_out_the_untrained_policy_but_curves_start_from_it(tmp_path)
     assert (cell.n_seeds, cell["median"]) == (1, 20.0)
     grid = np.array([0.0, 2_999.0, 3_000.0, 6_000.0, 9_000.0, 9_001.0])
     curve = stats.best_so_far_curves(load_runs(tmp_path / "runs").metrics, grid)
-    np.testing.assert_array_equal(curve, [[50.0, 50.0, 10.0, 20.0, 20.0, np.nan]])
+    np.testing.assert_array_equal(curve, [[np.nan, np.nan, 10.0, 20.0, 20.0, np.nan]])
 
 
 def test_model_free_rows_are_all_trained_and_count_their_own_batch(tmp_path):

@@ -50,9 +50,9 @@ DEFINITIONS = """## How the numbers are made
   bootstrap CI (`scipy.stats.bootstrap`, 9,999 resamples, fixed seed); no CI below 2 seeds.
 - **Curves** (fig1, fig3, fig_ablation): each run's best-so-far evaluation return on a common
   grid of real samples (step alignment: the value at x is the best trained evaluation with
-  samples ≤ x, so a curve at a table's sample count equals the table cell); before its first
-  trained evaluation a curve shows the untrained policy's, so it starts where the run started.
-  Median line and IQR band over the runs present at x. Dashed lines: model-free PPO's median best
+  samples ≤ x, so a curve at a table's sample count equals the table cell). A curve starts at a
+  run's first trained evaluation: the untrained policy's score is not a best-so-far of training
+  (it would make a curve fall when training starts). Median line and IQR band over the runs present at x. Dashed lines: model-free PPO's median best
   return by 10⁶ / 5·10⁶ / 10⁷ samples.
 - **λ analysis** (fig2): for each trained row but a run's first, the change in evaluation return
   from the previous trained row, divided by the range (max − min) of the run's trained returns,

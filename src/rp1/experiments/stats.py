@@ -123,16 +123,13 @@ def best_so_far_curves(metrics: pd.DataFrame, grid: np.ndarray) -> np.ndarray:
 
     Step alignment: the value at x is the best trained evaluation among rows with ``samples <=
     x`` — the same quantity as the tables' "best at a timestep", so a curve at 10⁵ equals the
-    table cell. Before the first trained evaluation a curve shows the untrained policy's
-    (iteration 0), so it starts where the run started. NaN before a run's first evaluation and
-    beyond the samples it reached.
+    table cell. NaN before a run's first trained evaluation (the untrained policy's score is not
+    a best of training) and beyond the samples it reached.
     """
     curves = []
     for _, run in metrics.groupby("run", sort=True):
         returns, is_trained = run["eval_return"].to_numpy(dtype=float), trained(run).to_numpy()
         best = np.fmax.accumulate(np.where(is_trained, returns, np.nan))
-        start = np.fmax.accumulate(np.where(is_trained, np.nan, returns))
-        best = np.where(np.isnan(best), start, best)
         index = np.searchsorted(run["samples"].to_numpy(dtype=float), grid, side="right") - 1
         curve = np.where(index >= 0, best[np.maximum(index, 0)], np.nan)
         curves.append(np.where(grid <= run["reached"].iloc[0], curve, np.nan))
