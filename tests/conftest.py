@@ -53,3 +53,30 @@ def metrics_without_timing(run_dir) -> list[dict]:
 
     with open(run_dir / "metrics.csv") as f:
         return [{k: v for k, v in row.items() if k not in TIMING_COLUMNS} for row in csv.DictReader(f)]
+
+
+class Crash(Exception):
+    """Raised by :func:`crash_after_steps` in place of the agent's next step."""
+
+
+def crash_after_steps(monkeypatch, steps: int) -> None:
+    """Make the next ``rp1.train.run_training`` die (raise :class:`Crash`) after ``steps``
+    iterations, as a kill would leave the run: its rows and checkpoint written up to then."""
+    import rp1.train
+
+    make_agent = rp1.train.make_agent
+
+    def crashing(cfg):
+        agent = make_agent(cfg)
+        step, done = agent.step, []
+
+        def limited(state):
+            if len(done) == steps:
+                raise Crash
+            done.append(1)
+            return step(state)
+
+        agent.step = limited
+        return agent
+
+    monkeypatch.setattr(rp1.train, "make_agent", crashing)
