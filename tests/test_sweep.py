@@ -11,6 +11,7 @@ import pytest
 from conftest import TINY
 from rp1.config import resolve
 from rp1.errors import ConfigError
+from rp1.experiments.report import write_report
 from rp1.experiments.sweep import SINGLE_THREAD_XLA_FLAG, run_sweep, worker_env
 from rp1.runs import RunDir
 from rp1.train import run_training
@@ -83,6 +84,14 @@ def test_local_sweep_runs_resumes_then_skips(tmp_path, monkeypatch, capsys):
     assert tiny_sweep(tmp_path) == 0
     assert snapshot(tmp_path) == before
     assert capsys.readouterr().out.count("skipped") == len(runs)
+
+    # the sweep's output is what `rp1 report` reads: every run counted at its budget
+    assert all((run / "learning_curve.png").exists() for run in runs)
+    write_report(tmp_path, tmp_path / "report")
+    with open(tmp_path / "report" / "table1.csv") as f:
+        cells = {(r["method"], int(r["samples"])): int(r["n_seeds"]) for r in csv.DictReader(f)}
+    assert cells[("greedy", BUDGET)] == cells[("vr", BUDGET)] == len(SEEDS)
+    assert (tmp_path / "report" / "fig1_halfcheetah.png").exists()
 
 
 def test_failed_run_is_reported_and_the_others_finish(tmp_path, capsys):
