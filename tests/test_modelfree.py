@@ -151,7 +151,7 @@ def test_checkpoint_round_trip_continues_identically():
     _, a = agent.step(state)
     _, b = agent.step(restored)
     assert strip(a) == strip(b)
-    assert all(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(restored.policy))
+    assert all(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(restored.learner))
     agent.close()
 
 

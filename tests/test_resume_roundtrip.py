@@ -33,3 +33,29 @@ def test_resumed_run_equals_uninterrupted_run(case, tmp_path, monkeypatch):
     reference = metrics_without_timing(tmp_path / "reference")
     assert len(reference) > 2  # the crash came before the end
     assert metrics_without_timing(tmp_path / "resumed") == reference
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_agents_share_one_interface_and_checkpoint_layout(case):
+    """Both agents are :class:`rp1.protocol.Agent` s, their states :class:`~rp1.protocol.RunState` s,
+    and their checkpoints the one layout of :mod:`rp1.checkpoints`, with the JAX state whole."""
+    import jax
+
+    from rp1.protocol import Agent, RunState
+    from rp1.train import make_agent
+
+    preset, _, sets = CASES[case]
+    agent = make_agent(resolve(preset, seed=3, overrides=sets))
+    try:
+        assert isinstance(agent, Agent)
+        state = agent.initial_state()
+        assert isinstance(state, RunState)
+        saved = agent.checkpoint(state)
+        assert set(saved) == {"meta", "device", "host"}
+        restored = agent.restore(saved)
+        same = jax.tree_util.tree_map(lambda a, b: bool((a == b).all()), state.learner, restored.learner)
+        assert all(jax.tree_util.tree_leaves(same))
+        with pytest.raises((KeyError, ValueError)):  # what rp1.train.restore_state reports as a ConfigError
+            agent.restore({**saved, "device": {}})
+    finally:
+        agent.close()

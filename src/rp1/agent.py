@@ -16,19 +16,20 @@ Randomness: one ``SeedSequence(cfg.seed)`` spawns an independent stream per cons
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import jax
 import numpy as np
-from flax import serialization
+import optax
+from flax import struct
 
 from rp1 import envs
 from rp1.acquisition import ExpWeights
+from rp1.checkpoints import pack_checkpoint, unpack_checkpoint
 from rp1.config import Config
-from rp1.dynamics import ensemble_init
+from rp1.dynamics import Ensemble, ensemble_init
 from rp1.dynamics.fit import (
     fit,
     init_model_opt_state,
@@ -38,14 +39,24 @@ from rp1.dynamics.fit import (
 from rp1.dynamics.losses import model_error
 from rp1.dynamics.store import TransitionStore
 from rp1.imagination import train_policy
-from rp1.policy.networks import host_actor, policy_init
+from rp1.policy.networks import Policy, host_actor, policy_init
 from rp1.policy.ppo import make_policy_optimizer
 from rp1.realenv import Phase, RealEnvs, collect_phase, evaluate, mean_policy
-from rp1.runs import restore_pytree
 from rp1.seeding import int_seed, spawn_streams
 
 STREAMS = ("env", "eval_env", "start_states", "noise", "subsample", "bandit", "jax")
 """The run's random streams, in spawn order (append new ones at the end to keep the others)."""
+
+
+@struct.dataclass
+class Learner:
+    """The JAX side of a model-based run: what the compiled fit and policy training read and write."""
+
+    key: jax.Array  # the run's key; each fit and each policy training splits one off
+    model: Ensemble
+    model_opt: optax.OptState  # per-member Adam state of the ensemble (leading axis M)
+    policy: Policy
+    policy_opt: optax.OptState
 
 
 @dataclass
@@ -55,11 +66,7 @@ class AgentState:
     iteration: int
     samples: int
     lam: float
-    key: jax.Array
-    model: Any
-    model_opt: Any
-    policy: Any
-    policy_opt: Any
+    learner: Learner
     store: TransitionStore
     start_obs: np.ndarray
     rngs: dict[str, np.random.Generator]
@@ -104,11 +111,13 @@ class ModelBasedAgent:
             iteration=0,
             samples=0,
             lam=cfg.lam.value if cfg.lam.mode == "fixed" else 0.0,
-            key=key,
-            model=model,
-            model_opt=init_model_opt_state(model),
-            policy=policy,
-            policy_opt=make_policy_optimizer(cfg.policy.lr).init(policy),
+            learner=Learner(
+                key=key,
+                model=model,
+                model_opt=init_model_opt_state(model),
+                policy=policy,
+                policy_opt=make_policy_optimizer(cfg.policy.lr).init(policy),
+            ),
             store=TransitionStore(task.obs_dim, task.act_dim),
             start_obs=start_obs,
             rngs={name: np.random.default_rng(streams[name]) for name in ("noise", "subsample")},
@@ -116,7 +125,7 @@ class ModelBasedAgent:
         )
 
     def checkpoint(self, s: AgentState) -> dict[str, Any]:
-        """``s`` as nested dicts of arrays and strings (for :meth:`RunDir.save_checkpoint`)."""
+        """``s`` as nested dicts of arrays and strings (:func:`~rp1.checkpoints.pack_checkpoint`)."""
         meta = {
             "iteration": s.iteration,
             "samples": s.samples,
@@ -127,21 +136,12 @@ class ModelBasedAgent:
             "bandit": s.bandit.state_dict() if s.bandit else None,
             "rows": s.rows,
         }
-        return {
-            "meta": json.dumps(meta),
-            "key": np.asarray(s.key),
-            "model": serialization.to_state_dict(s.model),
-            "model_opt": serialization.to_state_dict(s.model_opt),
-            "policy": serialization.to_state_dict(s.policy),
-            "policy_opt": serialization.to_state_dict(s.policy_opt),
-            "store": s.store.state_dict(),
-            "start_obs": s.start_obs,
-        }
+        return pack_checkpoint(meta, s.learner, {"store": s.store.state_dict(), "start_obs": s.start_obs})
 
     def restore(self, data: dict[str, Any]) -> AgentState:
         """The state saved by :meth:`checkpoint`; also restores the environments' RNGs."""
         s = self.initial_state()
-        meta = json.loads(data["meta"])
+        meta, s.learner, host = unpack_checkpoint(data, s.learner)
         for name, gen in s.rngs.items():
             gen.bit_generator.state = meta["rngs"][name]
         self.real.set_rng_states([meta["env_rng"]])
@@ -149,13 +149,8 @@ class ModelBasedAgent:
         if s.bandit is not None:
             s.bandit.load_state_dict(meta["bandit"])
         s.iteration, s.samples, s.lam, s.rows = meta["iteration"], meta["samples"], meta["lam"], meta["rows"]
-        s.key = jax.device_put(data["key"])
-        s.model = restore_pytree(s.model, data["model"])
-        s.model_opt = restore_pytree(s.model_opt, data["model_opt"])
-        s.policy = restore_pytree(s.policy, data["policy"])
-        s.policy_opt = restore_pytree(s.policy_opt, data["policy_opt"])
-        s.store = TransitionStore.from_state_dict(data["store"])
-        s.start_obs = np.asarray(data["start_obs"])
+        s.store = TransitionStore.from_state_dict(host["store"])
+        s.start_obs = np.asarray(host["start_obs"])
         return s
 
     # --- one outer iteration -------------------------------------------------------------------
@@ -170,7 +165,7 @@ class ModelBasedAgent:
             row |= fit_row
             s, policy_row = self._train_policy(s)
             row |= policy_row
-        mean_action = host_actor(s.policy, s.model.obs_norm)
+        mean_action = host_actor(s.learner.policy, s.learner.model.obs_norm)
         returns = evaluate(self.eval_real, mean_policy(mean_action), cfg.eval_episodes).astype(np.float64)
         row["eval_return"], row["eval_std"] = float(returns.mean()), float(returns.std())
         t = time.perf_counter()
@@ -195,13 +190,13 @@ class ModelBasedAgent:
     def _fit(self, s: AgentState) -> tuple[AgentState, dict[str, Any]]:
         m = self.cfg.model
         t = time.perf_counter()
-        s.key, k = jax.random.split(s.key)
+        key, k = jax.random.split(s.learner.key)
         train = s.store.train_set(s.rngs["subsample"], m.max_train_samples)
         # a first phase of a single rollout leaves no validation data: then validate on training data
         val = s.store.val_set() if s.store.n_val else train
-        s.model, s.model_opt, result = fit(
-            s.model,
-            s.model_opt,
+        model, model_opt, result = fit(
+            s.learner.model,
+            s.learner.model_opt,
             train,
             val,
             k,
@@ -211,16 +206,17 @@ class ModelBasedAgent:
             patience=m.patience,
             max_epochs=m.max_epochs,
         )
+        s.learner = s.learner.replace(key=key, model=model, model_opt=model_opt)
         return s, {"val_loss": result.val_loss, "model_epochs": result.epochs, "fit_s": time.perf_counter() - t}
 
     def _train_policy(self, s: AgentState) -> tuple[AgentState, dict[str, Any]]:
         p = self.cfg.policy
         t = time.perf_counter()
-        s.key, k = jax.random.split(s.key)
-        s.policy, s.policy_opt, info = train_policy(
-            s.model,
-            s.policy,
-            s.policy_opt,
+        key, k = jax.random.split(s.learner.key)
+        policy, policy_opt, info = train_policy(
+            s.learner.model,
+            s.learner.policy,
+            s.learner.policy_opt,
             s.start_obs,
             k,
             s.lam,
@@ -232,6 +228,7 @@ class ModelBasedAgent:
             action_std=p.action_std,
             epochs=p.epochs,
         )
+        s.learner = s.learner.replace(key=key, policy=policy, policy_opt=policy_opt)
         return s, {
             "lambda": s.lam,
             "model_return": info.model_return,
@@ -246,11 +243,11 @@ class ModelBasedAgent:
         the data and refresh the delta normaliser."""
         obs, act, next_obs = (np.concatenate([getattr(e, f) for e in phase.episodes]) for f in ("obs", "act", "next_obs"))
         finals = np.stack([e.next_obs[-1] for e in phase.episodes])
-        s.model = update_input_normalizers(s.model, np.concatenate([obs, finals]), act)
-        g = model_error(s.model, obs, act, next_obs)
+        model = update_input_normalizers(s.learner.model, np.concatenate([obs, finals]), act)
+        g = model_error(model, obs, act, next_obs)
         s.store.add_phase(phase.episodes, min_val=self.cfg.collect.min_val_rollouts)
         everything = s.store.transitions()
-        s.model = refresh_delta_normalizer(s.model, everything.obs, everything.next_obs)
+        s.learner = s.learner.replace(model=refresh_delta_normalizer(model, everything.obs, everything.next_obs))
         s.samples += phase.samples
         return s, {
             "model_error": g,

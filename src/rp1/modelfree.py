@@ -26,7 +26,6 @@ Example::
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,15 +33,16 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import serialization
+import optax
+from flax import struct
 
+from rp1.checkpoints import pack_checkpoint, unpack_checkpoint
 from rp1.config import Config
 from rp1.dynamics.ensemble import STATE_CLIP
 from rp1.dynamics.normalizer import Normalizer, normalizer_init, normalizer_update
 from rp1.policy.networks import Policy, act_mean, act_sample, policy_init
 from rp1.policy.ppo import make_policy_optimizer, ppo_update
 from rp1.realenv import ActFn, RealEnvs, collect, episode_seeds, evaluate, mean_policy
-from rp1.runs import restore_pytree
 
 TRAIN_STREAM, EVAL_STREAM = 0, 1  # second entry of the seed triple of an episode (episode_seeds)
 
@@ -68,16 +68,23 @@ def sample_actions(
 # --- the agent ----------------------------------------------------------------------------------
 
 
+@struct.dataclass
+class PolicyLearner:
+    """The JAX side of a model-free run."""
+
+    key: jax.Array  # run key; update u's noise key is fold_in(key, u)
+    policy: Policy
+    policy_opt: optax.OptState
+    obs_norm: Normalizer  # running statistics of every collected state, the policy's input normaliser
+
+
 @dataclass
 class ModelFreeState:
     """Everything that changes during a model-free run; saved whole by :meth:`ModelFreeAgent.checkpoint`."""
 
     update: int  # PPO updates done
     samples: int  # real env steps collected
-    key: jax.Array  # run key; update u's noise key is fold_in(key, u)
-    policy: Policy
-    policy_opt: Any
-    obs_norm: Normalizer  # running statistics of every collected state, the policy's input normaliser
+    learner: PolicyLearner
     rows: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -101,44 +108,33 @@ class ModelFreeAgent:
         cfg, task = self.cfg, self.task
         key, k_policy = jax.random.split(jax.random.PRNGKey(cfg.seed))
         policy = policy_init(k_policy, task.obs_dim, task.act_dim, cfg.policy.hidden)
-        return ModelFreeState(
-            update=0,
-            samples=0,
+        learner = PolicyLearner(
             key=key,
             policy=policy,
             policy_opt=make_policy_optimizer(cfg.policy.lr).init(policy),
             obs_norm=normalizer_init(task.obs_dim, STATE_CLIP),
         )
+        return ModelFreeState(update=0, samples=0, learner=learner)
 
     def checkpoint(self, s: ModelFreeState) -> dict[str, Any]:
-        """``s`` as nested dicts of arrays and strings. Environments hold no state between updates
-        (every episode is reset with its own seed), so none is saved."""
-        meta = {"update": s.update, "samples": s.samples, "rows": s.rows}
-        return {
-            "meta": json.dumps(meta),
-            "key": np.asarray(s.key),
-            "policy": serialization.to_state_dict(s.policy),
-            "policy_opt": serialization.to_state_dict(s.policy_opt),
-            "obs_norm": serialization.to_state_dict(s.obs_norm),
-        }
+        """``s`` as nested dicts of arrays and strings (:func:`~rp1.checkpoints.pack_checkpoint`).
+        Environments hold no state between updates (every episode is reset with its own seed), so
+        none is saved."""
+        return pack_checkpoint({"update": s.update, "samples": s.samples, "rows": s.rows}, s.learner)
 
     def restore(self, data: dict[str, Any]) -> ModelFreeState:
         """The state saved by :meth:`checkpoint`, with device-array leaves as in an unbroken run."""
         s = self.initial_state()
-        meta = json.loads(data["meta"])
+        meta, s.learner, _ = unpack_checkpoint(data, s.learner)
         s.update, s.samples, s.rows = meta["update"], meta["samples"], meta["rows"]
-        s.key = jax.device_put(data["key"])
-        s.policy = restore_pytree(s.policy, data["policy"])
-        s.policy_opt = restore_pytree(s.policy_opt, data["policy_opt"])
-        s.obs_norm = restore_pytree(s.obs_norm, data["obs_norm"])
         return s
 
     # --- one update ----------------------------------------------------------------------------
 
     def sampling(self, s: ModelFreeState) -> ActFn:
         """The behaviour policy of update ``s.update``: ``a ~ N(mean(s), std²)`` with keys from
-        :func:`step_keys` under ``fold_in(s.key, s.update)``."""
-        policy, obs_norm, key = s.policy, s.obs_norm, jax.random.fold_in(s.key, s.update)
+        :func:`step_keys` under ``fold_in(s.learner.key, s.update)``."""
+        policy, obs_norm, key = s.learner.policy, s.learner.obs_norm, jax.random.fold_in(s.learner.key, s.update)
 
         def act(obs, episode, t):
             a, logp = sample_actions(policy, obs_norm, obs.astype(np.float32), key, episode, t, self._std)
@@ -148,7 +144,7 @@ class ModelFreeAgent:
 
     def deterministic(self, s: ModelFreeState) -> ActFn:
         """The mean action (evaluation); log-probabilities are reported as 0."""
-        policy, obs_norm = s.policy, s.obs_norm
+        policy, obs_norm = s.learner.policy, s.learner.obs_norm
         return mean_policy(lambda obs: act_mean(policy, obs_norm, obs.astype(np.float32)))
 
     def evaluate(self, s: ModelFreeState) -> tuple[float, float]:
@@ -172,15 +168,17 @@ class ModelFreeAgent:
         steps = int(batch.valid.sum())
 
         t = time.perf_counter()
-        s.policy, s.policy_opt, _ = ppo_update(
-            s.policy,
-            s.policy_opt,
+        learner = s.learner
+        policy, policy_opt, _ = ppo_update(
+            learner.policy,
+            learner.policy_opt,
             batch,
-            s.obs_norm,
+            learner.obs_norm,
             epochs=cfg.policy.epochs,
             action_std=self._std,
         )
-        s.obs_norm = normalizer_update(s.obs_norm, jnp.asarray(batch.obs[batch.valid]))
+        obs_norm = normalizer_update(learner.obs_norm, jnp.asarray(batch.obs[batch.valid]))
+        s.learner = learner.replace(policy=policy, policy_opt=policy_opt, obs_norm=obs_norm)
         policy_s = time.perf_counter() - t
 
         s.update += 1

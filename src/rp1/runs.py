@@ -31,7 +31,6 @@ import shutil
 from pathlib import Path
 from typing import Any, Iterator
 
-import jax
 from flax import serialization
 
 from rp1.errors import ConfigError, StorageError
@@ -263,13 +262,6 @@ def _storage(action: str, path: Path) -> Iterator[None]:
 def _read(path: Path, what: str) -> bytes:
     with _storage(f"read {what}", path):
         return path.read_bytes()
-
-
-def restore_pytree(target: Any, saved: dict[str, Any]) -> Any:
-    """``saved`` (a ``flax.serialization.to_state_dict``) restored into ``target``'s structure, as
-    device arrays: NumPy leaves would make eager arithmetic run in NumPy, whose last bits differ
-    from XLA's, and a resumed run would drift from an uninterrupted one."""
-    return jax.device_put(serialization.from_state_dict(target, saved))
 
 
 def _clean(row: dict[str, Any]) -> dict[str, Any]:

@@ -1,10 +1,9 @@
 """Drive a run to its budget: run directory, checkpoint per iteration, resume, progress bar,
 interrupts.
 
-Any agent with ``initial_state()``, ``step(state) -> (state, row)``, ``checkpoint(state)``,
-``restore(data)`` and ``close()`` and states with ``samples`` and ``rows`` can be driven: the
-model-based :class:`~rp1.agent.ModelBasedAgent` and the model-free PPO agent alike. Drawing the
-run's learning curve is left to the layers above (``rp1 train``, ``rp1 sweep``).
+Any :class:`~rp1.protocol.Agent` can be driven: the model-based
+:class:`~rp1.agent.ModelBasedAgent` and the model-free PPO agent alike. Drawing the run's learning
+curve is left to the layers above (``rp1 train``, ``rp1 sweep``).
 """
 
 from __future__ import annotations
@@ -23,10 +22,11 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rp1.compilation import enable_compilation_cache
 from rp1.config import Config, validate
 from rp1.errors import ConfigError
+from rp1.protocol import Agent
 from rp1.runs import RunDir
 
 
-def make_agent(cfg: Config):
+def make_agent(cfg: Config) -> Agent:
     """The agent that runs ``cfg.method``."""
     if cfg.method == "modelfree":
         from rp1.modelfree import ModelFreeAgent
@@ -64,7 +64,7 @@ def run_training(cfg: Config, out: str | Path, resume: bool = False, progress: b
     return Path(out)
 
 
-def drive(agent, cfg: Config, run: RunDir, saved: dict | None, progress: bool) -> None:
+def drive(agent: Agent, cfg: Config, run: RunDir, saved: dict | None, progress: bool) -> None:
     """Step ``agent`` from a fresh or ``saved`` state to ``cfg.budget``, writing every row and
     checkpoint to ``run`` as it goes, with a progress bar unless ``progress`` is False."""
     state = agent.initial_state() if saved is None else restore_state(agent, saved, run)
@@ -89,7 +89,7 @@ def drive(agent, cfg: Config, run: RunDir, saved: dict | None, progress: bool) -
             bar.update(task, completed=min(state.samples, cfg.budget), lam=_fmt(row.get("lambda"), ".1f"), ret=ret, rate=rate)
 
 
-def restore_state(agent, saved: dict, run: RunDir):
+def restore_state(agent: Agent, saved: dict, run: RunDir):
     """``agent.restore(saved)``; ConfigError naming the checkpoint if it does not fit the agent."""
     try:
         return agent.restore(saved)

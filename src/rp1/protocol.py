@@ -1,0 +1,43 @@
+"""The interface every agent implements, so that one driver (:func:`rp1.train.drive`) runs them all.
+
+An agent is built from a :class:`~rp1.config.Config`; its state is whatever the agent needs, as long
+as it carries ``samples`` (real environment steps so far) and ``rows`` (every metrics row so far).
+:class:`rp1.agent.ModelBasedAgent` (every model-based method) and
+:class:`rp1.modelfree.ModelFreeAgent` (PPO in the real environment) implement it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+
+@runtime_checkable
+class RunState(Protocol):
+    """What the driver reads of an agent's state."""
+
+    samples: int  # real environment steps collected so far
+    rows: list[dict[str, Any]]  # the metrics row of every step so far (rp1.runs.METRIC_COLUMNS)
+
+
+S = TypeVar("S", bound=RunState)
+
+
+@runtime_checkable
+class Agent(Protocol[S]):
+    """One method's training, one step at a time."""
+
+    def initial_state(self) -> S:
+        """A fresh run's state."""
+
+    def step(self, state: S) -> tuple[S, dict[str, Any]]:
+        """Advance one step (an outer iteration, a PPO update); the new state and its metrics row."""
+
+    def checkpoint(self, state: S) -> dict[str, Any]:
+        """``state`` as nested dicts of arrays and strings (:func:`rp1.checkpoints.pack_checkpoint`)."""
+
+    def restore(self, data: dict[str, Any]) -> S:
+        """The state a :meth:`checkpoint` holds; continuing from it gives what continuing from the
+        original would have."""
+
+    def close(self) -> None:
+        """Release the environments (and worker processes)."""
