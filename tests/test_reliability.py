@@ -257,6 +257,19 @@ def test_signal_stops_the_run_at_once_and_it_resumes(sig, code, finished_run, tm
     assert metrics_without_timing(out) == metrics_without_timing(finished_run)
 
 
+def test_ctrl_c_while_the_command_starts_is_one_line_and_130(monkeypatch, capsys):
+    """Before a run stops on signals itself (the imports, the config), Ctrl-C raises
+    KeyboardInterrupt: one line, exit code 130, no traceback."""
+    import rp1.config
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rp1.config, "resolve", interrupted)
+    assert main(["train", "--preset", "halfcheetah-quick"]) == 130
+    assert capsys.readouterr().err.strip().splitlines() == ["rp1: interrupted (SIGINT)"]
+
+
 # --- the compilation cache (defect 11) -----------------------------------------------------------
 
 

@@ -179,15 +179,22 @@ def report(
     typer.echo(f"wrote {len(written)} files to {out}")
 
 
+INTERRUPTED = 130  # 128 + SIGINT
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code.
 
     An :class:`~rp1.errors.Rp1Error` or ``OSError`` becomes one line ``rp1: error: …`` on stderr
-    and its exit code (``OSError``: 1); with ``RP1_DEBUG=1`` it propagates with its traceback.
+    and its exit code (``OSError``: 1); with ``RP1_DEBUG=1`` it propagates with its traceback. A
+    Ctrl-C while the command starts up (before a run stops on signals itself,
+    :func:`rp1.train.exit_on_signals`) is one line and exit code 130.
     """
     try:
         app(args=argv, prog_name="rp1")
     except SystemExit as ex:  # raised by click at the end of every command
+        if ex.code == INTERRUPTED:  # typer's exit on a Ctrl-C before a run installs its handler
+            typer.echo("rp1: interrupted (SIGINT)", err=True)
         return ex.code if isinstance(ex.code, int) else (0 if ex.code is None else 1)
     except (Rp1Error, OSError) as err:
         if os.environ.get("RP1_DEBUG") == "1":
