@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from functools import partial
-from typing import Any, Callable, Iterator, Mapping, Protocol
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -94,8 +94,8 @@ def run_sweep(
     seeds: list[int],
     out: Path,
     *,
-    envs: list[str] = (),
-    methods: list[str] = ("rp1",),
+    envs: Sequence[str] = (),
+    methods: Sequence[str] = ("rp1",),
     backend: str = "local",
     workers: int | None = None,
     address: str | None = None,
@@ -134,7 +134,7 @@ ConfigSource = Callable[..., Config]
 preset or :func:`rp1.config.env_config` of a (task, method)."""
 
 
-def config_sources(presets: list[str], envs: list[str] = (), methods: list[str] = ("rp1",)) -> list[ConfigSource]:
+def config_sources(presets: Sequence[str], envs: Sequence[str] = (), methods: Sequence[str] = ("rp1",)) -> list[ConfigSource]:
     """One source per preset, then one per (task, method) of ``envs`` × ``methods``."""
     by_task = [partial(env_config, env, method) for env in envs for method in methods]
     return [partial(resolve, name) for name in presets] + by_task
@@ -148,8 +148,8 @@ def plan_sweep(
     budget: int | None,
     overrides: dict[str, str],
     scale: str | None = None,
-    envs: list[str] = (),
-    methods: list[str] = ("rp1",),
+    envs: Sequence[str] = (),
+    methods: Sequence[str] = ("rp1",),
 ) -> list[RunJob]:
     """Resolve and check every run of the sweep (presets, then tasks × methods; seed innermost)
     before any starts."""
