@@ -81,8 +81,8 @@ class ModelBasedAgent:
         self.cfg = cfg
         self.streams = spawn_streams(cfg.seed, STREAMS)
         # one environment each, episodes one after another (rp1.realenv: the random streams)
-        self.real = RealEnvs(cfg.task, 1, seed=int_seed(self.streams["env"]))
-        self.eval_real = RealEnvs(cfg.task, 1, seed=int_seed(self.streams["eval_env"]))
+        self.real = RealEnvs(cfg.task, 1, seed=int_seed(self.streams["env"]), horizon=cfg.horizon)
+        self.eval_real = RealEnvs(cfg.task, 1, seed=int_seed(self.streams["eval_env"]), horizon=cfg.horizon)
         self.task = self.real.task
         self.rollouts = max(1, cfg.policy.batch_steps // self.task.horizon)
 

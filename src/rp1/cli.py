@@ -29,19 +29,46 @@ def _root() -> None:
     """Ready Policy One: model-based RL with active data acquisition."""
 
 
+ANY_TASK = """\
+Any other task runs with --env instead of --preset (and --method, default rp1):
+  a Gymnasium id with a 1-D Box observation and bounded 1-D Box actions
+    rp1 train --env Pendulum-v1 --method rp1 [--horizon H]     (H default: its time limit)
+  or a task of your own, an rp1.envs.TaskSpec at package.module:attribute
+    rp1 train --env mypackage.tasks:POINT --method greedy
+Reward and termination a task does not give are learned by the world model.
+`rp1 envs ID` shows one task of any kind; see README "Any Gymnasium task"."""
+
+
 @app.command()
-def envs(name: str = typer.Argument(None, help="Show only this task.")) -> None:
-    """List the tasks with their observation / action sizes and horizons."""
+def envs(name: str = typer.Argument(None, help="Show only this task (a paper task, a Gymnasium id or package.module:attribute).")) -> None:
+    """List the paper's tasks (or one task of any kind): sizes, horizon, and whether its reward and
+    termination are given or learned; and how to run any other task."""
     from rp1 import envs as registry
 
-    selected = [registry.check_name(name)] if name else registry.names()
-    typer.echo(f"{'task':<12} {'obs':>4} {'act':>4} {'horizon':>8} {'dt':>6}")
-    for task_name in selected:
+    if name:
+        _importable_from_cwd()
+    tasks = []
+    for task_name in [name] if name else registry.names():
         env, task = registry.make(task_name)
         env.close()
+        tasks.append(task)
+    width = max(12, *(len(task.name) for task in tasks))
+    typer.echo(f"{'task':<{width}} {'obs':>4} {'act':>4} {'horizon':>8} {'dt':>6}  reward   done")
+    for task in tasks:
+        given = ["given" if fn is not None else "learned" for fn in (task.reward_fn, task.done_fn)]
         typer.echo(
-            f"{task.name:<12} {task.obs_dim:>4} {task.act_dim:>4} {task.horizon:>8} {task.dt:>6.3f}"
+            f"{task.name:<{width}} {task.obs_dim:>4} {task.act_dim:>4} {task.horizon:>8} {task.dt:>6.3f}  {given[0]:<8} {given[1]}"
         )
+    if not name:
+        typer.echo(f"\n{ANY_TASK}")
+
+
+def _importable_from_cwd() -> None:
+    """Let ``package.module:attribute`` name a module in the working directory, as ``python -m``
+    would (appended to ``sys.path``, so installed packages keep precedence; worker processes
+    inherit it)."""
+    if os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
 
 
 @app.command()
@@ -51,6 +78,13 @@ def presets() -> None:
 
     for name, description in preset_descriptions().items():
         typer.echo(f"{name:<24} {description}")
+
+
+def cli_overrides(items: list[str] | None, **options: int | None) -> dict[str, str]:
+    """``--set`` items (:func:`parse_sets`) and the options that are config values: ``workers``
+    (``modelfree.workers``) and ``horizon``, where given."""
+    keys = {"workers": "modelfree.workers", "horizon": "horizon"}
+    return {**parse_sets(items), **{keys[name]: str(value) for name, value in options.items() if value is not None}}
 
 
 def parse_sets(items: list[str] | None) -> dict[str, str]:
@@ -64,12 +98,33 @@ def parse_sets(items: list[str] | None) -> dict[str, str]:
     return out
 
 
+def config_of(preset: str | None, env: str | None, method: str | None, **resolved):
+    """The config of ``--preset`` or of ``--env`` with ``--method`` (default rp1): exactly one of
+    ``preset`` and ``env``, ``method`` only with ``env``; ``resolved``: seed, budget, overrides,
+    scale (see :func:`rp1.config.resolve`)."""
+    from rp1.config import env_config, resolve
+
+    if preset is not None and env is not None:
+        raise ConfigError("--preset and --env exclude each other: a preset names its task and method")
+    if preset is None and env is None:
+        raise ConfigError("give --preset NAME (see `rp1 presets`) or --env TASK (see `rp1 envs`)")
+    if preset is not None:
+        if method is not None:
+            raise ConfigError("--method goes with --env; a preset names its method")
+        return resolve(preset, **resolved)
+    _importable_from_cwd()
+    return env_config(env, method or "rp1", **resolved)
+
+
 @app.command()
 def train(
-    preset: str = typer.Option(..., "--preset", "-p", help="A preset name (see `rp1 presets`)."),
-    scale: Optional[str] = typer.Option(None, "--scale", help="small or paper (default: the preset's); applied before --set."),
+    preset: Optional[str] = typer.Option(None, "--preset", "-p", help="A preset name (see `rp1 presets`)."),
+    env: Optional[str] = typer.Option(None, "--env", help="Instead of --preset, any task: a Gymnasium id or package.module:attribute (see `rp1 envs`)."),
+    method: Optional[str] = typer.Option(None, "--method", help="With --env: rp1 (default), greedy, vr, rp1-noadapt, rp1-nopca, rp1-statevar or modelfree."),
+    horizon: Optional[int] = typer.Option(None, "--horizon", help="Steps per episode (default: the task's; a Gymnasium id's time limit)."),
+    scale: Optional[str] = typer.Option(None, "--scale", help="small or paper (default: the preset's, paper with --env); applied before --set."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Random seed (default: the preset's, 0)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: runs/PRESET/seedK)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: runs/PRESET/seedK, runs/TASK-METHOD/seedK with --env)."),
     budget: Optional[int] = typer.Option(None, "--budget", help="Real-sample budget."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --out from its checkpoint."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Delete the run in --out and start afresh."),
@@ -77,18 +132,16 @@ def train(
     workers: Optional[int] = typer.Option(None, "--workers", help="Env worker processes (model-free)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
 ) -> None:
-    """Train one run: RP1 or a baseline, model-based or model-free, as the preset says.
+    """Train one run: RP1 or a baseline, model-based or model-free, as the preset (or --method on
+    --env's task) says.
 
     Ctrl-C (SIGINT) or SIGTERM stops the run at once (exit code 130 or 143); --resume continues it.
     """
-    from rp1.config import resolve
     from rp1.experiments.figures import write_learning_curve
     from rp1.train import exit_on_signals, run_training
 
-    overrides = parse_sets(set_)
-    if workers is not None:
-        overrides["modelfree.workers"] = str(workers)
-    cfg = resolve(preset, seed=seed, budget=budget, overrides=overrides, scale=scale)
+    overrides = cli_overrides(set_, workers=workers, horizon=horizon)
+    cfg = config_of(preset, env, method, seed=seed, budget=budget, overrides=overrides, scale=scale)
     out = out or Path("runs") / cfg.preset / f"seed{cfg.seed}"
     again = "--resume instead of --overwrite" if overwrite else "--resume"
     with exit_on_signals(f"continue the run in {out} with the same command and {again}"):
@@ -136,11 +189,19 @@ def parse_seeds(text: str) -> list[int]:
     return sorted(seeds)
 
 
+def parse_names(text: str | None) -> list[str]:
+    """``"a, b"`` -> ``["a", "b"]``; ``None`` -> ``[]``."""
+    return [name.strip() for name in (text or "").split(",") if name.strip()]
+
+
 @app.command()
 def sweep(
-    presets_: str = typer.Option(..., "--presets", help="Comma-separated preset names."),
+    presets_: Optional[str] = typer.Option(None, "--presets", help="Comma-separated preset names."),
+    envs_: Optional[str] = typer.Option(None, "--envs", help="Comma-separated tasks (Gymnasium ids, package.module:attribute), crossed with --methods."),
+    methods: Optional[str] = typer.Option(None, "--methods", help="With --envs: comma-separated methods (default rp1)."),
+    horizon: Optional[int] = typer.Option(None, "--horizon", help="Steps per episode of every run (default: each task's)."),
     seeds: str = typer.Option("0-9", "--seeds", help="Seeds, e.g. 0-9 or 0,3,5."),
-    out: Path = typer.Option(..., "--out", help="Sweep directory: OUT/<preset>/seed<k>/."),
+    out: Path = typer.Option(..., "--out", help="Sweep directory: OUT/<preset>/seed<k>/ (OUT/<task>-<method>/seed<k>/ for --envs)."),
     backend: str = typer.Option("local", "--backend", help="local (process pool) or ray."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Runs at a time (local backend)."),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (ray backend)."),
@@ -148,16 +209,21 @@ def sweep(
     scale: Optional[str] = typer.Option(None, "--scale", help="small or paper for every run (default: each preset's)."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a config value: key=value."),
 ) -> None:
-    """Run every (preset, seed): skip finished runs, resume unfinished ones, run the rest."""
+    """Run every (preset, seed) and (task, method, seed): skip finished runs, resume unfinished
+    ones, run the rest."""
     from rp1.experiments.sweep import run_sweep
     from rp1.runs import check_writable_dir
 
     check_writable_dir(out)
-
-    names = [p.strip() for p in presets_.split(",") if p.strip()]
+    tasks = parse_names(envs_)
+    if methods is not None and not tasks:
+        raise ConfigError("--methods goes with --envs; a preset names its method")
+    if tasks:
+        _importable_from_cwd()
     code = run_sweep(
-        names, parse_seeds(seeds), out, backend=backend, workers=workers, address=address,
-        budget=budget, overrides=parse_sets(set_), scale=scale,
+        parse_names(presets_), parse_seeds(seeds), out, envs=tasks, methods=parse_names(methods) or ["rp1"],
+        backend=backend, workers=workers, address=address, budget=budget,
+        overrides=cli_overrides(set_, horizon=horizon), scale=scale,
     )
     raise typer.Exit(code)
 

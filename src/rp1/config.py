@@ -1,7 +1,9 @@
 """Typed, frozen run configuration with the paper's values as defaults, and the preset registry.
 
-A :class:`Config` is built from a preset (``halfcheetah-rp1``, ``ant-greedy``, ``hopper-quick``, …),
-optionally overridden with ``key=value`` strings (``model.hidden=64,64``), and validated once. The
+A :class:`Config` is built from a preset (``halfcheetah-rp1``, ``ant-greedy``, ``hopper-quick``, …)
+with :func:`resolve`, or from any task and a method with :func:`env_config` (``Pendulum-v1``,
+``rp1``), optionally overridden with ``key=value`` strings (``model.hidden=64,64``), and validated
+once. The
 methods of SPEC §8 differ only in their :class:`LambdaConfig`, early stopping α and bonus type.
 
 One place per default: every value is written once. Where a library function has a default of its
@@ -28,6 +30,7 @@ from rp1.dynamics.fit import BATCH_SIZE, CHECK_EVERY, MAX_EPOCHS, PATIENCE
 from rp1.dynamics.fit import LEARNING_RATE as MODEL_LEARNING_RATE
 from rp1.envs import make as make_task
 from rp1.envs import names as task_names
+from rp1.envs import Task, path_name
 from rp1.errors import ConfigError
 from rp1.imagination import rollouts
 from rp1.imagination import train as policy_training
@@ -106,7 +109,12 @@ class ModelFreeConfig:
 
 @dataclass(frozen=True)
 class Config:
-    """Everything a run needs; ``config.json`` of a run directory is :meth:`to_dict` of this."""
+    """Everything a run needs; ``config.json`` of a run directory is :meth:`to_dict` of this.
+
+    ``task``: a name :func:`rp1.envs.make` knows; ``horizon``: steps per episode, 0 for the task's
+    own; ``preset``: the preset's name, or ``<task>-<method>`` for :func:`env_config` (as one
+    path component, :func:`rp1.envs.path_name`).
+    """
 
     preset: str
     task: str
@@ -114,6 +122,7 @@ class Config:
     scale: str = "paper"
     seed: int = 0
     budget: int = 100_000
+    horizon: int = 0
     bonus: str = rollouts.BONUS
     eval_episodes: int = 10
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -175,12 +184,20 @@ def method_config(task: str, method: str, preset: str, **top) -> Config:
     )
 
 
+MODEL_FREE = "modelfree"
+METHODS = (*MODEL_BASED_METHODS, MODEL_FREE)
 MODEL_FREE_BUDGETS = (1_000_000, 5_000_000, 10_000_000)
+
+
+def check_method(method: str) -> str:
+    """``method`` if it is one of :data:`METHODS`, else ConfigError listing them."""
+    _check(method in METHODS, f"unknown method {method!r}; valid methods: {', '.join(METHODS)}")
+    return method
 
 
 def modelfree_config(task: str, preset: str) -> Config:
     """PPO in the real env with the paper's policy hyperparameters and a budget of 10^6 steps."""
-    return Config(preset=preset, task=task, method="modelfree", budget=MODEL_FREE_BUDGETS[0], lam=LambdaConfig(mode="fixed"))
+    return Config(preset=preset, task=task, method=MODEL_FREE, budget=MODEL_FREE_BUDGETS[0], lam=LambdaConfig(mode="fixed"))
 
 
 # --- scales ------------------------------------------------------------------------------------
@@ -333,15 +350,17 @@ def _values(section: Any, prefix: str = "") -> typing.Iterator[tuple[str, Any]]:
             yield f"{prefix}{f.name}", value
 
 
-def _horizon(task: str) -> int:
-    env, spec = make_task(task)
+def _task(cfg: Config) -> Task:
+    """The task of ``cfg`` with its horizon; ConfigError if it cannot be made."""
+    env, task = make_task(cfg.task, horizon=cfg.horizon)
     env.close()
-    return spec.horizon
+    return task
 
 
 # Lower bounds of the values that count or size something (for a tuple: of every item).
 AT_LEAST = {
     "budget": 1,
+    "horizon": 0,
     "eval_episodes": 1,
     "model.members": 1,
     "model.hidden": 1,
@@ -369,9 +388,10 @@ def validate(cfg: Config) -> Config:
 
     Checks every constraint that does not need the file system: numbers are finite (``nan`` and
     ``±inf`` are refused everywhere), counts and sizes at least :data:`AT_LEAST`, rates and scales
-    positive, fractions in their ranges, the seed in ``[0, SEED_LIMIT)``, and ``policy.batch_steps``
-    at least the task's horizon for a model-based method (one imagined rollout), at least 1 for
-    ``modelfree``. The message names the key, what is allowed and the value given.
+    positive, fractions in their ranges, the seed in ``[0, SEED_LIMIT)``, the task one that
+    :func:`rp1.envs.make` can make, and ``policy.batch_steps`` at least the task's horizon for a
+    model-based method (one imagined rollout), at least 1 for ``modelfree``. The message names the
+    key, what is allowed and the value given.
     """
     for key, value in _values(cfg):
         items = value if isinstance(value, tuple) else (value,)
@@ -380,7 +400,8 @@ def validate(cfg: Config) -> Config:
             _check(all(x >= AT_LEAST[key] for x in items), f"{key} must be >= {AT_LEAST[key]}, got {value}")
         if key in POSITIVE:
             _check(value > 0, f"{key} must be > 0, got {value}")
-    _check(cfg.task in task_names(), f"unknown task {cfg.task!r}; valid tasks: {', '.join(task_names())}")
+    check_method(cfg.method)
+    task = _task(cfg)
     _check(0 <= cfg.seed < SEED_LIMIT, f"seed must be in [0, {SEED_LIMIT}) (2**31 - 2**22), got {cfg.seed}")
     _check(cfg.bonus in BONUSES, f"bonus must be one of {', '.join(BONUSES)}, got {cfg.bonus!r}")
     lam = cfg.lam
@@ -399,16 +420,15 @@ def validate(cfg: Config) -> Config:
     _check(0.0 < col.share <= 1.0, f"collect.share must be in (0, 1], got {col.share}")
     mf = cfg.modelfree
     _check(mf.envs % mf.workers == 0, f"modelfree.envs ({mf.envs}) must be a multiple of modelfree.workers ({mf.workers})")
-    if cfg.method == "modelfree":
+    if cfg.method == MODEL_FREE:
         _check(cfg.policy.batch_steps >= 1, f"policy.batch_steps must be >= 1, got {cfg.policy.batch_steps}")
         return cfg
     _check(cfg.budget >= col.phase_cap, f"budget ({cfg.budget}) must be at least one phase (collect.phase_cap = {col.phase_cap})")
     uses_bonus = lam.mode == "adaptive" and max(lam.arms) > 0 or lam.value > 0
     _check(cfg.model.members >= 2 or not uses_bonus, f"model.members must be >= 2 with a variance bonus, got {cfg.model.members}")
-    horizon = _horizon(cfg.task)
     _check(
-        cfg.policy.batch_steps >= horizon,
-        f"policy.batch_steps must be >= {horizon} (one imagined rollout of {cfg.task}'s horizon), got {cfg.policy.batch_steps}",
+        cfg.policy.batch_steps >= task.horizon,
+        f"policy.batch_steps must be >= {task.horizon} (one imagined rollout of {cfg.task}'s horizon), got {cfg.policy.batch_steps}",
     )
     return cfg
 
@@ -421,7 +441,28 @@ def resolve(
     scale: str | None = None,
 ) -> Config:
     """Preset, then ``scale`` (if given), then ``--set`` overrides, then seed and budget; validated."""
-    cfg = get_preset(preset)
+    return _finish(get_preset(preset), seed, budget, overrides, scale)
+
+
+def env_config(
+    env: str,
+    method: str = "rp1",
+    seed: int | None = None,
+    budget: int | None = None,
+    overrides: dict[str, str] | None = None,
+    scale: str | None = None,
+) -> Config:
+    """:func:`resolve` for ``method`` (SPEC §8, or ``modelfree``) on any task ``env`` (a paper
+    task, a Gymnasium id or ``package.module:attribute``, see :func:`rp1.envs.make`), built as the
+    presets are: the paper's settings, preset name ``<env>-<method>``. The horizon is the override
+    ``horizon`` (default 0: the task's own)."""
+    preset = f"{path_name(env)}-{check_method(method)}"
+    cfg = modelfree_config(env, preset) if method == MODEL_FREE else method_config(env, method, preset)
+    return _finish(cfg, seed, budget, overrides, scale)
+
+
+def _finish(cfg: Config, seed: int | None, budget: int | None, overrides: dict[str, str] | None, scale: str | None) -> Config:
+    """``cfg``, then ``scale`` (if given), then overrides, then seed and budget; validated."""
     if scale is not None:
         cfg = with_scale(cfg, scale)
     cfg = apply_overrides(cfg, overrides or {})

@@ -93,7 +93,7 @@ class ModelFreeAgent:
 
     def __init__(self, cfg: Config):
         self.cfg = cfg
-        self.real = RealEnvs(cfg.task, cfg.modelfree.envs, cfg.modelfree.workers)
+        self.real = RealEnvs(cfg.task, cfg.modelfree.envs, cfg.modelfree.workers, horizon=cfg.horizon)
         self.task = self.real.task
         self.episodes = max(1, cfg.policy.batch_steps // self.task.horizon)
         self._std = jnp.float32(cfg.policy.action_std)

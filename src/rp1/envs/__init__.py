@@ -1,4 +1,5 @@
-"""The paper's four tasks: ``names()`` and ``make(name, seed) -> (env, task)`` (SPEC §1).
+"""Tasks: ``make(name, seed, horizon) -> (env, task)`` for the paper's four tasks (SPEC §1), any
+Gymnasium id and a user's :class:`TaskSpec` named ``package.module:attribute``.
 
 Example::
 
@@ -6,64 +7,43 @@ Example::
     obs, _ = env.reset()
     obs2, r, terminated, truncated, _ = env.step(env.action_space.sample())
     assert abs(task.reward(obs2, a) - r) < 1e-6
+    env, task = rp1.envs.make("Pendulum-v1", horizon=100)   # task.reward_fn is None: learned
 """
 
 from __future__ import annotations
 
+import re
+
 import gymnasium as gym
-import numpy as np
 
-from rp1.envs import locomotion, rewards
+from rp1.envs.lookup import PAPER_TASKS, spec_of
+from rp1.envs.rewards import never_done
+from rp1.envs.spec import TaskSpec, build
 from rp1.envs.task import Task
-from rp1.errors import ConfigError
-
-_SPECS = {
-    # name: (env class, horizon, reward, done)
-    "halfcheetah": (locomotion.RP1HalfCheetah, 100, rewards.halfcheetah_reward, rewards.never_done),
-    "ant": (locomotion.RP1Ant, 100, rewards.ant_reward, rewards.ant_done),
-    "hopper": (locomotion.RP1Hopper, 200, rewards.hopper_reward, rewards.never_done),
-    "swimmer": (locomotion.RP1Swimmer, 200, rewards.swimmer_reward, rewards.never_done),
-}
 
 
 def names() -> list[str]:
-    """The task names: ``halfcheetah``, ``ant``, ``hopper``, ``swimmer``."""
-    return list(_SPECS)
+    """The paper's task names: ``halfcheetah``, ``ant``, ``hopper``, ``swimmer``."""
+    return list(PAPER_TASKS)
 
 
-def check_name(name: str) -> str:
-    """Return ``name`` if it is a task, else raise ``ConfigError`` listing the valid names."""
-    if name not in _SPECS:
-        raise ConfigError(f"unknown task {name!r}; valid tasks: {', '.join(_SPECS)}")
-    return name
+def make(name: str, seed: int | None = None, horizon: int | None = None) -> tuple[gym.Env, Task]:
+    """Build the real environment of task ``name`` (limited to its horizon) and its :class:`Task`.
 
-
-def make(name: str, seed: int | None = None) -> tuple[gym.Env, Task]:
-    """Build the real environment of ``name`` (limited to its horizon) and its :class:`Task`.
-
-    With a ``seed``, the environment's RNG (reset noise) and its action space are seeded, so the
-    first ``env.reset()`` and everything after it are reproducible without passing a seed again.
-    Raises ``ValueError`` (a :class:`~rp1.errors.ConfigError`) for an unknown name.
+    ``name``: a paper task, a Gymnasium id or ``package.module:attribute`` (a :class:`TaskSpec`).
+    ``horizon`` (``None`` or 0: the task's own; a Gymnasium id's is its time limit) sets the steps
+    per episode. With a ``seed``, the environment's RNG (reset noise) and its action space are
+    seeded, so the first ``env.reset()`` and everything after it are reproducible without passing
+    a seed again. Raises :class:`~rp1.errors.ConfigError` (a ``ValueError``) naming the problem for
+    a name that is no task, a package that is not installed or spaces rp1 cannot handle.
     """
-    cls, horizon, reward_fn, done_fn = _SPECS[check_name(name)]
-    base = cls()
-    env = gym.wrappers.TimeLimit(base, max_episode_steps=horizon)
-    if seed is not None:
-        base.np_random = np.random.default_rng(seed)
-        env.action_space.seed(seed)
-    space = base.action_space
-    task = Task(
-        name=name,
-        obs_dim=int(base.observation_space.shape[0]),
-        act_dim=int(space.shape[0]),
-        horizon=horizon,
-        action_low=tuple(float(x) for x in space.low),
-        action_high=tuple(float(x) for x in space.high),
-        dt=float(base.dt),
-        reward_fn=reward_fn,
-        done_fn=done_fn,
-    )
-    return env, task
+    return build(name, spec_of(name), seed, horizon)
 
 
-__all__ = ["Task", "check_name", "make", "names"]
+def path_name(name: str) -> str:
+    """``name`` as one file or directory name: every run of characters other than letters,
+    digits, ``.``, ``_`` and ``-`` becomes ``-`` (``mypkg.tasks:POINT`` -> ``mypkg.tasks-POINT``)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name)
+
+
+__all__ = ["Task", "TaskSpec", "make", "names", "never_done", "path_name"]

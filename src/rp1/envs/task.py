@@ -14,6 +14,8 @@ class Task:
 
     Hashable, so it can be a static argument of ``jax.jit``. ``reward`` and ``done`` accept NumPy or
     JAX arrays ``next_obs [..., obs_dim]`` and ``action [..., act_dim]`` and return ``[...]``.
+    ``reward_fn`` / ``done_fn`` are ``None`` where the task does not know them (any Gymnasium id):
+    the world model learns them then.
     """
 
     name: str
@@ -23,8 +25,8 @@ class Task:
     action_low: tuple[float, ...]
     action_high: tuple[float, ...]
     dt: float
-    reward_fn: Callable
-    done_fn: Callable
+    reward_fn: Callable | None = None
+    done_fn: Callable | None = None
 
     def reward(self, next_obs, action):
         """Reward of reaching ``next_obs`` with ``action``; shape ``[...]``."""

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from rp1.envs import path_name
 from rp1.experiments import figures, stats
 from rp1.experiments.paper import ADAPTIVE_LAMBDA, MODEL_FREE, TASKS
 from rp1.experiments.runs_table import LoadedRuns, load_runs, scale_order
@@ -70,7 +71,8 @@ DEFINITIONS = """## How the numbers are made
 
 
 def report_tasks(metrics: pd.DataFrame) -> tuple[str, ...]:
-    """The paper's four tasks in its order, then any other task found in the runs."""
+    """The paper's four tasks in its order, then any other task found in the runs (a Gymnasium id,
+    ``package.module:attribute``); the paper's values are shown for its tasks only."""
     return TASKS + tuple(sorted(set(metrics["task"]) - set(TASKS)))
 
 
@@ -96,7 +98,8 @@ def ppo_references(metrics: pd.DataFrame) -> tuple[tuple[str, int, float, int], 
 
 
 def write_curve_figures(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Path) -> list[Path]:
-    """fig1_<task>, fig3_<task> and fig_ablation_<task> for every task with runs to draw."""
+    """fig1_<task>, fig3_<task> and fig_ablation_<task> for every task with runs to draw (the task
+    as a file name, :func:`rp1.envs.path_name`)."""
     paths = []
     for task in tasks:
         runs = metrics[metrics["task"] == task]
@@ -104,7 +107,7 @@ def write_curve_figures(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Path
             references = ppo_references(runs) if with_ppo else ()
             paths.append(
                 figures.curve_figure(
-                    runs, methods, f"{title} — {task}", out / f"{prefix}_{task}.png", references
+                    runs, methods, f"{title} — {task}", out / f"{prefix}_{path_name(task)}.png", references
                 )
             )
     return [path for path in paths if path]
@@ -128,7 +131,7 @@ def write_diagnostics(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Path) 
     model_based = metrics[metrics["method"] != MODEL_FREE]
     paths = [
         figures.diagnostics_figure(
-            model_based[model_based["task"] == task], task, out / f"diag_{task}.png"
+            model_based[model_based["task"] == task], task, out / f"diag_{path_name(task)}.png"
         )
         for task in tasks
     ]

@@ -1,4 +1,6 @@
-"""Sweeps (``rp1 sweep``): one run per (preset, seed) in ``OUT/<preset>/seed<k>/``.
+"""Sweeps (``rp1 sweep``): one run per (preset, seed) in ``OUT/<preset>/seed<k>/``, and per (task,
+method, seed) in ``OUT/<task>-<method>/seed<k>/`` (the config's ``preset``, see
+:func:`rp1.config.env_config`).
 
 Every run is planned before any starts: its config is resolved and checked, and its directory
 decides what happens to it — a finished run is skipped, a run with a checkpoint is resumed, any
@@ -32,13 +34,14 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Protocol
+from functools import partial
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rp1.config import Config, resolve
+from rp1.config import Config, env_config, resolve
 from rp1.errors import ConfigError
 from rp1.runs import CONFIG, METRICS, RunDir, config_diff
 from rp1.experiments.figures import write_learning_curve
@@ -91,6 +94,8 @@ def run_sweep(
     seeds: list[int],
     out: Path,
     *,
+    envs: Sequence[str] = (),
+    methods: Sequence[str] = ("rp1",),
     backend: str = "local",
     workers: int | None = None,
     address: str | None = None,
@@ -100,7 +105,8 @@ def run_sweep(
     cpus_per_run: float = 1.0,
     gpus_per_run: float | None = None,
 ) -> int:
-    """Run every (preset, seed) of ``names`` × ``seeds`` in ``out/<preset>/seed<k>/``.
+    """Run every (preset, seed) of ``names`` × ``seeds`` in ``out/<preset>/seed<k>/``, and every
+    (task, method, seed) of ``envs`` × ``methods`` × ``seeds`` in ``out/<task>-<method>/seed<k>/``.
 
     Finished runs are skipped, runs with a checkpoint resumed, the rest started. ``workers`` is
     the number of runs at a time (``scale``: every run at that scale, see
@@ -112,7 +118,7 @@ def run_sweep(
     :class:`ConfigError`. Returns the exit code: 0 if every run finished, 1 otherwise.
     """
     executor = make_executor(backend, workers, address, cpus_per_run, gpus_per_run)
-    jobs = plan_sweep(names, seeds, Path(out), budget=budget, overrides=overrides or {}, scale=scale)
+    jobs = plan_sweep(names, seeds, Path(out), budget=budget, overrides=overrides or {}, scale=scale, envs=envs, methods=methods)
     todo = [job for job in jobs if job.action != "skip"]
     outcomes = {(o.preset, o.seed): o for o in run_jobs(executor, todo, skipped=len(jobs) - len(todo))}
     summary = [outcomes.get((job.cfg.preset, job.cfg.seed)) or job.outcome("skipped") for job in jobs]
@@ -123,16 +129,37 @@ def run_sweep(
 # ----------------------------------------------------------------------------- planning
 
 
+ConfigSource = Callable[..., Config]
+"""``source(seed=…, budget=…, overrides=…, scale=…) -> Config``: :func:`rp1.config.resolve` of a
+preset or :func:`rp1.config.env_config` of a (task, method)."""
+
+
+def config_sources(presets: Sequence[str], envs: Sequence[str] = (), methods: Sequence[str] = ("rp1",)) -> list[ConfigSource]:
+    """One source per preset, then one per (task, method) of ``envs`` × ``methods``."""
+    by_task = [partial(env_config, env, method) for env in envs for method in methods]
+    return [partial(resolve, name) for name in presets] + by_task
+
+
 def plan_sweep(
-    names: list[str], seeds: list[int], out: Path, *, budget: int | None, overrides: dict[str, str], scale: str | None = None
+    names: list[str],
+    seeds: list[int],
+    out: Path,
+    *,
+    budget: int | None,
+    overrides: dict[str, str],
+    scale: str | None = None,
+    envs: Sequence[str] = (),
+    methods: Sequence[str] = ("rp1",),
 ) -> list[RunJob]:
-    """Resolve and check every run of the sweep (in preset-major order) before any starts."""
-    if not names or not seeds:
-        raise ConfigError("a sweep needs at least one preset and one seed")
+    """Resolve and check every run of the sweep (presets, then tasks × methods; seed innermost)
+    before any starts."""
+    sources = config_sources(names, envs, methods)
+    if not sources or not seeds:
+        raise ConfigError("a sweep needs at least one preset or task (--presets, --envs) and one seed")
     jobs: dict[tuple[str, int], RunJob] = {}
-    for name in names:
+    for source in sources:
         for seed in seeds:
-            cfg = resolve(name, seed=seed, budget=budget, overrides=overrides, scale=scale)
+            cfg = source(seed=seed, budget=budget, overrides=overrides, scale=scale)
             run_dir = out / cfg.preset / f"seed{cfg.seed}"
             jobs[cfg.preset, cfg.seed] = RunJob(cfg, run_dir, run_action(cfg, RunDir(run_dir)))
     return list(jobs.values())

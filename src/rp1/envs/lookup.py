@@ -1,0 +1,71 @@
+"""From a task's name to its :class:`TaskSpec`: the paper's four tasks, any Gymnasium id, or a
+``TaskSpec`` of the user's named ``package.module:attribute``.
+
+Tasks are named by strings everywhere (``config.json``, sweeps, environment worker processes), so
+that any process can make them again: a name never depends on what a process registered before.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from functools import partial
+
+import gymnasium as gym
+
+from rp1.envs import locomotion, rewards
+from rp1.envs.spec import TaskSpec
+from rp1.errors import ConfigError
+
+PAPER_TASKS = {
+    "halfcheetah": TaskSpec(locomotion.RP1HalfCheetah, 100, rewards.halfcheetah_reward, rewards.never_done),
+    "ant": TaskSpec(locomotion.RP1Ant, 100, rewards.ant_reward, rewards.ant_done),
+    "hopper": TaskSpec(locomotion.RP1Hopper, 200, rewards.hopper_reward, rewards.never_done),
+    "swimmer": TaskSpec(locomotion.RP1Swimmer, 200, rewards.swimmer_reward, rewards.never_done),
+}
+"""The paper's tasks (SPEC §1), with their horizons, rewards and terminations."""
+
+KINDS = (
+    f"a task is one of the paper's ({', '.join(PAPER_TASKS)}), a Gymnasium id (e.g. Pendulum-v1) "
+    "or package.module:attribute naming an rp1.envs.TaskSpec; see `rp1 envs`"
+)
+
+
+def spec_of(name: str) -> TaskSpec:
+    """The :class:`TaskSpec` of ``name``; ConfigError naming the problem if there is none."""
+    if name in PAPER_TASKS:
+        return PAPER_TASKS[name]
+    if ":" in name:
+        return reference_spec(name)
+    return gymnasium_spec(name)
+
+
+def gymnasium_spec(env_id: str) -> TaskSpec:
+    """The task of a registered Gymnasium environment: made by ``gymnasium.make`` without its time
+    limit, which becomes the horizon; reward and termination unknown (learned)."""
+    try:
+        registered = gym.spec(env_id)
+    except gym.error.Error as err:
+        raise ConfigError(f"unknown task {env_id!r} ({err}); {KINDS}") from None
+    unlimited = dataclasses.replace(registered, max_episode_steps=None)
+    return TaskSpec(partial(gym.make, unlimited), horizon=registered.max_episode_steps)
+
+
+def reference_spec(reference: str) -> TaskSpec:
+    """The ``TaskSpec`` at ``package.module:attribute``, importing the module. Gymnasium's own
+    ``module:env_id`` (an id that importing the module registers) is a Gymnasium id."""
+    module_name, _, attribute = reference.partition(":")
+    if not module_name or not attribute:
+        raise ConfigError(f"task {reference!r}: expected package.module:attribute")
+    try:
+        module = importlib.import_module(module_name)
+    except (ImportError, SyntaxError) as err:
+        raise ConfigError(f"task {reference!r}: cannot import {module_name} ({type(err).__name__}: {err})") from None
+    if not hasattr(module, attribute):
+        if attribute in gym.registry:
+            return gymnasium_spec(attribute)
+        raise ConfigError(f"task {reference!r}: module {module_name} has no attribute {attribute!r}")
+    value = getattr(module, attribute)
+    if not isinstance(value, TaskSpec):
+        raise ConfigError(f"task {reference!r}: {attribute} is a {type(value).__name__}, not an rp1.envs.TaskSpec")
+    return value

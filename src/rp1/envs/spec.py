@@ -1,0 +1,102 @@
+"""``TaskSpec``: how to make a task's environment, and what rp1 knows of it; ``build`` makes both.
+
+A ``TaskSpec`` is what a user writes to run rp1 on an environment of their own (README "Any
+Gymnasium task"); the paper's tasks and Gymnasium ids become one too (:mod:`rp1.envs.lookup`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.spaces import Box
+
+from rp1.envs.task import Task
+from rp1.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """An environment factory, its horizon and, where known, its reward and termination.
+
+    - ``make_env() -> gymnasium.Env`` with a 1-D ``Box`` observation space and a bounded 1-D ``Box``
+      action space, resetting from the task's start distribution with ``self.np_random``; rp1
+      limits its episodes to the horizon (``TimeLimit``), so it needs no time limit of its own.
+    - ``horizon``: steps per episode; ``None``: the time limit of the environment ``make_env``
+      returns (``env.spec.max_episode_steps``).
+    - ``reward(next_obs [..., obs_dim], action [..., act_dim]) -> [...]`` and ``done(next_obs) ->
+      [...]`` (bool): written with array operators only, so that they run on NumPy and (under
+      ``jax.jit``) JAX arrays; ``None``: learned by the world model.
+
+    Example (at module level, so that ``--env mypackage.tasks:POINT`` finds it in any process)::
+
+        POINT = TaskSpec(PointEnv, horizon=50, reward=lambda s, a: -(s[..., :2] ** 2).sum(-1))
+    """
+
+    make_env: Callable[[], gym.Env]
+    horizon: int | None = None
+    reward: Callable | None = None
+    done: Callable | None = None
+
+    def __post_init__(self):
+        optional = {"reward": self.reward, "done": self.done}
+        for field, value in {"make_env": self.make_env, **optional}.items():
+            if not callable(value) and not (field in optional and value is None):
+                raise ConfigError(f"TaskSpec.{field} must be callable, got {value!r}")
+        if self.horizon is not None and (not isinstance(self.horizon, int) or self.horizon < 1):
+            raise ConfigError(f"TaskSpec.horizon must be an int >= 1 or None, got {self.horizon!r}")
+
+
+def build(name: str, spec: TaskSpec, seed: int | None = None, horizon: int | None = None) -> tuple[gym.Env, Task]:
+    """The environment of ``spec`` limited to its horizon, and its :class:`Task` named ``name``.
+
+    ``horizon`` (``None`` or 0: the spec's) overrides the spec's. With a ``seed``, the environment's
+    own random stream (``env.unwrapped.np_random``, its reset noise) and its action space are
+    seeded. ConfigError (nothing left open) if a package the environment needs is not installed,
+    if its spaces are not a 1-D ``Box`` observation and a bounded 1-D ``Box`` action, or if it has
+    no horizon.
+    """
+    try:
+        env = spec.make_env()
+    except (gym.error.DependencyNotInstalled, ImportError) as err:
+        raise ConfigError(f"cannot make task {name!r}: a package it needs is missing ({err})") from None
+    try:
+        limit = horizon or spec.horizon or getattr(env.spec, "max_episode_steps", None)
+        if not limit:
+            raise ConfigError(f"task {name!r} has no time limit: give its horizon (--horizon H)")
+        obs_dim, act_dim = _check_spaces(name, env)
+    except ConfigError:
+        env.close()
+        raise
+    limited = gym.wrappers.TimeLimit(env, max_episode_steps=limit)
+    if seed is not None:
+        env.unwrapped.np_random = np.random.default_rng(seed)
+        limited.action_space.seed(seed)
+    space = env.action_space
+    task = Task(
+        name=name,
+        obs_dim=obs_dim,
+        act_dim=act_dim,
+        horizon=int(limit),
+        action_low=tuple(float(x) for x in space.low),
+        action_high=tuple(float(x) for x in space.high),
+        dt=float(getattr(env.unwrapped, "dt", 0.0) or 0.0),
+        reward_fn=spec.reward,
+        done_fn=spec.done,
+    )
+    return limited, task
+
+
+def _check_spaces(name: str, env: gym.Env) -> tuple[int, int]:
+    """``(obs_dim, act_dim)``; ConfigError unless the observation space is a 1-D ``Box`` and the
+    action space a 1-D ``Box`` with finite bounds."""
+    obs, act = env.observation_space, env.action_space
+    if not (isinstance(obs, Box) and len(obs.shape) == 1):
+        raise ConfigError(f"task {name!r} has observation space {obs}; rp1 needs a 1-D Box (a flat vector of numbers)")
+    if not (isinstance(act, Box) and len(act.shape) == 1):
+        raise ConfigError(f"task {name!r} has action space {act}; rp1 needs continuous actions (a 1-D Box)")
+    if not (np.isfinite(act.low).all() and np.isfinite(act.high).all()):
+        raise ConfigError(f"task {name!r} has unbounded actions ({act}); rp1 needs finite action bounds")
+    return int(obs.shape[0]), int(act.shape[0])

@@ -1,0 +1,254 @@
+"""Any Gymnasium task and a user's own task (``--env``): the Task made from the env's spaces and
+time limit, the horizon override, end-to-end runs through the Python API, the CLI (kill and
+resume), a sweep over ``--envs/--methods`` and its report, and bad input.
+
+The tests named ``test_needs_learned_heads_…`` run a model-based method on a task without a reward
+function: they need the world model's learned reward / termination heads (another branch) and
+fail without them.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import point_mass
+import pytest
+from conftest import TINY, kill_after_rows, metrics_without_timing, tiny_sets
+
+from rp1 import envs
+from rp1.cli import main
+from rp1.config import env_config, resolve
+from rp1.errors import ConfigError
+from rp1.experiments.report import write_report
+from rp1.train import run_training
+
+ROOT = Path(__file__).resolve().parents[1]
+POINT = "point_mass:POINT_MASS"
+
+
+def rows(run_dir: Path) -> list[dict[str, str]]:
+    with open(run_dir / "metrics.csv") as f:
+        return list(csv.DictReader(f))
+
+
+def snapshot(path: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+# --- tasks ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name, obs_dim, act_dim, bound, horizon, dt",
+    [("Pendulum-v1", 3, 1, 2.0, 200, 0.05), ("InvertedPendulum-v5", 4, 1, 3.0, 1000, 0.04), ("MountainCarContinuous-v0", 2, 1, 1.0, 999, 0.0)],
+)
+def test_gymnasium_task_from_its_spaces_and_time_limit(name, obs_dim, act_dim, bound, horizon, dt):
+    env, task = envs.make(name)
+    assert (task.name, task.obs_dim, task.act_dim, task.horizon) == (name, obs_dim, act_dim, horizon)
+    assert task.action_low == (-bound,) * act_dim and task.action_high == (bound,) * act_dim
+    assert task.dt == pytest.approx(dt)
+    assert task.reward_fn is None and task.done_fn is None  # learned by the world model
+    assert env.observation_space.shape == (obs_dim,)
+    env.close()
+
+
+@pytest.mark.parametrize("horizon", [30, 300])
+def test_horizon_override_replaces_the_time_limit(horizon):
+    env, task = envs.make("Pendulum-v1", seed=0, horizon=horizon)  # 300: longer than its own 200
+    assert task.horizon == horizon
+    env.reset()
+    steps, truncated = 0, False
+    while not truncated:
+        truncated = env.step(env.action_space.sample())[3]
+        steps += 1
+    assert steps == horizon
+
+
+def test_seeded_gymnasium_task_is_reproducible():
+    first = [envs.make("Pendulum-v1", seed=7)[0].reset()[0] for _ in range(2)]
+    other = envs.make("Pendulum-v1", seed=8)[0].reset()[0]
+    np.testing.assert_array_equal(first[0], first[1])
+    assert not np.array_equal(first[0], other)
+
+
+def test_own_task_reward_matches_its_env_in_numpy_and_jax():
+    env, task = envs.make(POINT, seed=0)
+    assert (task.name, task.obs_dim, task.act_dim, task.horizon, task.dt) == (POINT, 4, 2, point_mass.HORIZON, point_mass.DT)
+    assert task.action_low == (-1.0, -1.0) and task.action_high == (1.0, 1.0)
+    env.reset()
+    next_obs, actions, returned = [], [], []
+    for _ in range(task.horizon):
+        action = env.action_space.sample()
+        obs, reward, terminated, truncated, _ = env.step(action)
+        next_obs.append(obs), actions.append(action), returned.append(reward)
+    assert truncated and not terminated
+    next_obs, actions = np.stack(next_obs), np.stack(actions)
+    np.testing.assert_allclose(task.reward(next_obs, actions), returned)
+    jitted = jax.jit(task.reward)(jnp.asarray(next_obs, jnp.float32), jnp.asarray(actions))
+    np.testing.assert_allclose(jitted, returned, rtol=1e-5)
+    assert not np.asarray(jax.jit(task.done)(jnp.asarray(next_obs))).any()
+
+
+def test_path_name_makes_one_path_component():
+    assert envs.path_name("Pendulum-v1") == "Pendulum-v1"
+    assert envs.path_name("my.pkg:TASK") == "my.pkg-TASK"
+    assert envs.path_name("ALE/Pong-v5") == "ALE-Pong-v5"
+    assert env_config(POINT, "greedy").preset == "point_mass-POINT_MASS-greedy"
+
+
+def test_env_config_of_a_paper_task_is_its_preset():
+    assert env_config("hopper", "vr") == resolve("hopper-vr")
+    assert env_config("hopper", "modelfree") == resolve("hopper-modelfree")
+
+
+# --- runs -----------------------------------------------------------------------------------------
+
+
+def tiny_run(tmp_path: Path, task: str, method: str, budget: int, **extra: str) -> Path:
+    """A tiny run of ``method`` on ``task`` through the Python API; returns its directory."""
+    cfg = env_config(task, method, seed=1, budget=budget, overrides={**TINY, "modelfree.envs": "2", **extra})
+    return run_training(cfg, tmp_path / "run", progress=False)
+
+
+def assert_finished_with_evaluations(run_dir: Path, iterations: int) -> None:
+    """The run reached its budget with at least ``iterations`` rows (PCA early stopping may cut
+    phases short) and its last row holds a finite evaluation."""
+    metrics = rows(run_dir)
+    assert len(metrics) >= iterations and (run_dir / "finished").exists()
+    assert np.isfinite(float(metrics[-1]["eval_return"]))
+
+
+def test_own_task_modelfree_through_the_python_api(tmp_path):
+    run_dir = tiny_run(tmp_path, POINT, "modelfree", 600)  # 300-step batches: 2 updates
+    assert_finished_with_evaluations(run_dir, 2)
+
+
+def test_rp1_on_own_task_with_its_reward_function(tmp_path):
+    run_dir = tiny_run(tmp_path, POINT, "rp1", 600)  # phases of at most 300 samples
+    assert_finished_with_evaluations(run_dir, 2)
+    assert all(np.isfinite(float(r["model_return"])) for r in rows(run_dir)[1:])  # imagined with its reward
+
+
+def test_needs_learned_heads_rp1_on_pendulum_without_reward_function(tmp_path):
+    """Fails until the world model learns reward and termination (the heads branch)."""
+    run_dir = tiny_run(tmp_path, "Pendulum-v1", "rp1", 600, horizon="100")
+    assert_finished_with_evaluations(run_dir, 2)
+
+
+def test_needs_learned_heads_rp1_on_own_task_without_reward_function(tmp_path):
+    """Fails until the world model learns reward and termination (the heads branch)."""
+    run_dir = tiny_run(tmp_path, "point_mass:POINT_MASS_UNKNOWN_REWARD", "rp1", 600)
+    assert_finished_with_evaluations(run_dir, 2)
+
+
+def subprocess_env() -> dict[str, str]:
+    """This process's environment with ``src`` and ``tests`` on ``PYTHONPATH`` as absolute paths."""
+    return {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])}
+
+
+def pendulum_cmd(*extra: str) -> list[str]:
+    sets = tiny_sets(policy__batch_steps="200", modelfree__envs="2", modelfree__eval_every="1")
+    return [sys.executable, "-m", "rp1", "train", "--env", "Pendulum-v1", "--method", "modelfree", "--horizon", "50",
+            "--budget", "1000", "--quiet", *sum((["--set", s] for s in sets), []), *extra]  # fmt: skip
+
+
+def test_cli_gymnasium_modelfree_run_writes_metrics_and_resumes_identically_after_a_kill(tmp_path, monkeypatch):
+    subprocess.run(pendulum_cmd(), check=True, env=subprocess_env(), cwd=tmp_path, capture_output=True)
+    reference = tmp_path / "runs" / "Pendulum-v1-modelfree" / "seed0"  # the default run directory
+    assert [int(r["samples"]) for r in rows(reference)] == [200, 400, 600, 800, 1000]
+    assert all(np.isfinite(float(r["eval_return"])) for r in rows(reference))
+
+    killed = tmp_path / "killed"
+    monkeypatch.setenv("PYTHONPATH", subprocess_env()["PYTHONPATH"])  # kill_after_rows passes os.environ on
+    kill_after_rows(pendulum_cmd("--out", str(killed)), killed, rows=2)
+    subprocess.run(pendulum_cmd("--out", str(killed), "--resume"), check=True, env=subprocess_env(), capture_output=True)
+    assert metrics_without_timing(killed) == metrics_without_timing(reference)
+
+
+def test_sweep_over_envs_and_methods_and_its_report(tmp_path, capsys):
+    out = tmp_path / "sweep"
+    args = ["sweep", "--envs", POINT, "--methods", "greedy,modelfree", "--seeds", "0", "--budget", "600", "--out", str(out)]
+    assert main([*args, "--workers", "2", *sum((["--set", s] for s in tiny_sets(modelfree__envs="2")), [])]) == 0
+    for method in ("greedy", "modelfree"):
+        assert_finished_with_evaluations(out / f"point_mass-POINT_MASS-{method}" / "seed0", 2)
+    report = tmp_path / "report"
+    assert main(["report", str(out), "--out", str(report)]) == 0
+    row = next(line for line in (report / "table1.md").read_text().splitlines() if line.startswith(f"| {POINT} | paper | 600 |"))
+    assert "(1 seed)" in row and "; paper" not in row  # no paper value for a task not in the paper
+    assert (report / "fig1_point_mass-POINT_MASS.png").is_file()
+    assert (report / "diag_point_mass-POINT_MASS.png").is_file()
+
+
+# --- bad input ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def existing_run(tmp_path_factory):
+    """A finished tiny run of the own task (model-free) to test against."""
+    out = tmp_path_factory.mktemp("runs") / "run"
+    sets = sum((["--set", s] for s in tiny_sets(modelfree__envs="2")), [])
+    assert main(["train", "--env", POINT, "--method", "modelfree", "--out", str(out), "--budget", "300", "--quiet", *sets]) == 0
+    return out
+
+
+BOX2D_INSTALLED = importlib.util.find_spec("Box2D") is not None
+BAD = {
+    "discrete actions": (["--env", "CartPole-v1"], "needs continuous actions"),
+    "discrete actions of own task": (["--env", "point_mass:DISCRETE"], "needs continuous actions"),
+    "unbounded actions": (["--env", "point_mass:UNBOUNDED"], "unbounded actions"),
+    "image observations": (["--env", "point_mass:IMAGE"], "needs a 1-D Box"),
+    "discrete observations": (["--env", "FrozenLake-v1"], "needs a 1-D Box"),
+    "unknown gymnasium id": (["--env", "Pendulum-v9"], "see `rp1 envs`"),
+    "package not installed": (["--env", "LunarLanderContinuous-v3"], "a package it needs is missing"),
+    "module does not import": (["--env", "no_such_module_rp1:TASK"], "cannot import no_such_module_rp1"),
+    "attribute missing": (["--env", "point_mass:NOPE"], "has no attribute 'NOPE'"),
+    "attribute of the wrong type": (["--env", "point_mass:NOT_A_SPEC"], "not an rp1.envs.TaskSpec"),
+    "no horizon": (["--env", "point_mass:NO_HORIZON"], "--horizon"),
+    "negative horizon": (["--env", POINT, "--horizon", "-1"], "horizon must be >= 0"),
+    "horizon longer than an imagined batch": (["--env", POINT, "--horizon", "400", "--set", "policy.batch_steps=300"], "policy.batch_steps must be >= 400"),
+    "env and preset": (["--env", POINT, "--preset", "hopper-rp1"], "exclude each other"),
+    "neither env nor preset": ([], "--preset NAME"),
+    "unknown method": (["--env", POINT, "--method", "rp2"], "valid methods: rp1, greedy"),
+    "method with preset": (["--preset", "hopper-rp1", "--method", "greedy"], "--method goes with --env"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_task_input_is_one_line_exit_2_files_untouched(case, existing_run, capsys):
+    if case == "package not installed" and BOX2D_INSTALLED:
+        pytest.skip("Box2D is installed here")
+    extra, message = BAD[case]
+    before = snapshot(existing_run)
+    code = main(["train", *extra, "--out", str(existing_run), "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(err) == 1 and err[0].startswith("rp1: error:") and message in err[0], err
+    assert snapshot(existing_run) == before
+
+
+def test_missing_package_of_own_task_is_a_config_error(monkeypatch):
+    missing = envs.TaskSpec(lambda: __import__("no_such_physics_engine_rp1"), horizon=10)
+    monkeypatch.setattr(point_mass, "MISSING", missing, raising=False)
+    with pytest.raises(ConfigError, match="a package it needs is missing .*no_such_physics_engine_rp1"):
+        envs.make("point_mass:MISSING")
+
+
+def test_bad_task_spec_is_refused_where_it_is_written():
+    with pytest.raises(ConfigError, match="TaskSpec.horizon"):
+        envs.TaskSpec(point_mass.PointMass, horizon=0)
+    with pytest.raises(ConfigError, match="TaskSpec.reward must be callable"):
+        envs.TaskSpec(point_mass.PointMass, reward=1.0)
+
+
+def test_sweep_methods_without_envs_is_refused(tmp_path, capsys):
+    code = main(["sweep", "--presets", "hopper-rp1", "--methods", "greedy", "--out", str(tmp_path / "s")])
+    assert code == 2 and "--methods goes with --envs" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()
