@@ -109,3 +109,20 @@ def test_state_dict_round_trip_through_npz_is_exact_and_keeps_growing_identicall
     for a, b in zip(store.transitions(), restored.transitions(), strict=True):
         np.testing.assert_array_equal(a, b)
     assert (restored.n_train, restored.n_val) == (store.n_train, store.n_val)
+
+
+def test_done_flags_are_kept_padded_and_round_trip_and_default_to_false(tmp_path):
+    terminal = {**episode(1, steps=4), "done": np.array([0, 0, 0, 1], bool)}
+    store = TransitionStore(OBS, ACT)
+    store.add_phase([terminal, episode(2, steps=3)], min_val=0)  # the second has no done flags
+    np.testing.assert_array_equal(store.train.done, [0, 0, 0, 1, 0, 0, 0])
+    assert store.train.done.dtype == bool
+    train = store.train_set(np.random.default_rng(0))
+    np.testing.assert_array_equal(train.done[:8], [0, 0, 0, 1, 0, 0, 0, 0])
+    np.testing.assert_array_equal(train.rew[:7], store.train.rew)
+    np.savez(tmp_path / "store.npz", **store.state_dict())
+    with np.load(tmp_path / "store.npz") as saved:
+        restored = TransitionStore.from_state_dict(saved)
+    np.testing.assert_array_equal(restored.train.done, store.train.done)
+    old = {k: v for k, v in store.state_dict().items() if not k.endswith("_done")}
+    assert not TransitionStore.from_state_dict(old).train.done.any()  # saved before done flags

@@ -208,10 +208,12 @@ class Episodes(NamedTuple):
 
     def transitions(self, task: Task) -> list[Transitions]:
         """Every episode's steps as :class:`~rp1.dynamics.store.Transitions` ``[T_k, …]``, with the
-        actions the environment took (clipped to the task's bounds)."""
+        actions the environment took (clipped to the task's bounds) and the termination flags."""
         low, high = task.action_bounds
         return [
-            Transitions(self.obs[:n, k], np.clip(self.act[:n, k], low, high), self.reward[:n, k], self.next_obs[:n, k])
+            Transitions(
+                self.obs[:n, k], np.clip(self.act[:n, k], low, high), self.reward[:n, k], self.next_obs[:n, k], self.done[:n, k]
+            )
             for k, n in enumerate(self.lengths())
         ]
 

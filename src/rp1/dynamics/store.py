@@ -22,29 +22,34 @@ import numpy as np
 MIN_CAPACITY = 1024
 MAX_TRAIN_SAMPLES = 200_000  # SPEC §3: the fit subsamples beyond this many training rows
 MIN_VAL_ROLLOUTS = 1  # see validation_rollouts; 0 is the literal ⌊n/3⌋ rule
-_FIELDS = ("obs", "act", "rew", "next_obs")
+_FIELDS = ("obs", "act", "rew", "next_obs", "done")
 
 
 class Transitions(NamedTuple):
-    """Unpadded transitions ``(s, a, r, s')``: ``obs [N, obs_dim]``, ``act [N, act_dim]``,
-    ``rew [N]``, ``next_obs [N, obs_dim]`` (float32)."""
+    """Unpadded transitions ``(s, a, r, s', done)``: ``obs [N, obs_dim]``, ``act [N, act_dim]``,
+    ``rew [N]``, ``next_obs [N, obs_dim]`` (float32) and ``done [N]`` (bool, the episode
+    terminated at ``s'``; ``None`` when built by hand: the store reads it as all False)."""
 
     obs: np.ndarray
     act: np.ndarray
     rew: np.ndarray
     next_obs: np.ndarray
+    done: np.ndarray | None = None
 
 
 class Dataset(NamedTuple):
     """Padded transitions for the compiled fit: rows ``>= count`` are zeros and never used.
 
-    ``obs [C, obs_dim]``, ``act [C, act_dim]``, ``next_obs [C, obs_dim]`` (float32),
-    ``count []`` (int32, valid rows), with ``C = bucket_capacity(count)``.
+    ``obs [C, obs_dim]``, ``act [C, act_dim]``, ``next_obs [C, obs_dim]``, ``rew [C]`` (float32),
+    ``done [C]`` (float32, 1 where the episode terminated), ``count []`` (int32, valid rows), with
+    ``C = bucket_capacity(count)``. Only a model with learned heads reads ``rew`` and ``done``.
     """
 
     obs: np.ndarray
     act: np.ndarray
     next_obs: np.ndarray
+    rew: np.ndarray
+    done: np.ndarray
     count: np.ndarray
 
 
@@ -53,31 +58,51 @@ def bucket_capacity(n: int) -> int:
     return max(MIN_CAPACITY, 1 << max(n - 1, 0).bit_length())
 
 
-def padded_dataset(obs: np.ndarray, act: np.ndarray, next_obs: np.ndarray) -> Dataset:
-    """Pad ``obs [N, obs_dim]``, ``act [N, act_dim]``, ``next_obs [N, obs_dim]`` with zero rows to
-    ``bucket_capacity(N)`` rows."""
+def padded_dataset(
+    obs: np.ndarray,
+    act: np.ndarray,
+    next_obs: np.ndarray,
+    rew: np.ndarray | None = None,
+    done: np.ndarray | None = None,
+) -> Dataset:
+    """Pad ``obs [N, obs_dim]``, ``act [N, act_dim]``, ``next_obs [N, obs_dim]``, ``rew [N]`` and
+    ``done [N]`` (both zeros when ``None``) with zero rows to ``bucket_capacity(N)`` rows."""
     n = len(obs)
-    if not len(act) == len(next_obs) == n:
+    rew = np.zeros(n) if rew is None else rew
+    done = np.zeros(n) if done is None else done
+    if not len(act) == len(next_obs) == len(rew) == len(done) == n:
         raise ValueError(
-            f"obs, act, next_obs need the same rows, got {n}, {len(act)}, {len(next_obs)}"
+            f"obs, act, next_obs, rew, done need the same rows, "
+            f"got {n}, {len(act)}, {len(next_obs)}, {len(rew)}, {len(done)}"
         )
     capacity = bucket_capacity(n)
 
     def pad(x: np.ndarray) -> np.ndarray:
-        out = np.zeros((capacity, x.shape[1]), np.float32)
+        out = np.zeros((capacity, *x.shape[1:]), np.float32)
         out[:n] = x
         return out
 
-    return Dataset(pad(obs), pad(act), pad(next_obs), np.asarray(n, np.int32))
+    return Dataset(pad(obs), pad(act), pad(next_obs), pad(rew), pad(done), np.asarray(n, np.int32))
+
+
+def transitions_dataset(t: Transitions) -> Dataset:
+    """Stored transitions ``t`` (``done`` set) as a padded :class:`Dataset`."""
+    return padded_dataset(t.obs, t.act, t.next_obs, t.rew, t.done)
 
 
 def _checked(rows: Mapping[str, Any] | Any, obs_dim: int, act_dim: int) -> Transitions:
-    """Transitions from a mapping or an object with ``obs, act, rew, next_obs``, cast to float32;
-    raises ``ValueError`` on inconsistent shapes."""
-    get = rows.__getitem__ if isinstance(rows, Mapping) else lambda name: getattr(rows, name)
-    t = Transitions(*(np.asarray(get(name), np.float32) for name in _FIELDS))
-    n = len(t.obs)
-    expected = ((n, obs_dim), (n, act_dim), (n,), (n, obs_dim))
+    """Transitions from a mapping or an object with ``obs, act, rew, next_obs`` and optionally
+    ``done`` (missing or ``None``: all False), cast to float32 (``done`` to bool); raises
+    ``ValueError`` on inconsistent shapes."""
+    if isinstance(rows, Mapping):
+        get = lambda name: rows.get(name)  # noqa: E731
+    else:
+        get = lambda name: getattr(rows, name, None)  # noqa: E731
+    columns = [np.asarray(get(name), np.float32) for name in _FIELDS[:-1]]
+    done = get("done")
+    n = len(columns[0])
+    t = Transitions(*columns, np.zeros(n, bool) if done is None else np.asarray(done, bool))
+    expected = ((n, obs_dim), (n, act_dim), (n,), (n, obs_dim), (n,))
     for name, x, want in zip(_FIELDS, t, expected, strict=True):
         if x.shape != want:
             raise ValueError(f"transition field {name!r} has shape {x.shape}, expected {want}")
@@ -91,6 +116,7 @@ def _concat(parts: Sequence[Transitions], obs_dim: int, act_dim: int) -> Transit
         np.zeros((0, act_dim), np.float32),
         np.zeros((0,), np.float32),
         np.zeros((0, obs_dim), np.float32),
+        np.zeros((0,), bool),
     )
     return Transitions(*(np.concatenate(cols) for cols in zip(empty, *parts, strict=True)))
 
@@ -136,7 +162,7 @@ class TransitionStore:
 
     def add_phase(self, episodes: Sequence[Mapping[str, Any] | Any], min_val: int = MIN_VAL_ROLLOUTS) -> None:
         """Add one collection phase: a list of rollouts, each with ``obs [T, obs_dim]``,
-        ``act [T, act_dim]``, ``rew [T]``, ``next_obs [T, obs_dim]``."""
+        ``act [T, act_dim]``, ``rew [T]``, ``next_obs [T, obs_dim]`` and optionally ``done [T]``."""
         parts = [_checked(e, self.obs_dim, self.act_dim) for e in episodes]
         n_val = validation_rollouts(len(parts), min_val)
         self.val = _concat([self.val, *parts[:n_val]], self.obs_dim, self.act_dim)
@@ -153,11 +179,11 @@ class TransitionStore:
         if self.n_train > max_samples:
             rows = np.sort(rng.choice(self.n_train, max_samples, replace=False))
             t = Transitions(*(x[rows] for x in t))
-        return padded_dataset(t.obs, t.act, t.next_obs)
+        return transitions_dataset(t)
 
     def val_set(self) -> Dataset:
         """The validation set, padded."""
-        return padded_dataset(self.val.obs, self.val.act, self.val.next_obs)
+        return transitions_dataset(self.val)
 
     def state_dict(self) -> dict[str, np.ndarray | int]:
         """Everything needed to rebuild the store exactly: plain NumPy arrays and ints."""
@@ -168,10 +194,10 @@ class TransitionStore:
 
     @classmethod
     def from_state_dict(cls, state: Mapping[str, Any]) -> TransitionStore:
-        """The store that :meth:`state_dict` described."""
+        """The store that :meth:`state_dict` described (one saved without done flags reads them
+        as all False)."""
         store = cls(int(state["obs_dim"]), int(state["act_dim"]))
-        store.train = _checked(
-            {n: state[f"train_{n}"] for n in _FIELDS}, store.obs_dim, store.act_dim
-        )
-        store.val = _checked({n: state[f"val_{n}"] for n in _FIELDS}, store.obs_dim, store.act_dim)
+        for split in ("train", "val"):
+            rows = {n: state[f"{split}_{n}"] for n in _FIELDS if f"{split}_{n}" in state}
+            setattr(store, split, _checked(rows, store.obs_dim, store.act_dim))
         return store
