@@ -29,7 +29,7 @@ from rp1 import envs
 from rp1.acquisition import ExpWeights
 from rp1.checkpoints import pack_checkpoint, unpack_checkpoint
 from rp1.config import Config
-from rp1.dynamics import Ensemble, ensemble_init
+from rp1.dynamics import Ensemble, ensemble_init, refresh_reward_normalizer, with_heads
 from rp1.dynamics.fit import (
     fit,
     init_model_opt_state,
@@ -84,6 +84,8 @@ class ModelBasedAgent:
         self.real = RealEnvs(cfg.task, 1, seed=int_seed(self.streams["env"]), horizon=cfg.horizon)
         self.eval_real = RealEnvs(cfg.task, 1, seed=int_seed(self.streams["eval_env"]), horizon=cfg.horizon)
         self.task = self.real.task
+        # where the model's reward and termination come from: "known" (the task's) or "learned"
+        self.outcome = {what: self.task.source(what, getattr(cfg.model, what)) for what in ("reward", "done")}
         self.rollouts = max(1, cfg.policy.batch_steps // self.task.horizon)
 
     def close(self) -> None:
@@ -99,6 +101,8 @@ class ModelBasedAgent:
         key = jax.random.PRNGKey(int_seed(streams["jax"]))
         key, k_model, k_policy = jax.random.split(key, 3)
         model = ensemble_init(k_model, task.obs_dim, task.act_dim, cfg.model.members, cfg.model.hidden)
+        if "learned" in self.outcome.values():  # a key of its own: the known path's draws stay as they were
+            model = with_heads(model, jax.random.fold_in(k_model, 1), cfg.model.head_hidden)
         policy = policy_init(k_policy, task.obs_dim, task.act_dim, cfg.policy.hidden)
         start_env, _ = envs.make(cfg.task, seed=int_seed(streams["start_states"]))
         start_obs = np.stack([start_env.reset()[0] for _ in range(self.rollouts)]).astype(np.float32)
@@ -227,6 +231,7 @@ class ModelBasedAgent:
             first_check=p.first_check,
             action_std=p.action_std,
             epochs=p.epochs,
+            **self.outcome,
         )
         s.learner = s.learner.replace(key=key, policy=policy, policy_opt=policy_opt)
         return s, {
@@ -240,14 +245,16 @@ class ModelBasedAgent:
     def _absorb(self, s: AgentState, phase: Phase) -> tuple[AgentState, dict[str, Any]]:
         """Fold the phase into the input normalisers, measure G on it with the model weights as
         they were (SPEC §6: the reference's order, so every G is in the same units), then store
-        the data and refresh the delta normaliser."""
+        the data and refresh the delta (and reward) normaliser."""
         obs, act, next_obs = (np.concatenate([getattr(e, f) for e in phase.episodes]) for f in ("obs", "act", "next_obs"))
         finals = np.stack([e.next_obs[-1] for e in phase.episodes])
         model = update_input_normalizers(s.learner.model, np.concatenate([obs, finals]), act)
         g = model_error(model, obs, act, next_obs)
         s.store.add_phase(phase.episodes, min_val=self.cfg.collect.min_val_rollouts)
         everything = s.store.transitions()
-        s.learner = s.learner.replace(model=refresh_delta_normalizer(model, everything.obs, everything.next_obs))
+        model = refresh_delta_normalizer(model, everything.obs, everything.next_obs)
+        model = refresh_reward_normalizer(model, everything.rew)  # no-op without learned heads
+        s.learner = s.learner.replace(model=model)
         s.samples += phase.samples
         return s, {
             "model_error": g,

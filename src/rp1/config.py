@@ -25,12 +25,13 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from rp1.acquisition import bandit, pca
-from rp1.dynamics import ensemble, store
+from rp1.dynamics import ensemble, heads, store
 from rp1.dynamics.fit import BATCH_SIZE, CHECK_EVERY, MAX_EPOCHS, PATIENCE
 from rp1.dynamics.fit import LEARNING_RATE as MODEL_LEARNING_RATE
 from rp1.envs import make as make_task
 from rp1.envs import names as task_names
 from rp1.envs import Task, path_name
+from rp1.envs.task import SOURCES
 from rp1.errors import ConfigError
 from rp1.imagination import rollouts
 from rp1.imagination import train as policy_training
@@ -52,6 +53,9 @@ class ModelConfig:
     patience: int = PATIENCE
     max_epochs: int = MAX_EPOCHS
     max_train_samples: int = store.MAX_TRAIN_SAMPLES
+    reward: str = "auto"  # auto | known | learned (rp1.envs.task.SOURCES; README "What the model learns")
+    done: str = "auto"  # auto | known | learned
+    head_hidden: tuple[int, ...] = heads.HIDDEN  # the learned reward / termination heads
 
 
 @dataclass(frozen=True)
@@ -369,6 +373,7 @@ AT_LEAST = {
     "model.patience": 1,
     "model.max_epochs": 1,
     "model.max_train_samples": 1,
+    "model.head_hidden": 1,
     "policy.hidden": 1,
     "policy.epochs": 1,
     "policy.max_updates": 1,
@@ -389,9 +394,10 @@ def validate(cfg: Config) -> Config:
     Checks every constraint that does not need the file system: numbers are finite (``nan`` and
     ``±inf`` are refused everywhere), counts and sizes at least :data:`AT_LEAST`, rates and scales
     positive, fractions in their ranges, the seed in ``[0, SEED_LIMIT)``, the task one that
-    :func:`rp1.envs.make` can make, and ``policy.batch_steps`` at least the task's horizon for a
-    model-based method (one imagined rollout), at least 1 for ``modelfree``. The message names the
-    key, what is allowed and the value given.
+    :func:`rp1.envs.make` can make, ``model.reward`` and ``model.done`` sources the task can give
+    (:meth:`~rp1.envs.task.Task.source`), and ``policy.batch_steps`` at least the task's horizon for
+    a model-based method (one imagined rollout), at least 1 for ``modelfree``. The message names
+    the key, what is allowed and the value given.
     """
     for key, value in _values(cfg):
         items = value if isinstance(value, tuple) else (value,)
@@ -418,6 +424,9 @@ def validate(cfg: Config) -> Config:
     _check(col.alpha >= 0.0, f"collect.alpha must be >= 0, got {col.alpha}")
     _check(col.noise_max >= 0.0, f"collect.noise_max must be >= 0, got {col.noise_max}")
     _check(0.0 < col.share <= 1.0, f"collect.share must be in (0, 1], got {col.share}")
+    for what in ("reward", "done"):
+        mode = getattr(cfg.model, what)
+        _check(mode in SOURCES, f"model.{what} must be one of {', '.join(SOURCES)}, got {mode!r}")
     mf = cfg.modelfree
     _check(mf.envs % mf.workers == 0, f"modelfree.envs ({mf.envs}) must be a multiple of modelfree.workers ({mf.workers})")
     if cfg.method == MODEL_FREE:
@@ -426,6 +435,8 @@ def validate(cfg: Config) -> Config:
     _check(cfg.budget >= col.phase_cap, f"budget ({cfg.budget}) must be at least one phase (collect.phase_cap = {col.phase_cap})")
     uses_bonus = lam.mode == "adaptive" and max(lam.arms) > 0 or lam.value > 0
     _check(cfg.model.members >= 2 or not uses_bonus, f"model.members must be >= 2 with a variance bonus, got {cfg.model.members}")
+    task.source("reward", cfg.model.reward)
+    task.source("done", cfg.model.done)
     _check(
         cfg.policy.batch_steps >= task.horizon,
         f"policy.batch_steps must be >= {task.horizon} (one imagined rollout of {cfg.task}'s horizon), got {cfg.policy.batch_steps}",

@@ -1,4 +1,5 @@
-"""The world model: normalisers, the ensemble, its data store and its fitting (SPEC §2–§3)."""
+"""The world model: normalisers, the ensemble (with optional learned reward / termination heads),
+its data store and its fitting (SPEC §2–§3)."""
 
 from rp1.dynamics.ensemble import (
     Ensemble,
@@ -12,12 +13,20 @@ from rp1.dynamics.ensemble import (
 )
 from rp1.dynamics.fit import (
     FitResult,
+    FitState,
     NonFiniteLossError,
     fit,
     init_model_opt_state,
     make_model_optimizer,
+    model_weights,
     refresh_delta_normalizer,
     update_input_normalizers,
+)
+from rp1.dynamics.heads import (
+    head_row_errors,
+    predict_heads,
+    refresh_reward_normalizer,
+    with_heads,
 )
 from rp1.dynamics.losses import member_losses, model_error
 from rp1.dynamics.normalizer import (
@@ -35,6 +44,7 @@ from rp1.dynamics.store import (
     TransitionStore,
     bucket_capacity,
     padded_dataset,
+    transitions_dataset,
 )
 
 __all__ = [
@@ -42,6 +52,7 @@ __all__ = [
     "Dataset",
     "Ensemble",
     "FitResult",
+    "FitState",
     "NonFiniteLossError",
     "Normalizer",
     "TransitionStore",
@@ -50,11 +61,13 @@ __all__ = [
     "denormalize",
     "ensemble_init",
     "fit",
+    "head_row_errors",
     "init_model_opt_state",
     "make_model_optimizer",
     "member_losses",
     "model_error",
     "model_inputs",
+    "model_weights",
     "next_normalized_states",
     "normalize",
     "normalizer_fit",
@@ -62,9 +75,13 @@ __all__ = [
     "normalizer_update",
     "padded_dataset",
     "predict_all",
+    "predict_heads",
     "predict_member",
     "predict_normalized_deltas",
     "predict_random_member",
     "refresh_delta_normalizer",
+    "refresh_reward_normalizer",
+    "transitions_dataset",
     "update_input_normalizers",
+    "with_heads",
 ]

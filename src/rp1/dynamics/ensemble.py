@@ -33,12 +33,16 @@ ACTION_CLIP = 3.0
 
 @struct.dataclass
 class Ensemble:
-    """World-model state: stacked member parameters (leading axis ``M``) and the normalisers."""
+    """World-model state: stacked member parameters (leading axis ``M``) and the normalisers; with
+    learned reward / termination also the members' heads (leading axis ``M``) and the reward
+    normaliser (:mod:`rp1.dynamics.heads`), ``None`` otherwise."""
 
     params: Params
     obs_norm: Normalizer
     act_norm: Normalizer
     delta_norm: Normalizer
+    heads: Params | None = None
+    rew_norm: Normalizer | None = None
 
     @property
     def members(self) -> int:

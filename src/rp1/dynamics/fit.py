@@ -6,6 +6,13 @@ and its own Adam state. Between calls, Python checks the validation losses, keep
 best weights and decides when to stop. Datasets come padded to size buckets
 (:mod:`rp1.dynamics.store`), so the compiled call is reused while the data grows.
 
+A model with learned heads (:mod:`rp1.dynamics.heads`) trains them in the same steps, on the same
+minibatches, with the same Adam settings: each member minimises its dynamics MSE plus its head
+loss (the two share no parameters, teacher forcing). Early stopping tracks the two parts
+separately: each member keeps its dynamics weights of lowest validation MSE and its head weights
+of lowest validation head loss, and a check counts as an improvement when any member improved
+either. ``l_val`` (``FitResult.val_loss``) stays the dynamics MSE, comparable across reward modes.
+
 Example::
 
     opt_state = init_model_opt_state(model)
@@ -24,9 +31,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from flax import struct
 
 from rp1.dynamics.ensemble import Ensemble
-from rp1.dynamics.losses import masked_member_losses, member_losses, row_errors
+from rp1.dynamics.heads import head_row_errors
+from rp1.dynamics.losses import masked_member_losses, row_errors
 from rp1.dynamics.normalizer import normalize, normalizer_fit, normalizer_update
 from rp1.dynamics.store import Dataset
 from rp1.nn import Params
@@ -46,14 +55,21 @@ class NonFiniteLossError(FloatingPointError):
     """A member's training or validation loss became inf or NaN."""
 
 
-class FitState(NamedTuple):
-    """What the compiled training carries: current and best parameters (stacked, leading axis
-    ``M``), the per-member Adam state, each member's best validation MSE ``[M]`` and the RNG key."""
+Weights = tuple[Params, Params | None]
+"""What the fit trains, stacked over members (leading axis ``M``): ``(params, heads)``, the
+dynamics MLPs and the learned heads (``None`` in a model without heads)."""
 
-    params: Params
+
+@struct.dataclass
+class FitState:
+    """What the compiled training carries: current and best :data:`Weights`, the per-member Adam
+    state, each member's best validation losses ``(dynamics MSE [M], head loss [M] or None)`` and
+    the RNG key."""
+
+    weights: Weights
     opt_state: optax.OptState
-    best_params: Params
-    best_losses: jax.Array
+    best_weights: Weights
+    best_losses: tuple[jax.Array, jax.Array | None]
     key: jax.Array
 
 
@@ -62,13 +78,16 @@ class FitResult(NamedTuple):
 
     ``val_loss``: ``l_val``, the lowest member validation MSE after restoring the best weights;
     ``epochs``: epochs trained; ``member_val_losses [M]``: each member's best (restored) validation
-    MSE; ``val_history [checks, M]``: validation MSE at every check, the one before training first.
+    MSE; ``val_history [checks, M]``: validation MSE at every check, the one before training first;
+    ``head_val_losses [M]``: each member's best (restored) validation head loss (``None``
+    without heads). All MSEs are of the dynamics.
     """
 
     val_loss: float
     epochs: int
     member_val_losses: np.ndarray
     val_history: np.ndarray
+    head_val_losses: np.ndarray | None = None
 
 
 def make_model_optimizer(lr: float = LEARNING_RATE) -> optax.GradientTransformation:
@@ -76,10 +95,15 @@ def make_model_optimizer(lr: float = LEARNING_RATE) -> optax.GradientTransformat
     return optax.adam(lr)
 
 
+def model_weights(model: Ensemble) -> Weights:
+    """The :data:`Weights` of ``model``: ``(params, heads)``."""
+    return model.params, model.heads
+
+
 def init_model_opt_state(model: Ensemble) -> optax.OptState:
-    """Fresh Adam state for every member (leading axis ``M``, step counts included). Its structure
-    does not depend on the learning rate."""
-    return jax.vmap(make_model_optimizer().init)(model.params)
+    """Fresh Adam state for every member's :data:`Weights` (leading axis ``M``, step counts
+    included). Its structure does not depend on the learning rate."""
+    return jax.vmap(make_model_optimizer().init)(model_weights(model))
 
 
 def update_input_normalizers(model: Ensemble, obs: jax.Array, act: jax.Array) -> Ensemble:
@@ -110,37 +134,47 @@ def _shuffles(key: jax.Array, members: int, data: Dataset, length: int) -> jax.A
     return jnp.pad(order, ((0, 0), (0, length - order.shape[1])))
 
 
+def _row_losses(weights: Weights, model: Ensemble, data: Dataset, idx: jax.Array) -> jax.Array:
+    """One member's training loss on rows ``idx [B]`` of ``data``: the dynamics squared error, plus
+    the head loss when the member has heads -> ``[B]``."""
+    params, heads = weights
+    obs, act, next_obs = data.obs[idx], data.act[idx], data.next_obs[idx]
+    err = row_errors(params, model, obs, act, next_obs)
+    if heads is not None:
+        err = err + head_row_errors(heads, model, obs, act, next_obs, data.rew[idx], data.done[idx])
+    return err
+
+
 def _minibatch_update(
     optimizer: optax.GradientTransformation,
     model: Ensemble,
     data: Dataset,
-    carry: tuple[Params, optax.OptState],
+    carry: tuple[Weights, optax.OptState],
     batch: tuple[jax.Array, jax.Array],
-) -> tuple[tuple[Params, optax.OptState], jax.Array]:
+) -> tuple[tuple[Weights, optax.OptState], jax.Array]:
     """One Adam step per member on its minibatch; ``batch = (start position, rows [M, B])``.
 
     Positions ``>= data.count`` are padding and weigh nothing; a minibatch with no valid position
-    is skipped entirely (parameters and Adam state untouched). Returns the summed squared error
-    per member ``[M]``.
+    is skipped entirely (weights and Adam state untouched). Returns the summed training loss
+    (:func:`_row_losses`) per member ``[M]``.
     """
     start, rows = batch
     mask = start + jnp.arange(rows.shape[1]) < data.count
 
-    def member_step(params: Params, opt_state: optax.OptState, idx: jax.Array):
-        def loss(p: Params) -> tuple[jax.Array, jax.Array]:
-            err = row_errors(p, model, data.obs[idx], data.act[idx], data.next_obs[idx])
-            err_sum = jnp.sum(jnp.where(mask, err, 0.0))
+    def member_step(weights: Weights, opt_state: optax.OptState, idx: jax.Array):
+        def loss(w: Weights) -> tuple[jax.Array, jax.Array]:
+            err_sum = jnp.sum(jnp.where(mask, _row_losses(w, model, data, idx), 0.0))
             return err_sum / jnp.sum(mask), err_sum
 
-        grads, err_sum = jax.grad(loss, has_aux=True)(params)
-        updates, opt_state = optimizer.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, err_sum
+        grads, err_sum = jax.grad(loss, has_aux=True)(weights)
+        updates, opt_state = optimizer.update(grads, opt_state, weights)
+        return optax.apply_updates(weights, updates), opt_state, err_sum
 
-    def step(carry: tuple[Params, optax.OptState]):
-        params, opt_state, err_sum = jax.vmap(member_step)(*carry, rows)
-        return (params, opt_state), err_sum
+    def step(carry: tuple[Weights, optax.OptState]):
+        weights, opt_state, err_sum = jax.vmap(member_step)(*carry, rows)
+        return (weights, opt_state), err_sum
 
-    def skip(carry: tuple[Params, optax.OptState]):
+    def skip(carry: tuple[Weights, optax.OptState]):
         return carry, jnp.zeros((rows.shape[0],))
 
     return jax.lax.cond(start < data.count, step, skip, carry)
@@ -159,47 +193,54 @@ def train_epochs(
 ) -> tuple[FitState, jax.Array]:
     """The fit's compiled call: train every member for ``n_epochs <= epochs`` epochs over ``train``
     (the rest of the compiled ``epochs`` are skipped), minibatches of ``batch_size`` rows, Adam with
-    learning rate ``lr``. Returns the new state and each epoch's training MSE per member
+    learning rate ``lr``. Returns the new state and each epoch's mean training loss per member
     ``[epochs, M]`` (zeros for skipped epochs). Compiled once per dataset bucket and settings."""
     TRACES["train_epochs"] += 1
     optimizer = make_model_optimizer(lr)
-    members = state.best_losses.shape[0]
+    members = state.best_losses[0].shape[0]
     n_batches = -(-train.obs.shape[0] // batch_size)
     starts = jnp.arange(n_batches) * batch_size
 
-    def epoch(carry: tuple[Params, optax.OptState, jax.Array]):
-        params, opt_state, key = carry
+    def epoch(carry: tuple[Weights, optax.OptState, jax.Array]):
+        weights, opt_state, key = carry
         key, sub = jax.random.split(key)
         rows = _shuffles(sub, members, train, n_batches * batch_size)
         rows = rows.reshape(members, n_batches, batch_size).swapaxes(0, 1)
         update = functools.partial(_minibatch_update, optimizer, model, train)
-        (params, opt_state), err_sums = jax.lax.scan(update, (params, opt_state), (starts, rows))
-        return (params, opt_state, key), err_sums.sum(0) / train.count
+        (weights, opt_state), err_sums = jax.lax.scan(update, (weights, opt_state), (starts, rows))
+        return (weights, opt_state, key), err_sums.sum(0) / train.count
 
-    def skip(carry: tuple[Params, optax.OptState, jax.Array]):
+    def skip(carry: tuple[Weights, optax.OptState, jax.Array]):
         return carry, jnp.zeros((members,))
 
-    def maybe_epoch(carry: tuple[Params, optax.OptState, jax.Array], index: jax.Array):
+    def maybe_epoch(carry: tuple[Weights, optax.OptState, jax.Array], index: jax.Array):
         return jax.lax.cond(index < n_epochs, epoch, skip, carry)
 
-    init = (state.params, state.opt_state, state.key)
-    (params, opt_state, key), losses = jax.lax.scan(maybe_epoch, init, jnp.arange(epochs))
-    return state._replace(params=params, opt_state=opt_state, key=key), losses
+    init = (state.weights, state.opt_state, state.key)
+    (weights, opt_state, key), losses = jax.lax.scan(maybe_epoch, init, jnp.arange(epochs))
+    return state.replace(weights=weights, opt_state=opt_state, key=key), losses
+
+
+_validation_losses = jax.jit(masked_member_losses)
 
 
 @jax.jit
-def _check(state: FitState, model: Ensemble, val: Dataset) -> tuple[FitState, jax.Array, jax.Array]:
-    """Validate every member; keep the weights of those that beat their best so far.
-    Returns the state, the validation MSE ``[M]`` and whether each member improved ``[M]``."""
-    losses = masked_member_losses(state.params, model, val)
-    improved = losses < state.best_losses
+def _check(state: FitState, model: Ensemble, val: Dataset):
+    """Validate every member; keep each part of the weights (dynamics, heads) of the members whose
+    loss of that part beats their best so far. Returns the state, the validation losses and
+    whether each member improved, each as ``(dynamics [M], heads [M] or None)``."""
+    losses = _validation_losses(state.weights, model, val)
+    improved = jax.tree_util.tree_map(jnp.less, losses, state.best_losses)
 
-    def keep(best: jax.Array, current: jax.Array) -> jax.Array:
-        return jnp.where(improved.reshape(-1, *[1] * (current.ndim - 1)), current, best)
+    def keep(better: jax.Array, best: Params, current: Params) -> Params:
+        def pick(b: jax.Array, c: jax.Array) -> jax.Array:
+            return jnp.where(better.reshape(-1, *[1] * (c.ndim - 1)), c, b)
 
-    best_params = jax.tree_util.tree_map(keep, state.best_params, state.params)
-    best_losses = jnp.where(improved, losses, state.best_losses)
-    return state._replace(best_params=best_params, best_losses=best_losses), losses, improved
+        return jax.tree_util.tree_map(pick, best, current)
+
+    best_weights = jax.tree_util.tree_map(keep, improved, state.best_weights, state.weights)
+    best_losses = jax.tree_util.tree_map(jnp.where, improved, losses, state.best_losses)
+    return state.replace(best_weights=best_weights, best_losses=best_losses), losses, improved
 
 
 def _raise_if_non_finite(losses: np.ndarray, first_epoch: int, what: str) -> None:
@@ -213,6 +254,14 @@ def _raise_if_non_finite(losses: np.ndarray, first_epoch: int, what: str) -> Non
             f"at epoch {first_epoch + epoch}; check the data and normalisers for inf/NaN "
             "or lower the learning rate"
         )
+
+
+def _raise_if_non_finite_parts(losses: tuple[np.ndarray, np.ndarray | None], epoch: int) -> None:
+    """:func:`_raise_if_non_finite` on the validation losses ``(dynamics [M], heads [M] or None)``
+    of the check after ``epoch`` epochs."""
+    for loss, what in zip(losses, ("validation", "head validation")):
+        if loss is not None:
+            _raise_if_non_finite(np.asarray(loss)[None], epoch, what)
 
 
 def _check_arguments(
@@ -260,10 +309,11 @@ def fit(
     """
     _check_arguments(train, val, batch_size, check_every, patience, max_epochs)
     train, val = jax.device_put((train, val))
-    losses = member_losses(model, val)
-    state = FitState(model.params, opt_state, model.params, losses, key)
-    history = [np.asarray(losses)]
-    _raise_if_non_finite(history[0][None], 0, "validation")
+    weights = model_weights(model)
+    losses = _validation_losses(weights, model, val)
+    state = FitState(weights, opt_state, weights, losses, key)
+    _raise_if_non_finite_parts(jax.device_get(losses), 0)
+    history = [np.asarray(losses[0])]
     epochs, stale = 0, 0
     while epochs < max_epochs and stale < patience:
         n = min(check_every, max_epochs - epochs)
@@ -274,9 +324,10 @@ def fit(
         train_losses, losses, improved = jax.device_get((train_losses, losses, improved))
         _raise_if_non_finite(train_losses[:n], epochs + 1, "training")
         epochs += n
-        _raise_if_non_finite(losses[None], epochs, "validation")
-        history.append(losses)
-        stale = 0 if improved.any() else stale + 1
-    best = np.asarray(state.best_losses)
-    result = FitResult(float(best.min()), epochs, best, np.stack(history))
-    return model.replace(params=state.best_params), state.opt_state, result
+        _raise_if_non_finite_parts(losses, epochs)
+        history.append(losses[0])
+        stale = 0 if any(i.any() for i in jax.tree_util.tree_leaves(improved)) else stale + 1
+    best, best_heads = jax.device_get(state.best_losses)
+    result = FitResult(float(best.min()), epochs, best, np.stack(history), best_heads)
+    params, heads = state.best_weights
+    return model.replace(params=params, heads=heads), state.opt_state, result

@@ -1,7 +1,7 @@
 """The world model's losses in normalised state space: the fit's training/validation MSE and the
-model-error feedback ``G`` of the λ bandit (SPEC §3, §6).
+model-error feedback ``G`` of the λ bandit (SPEC §3, §6), and the learned heads' validation loss.
 
-All errors compare the predicted ``norm(s')`` with the actual ``norm(s')`` (the state normaliser's
+All dynamics errors compare the predicted ``norm(s')`` with the actual ``norm(s')`` (the state normaliser's
 units, clipped to ±3), averaged over state dimensions.
 """
 
@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rp1.dynamics.ensemble import Ensemble, model_inputs, next_normalized_states
+from rp1.dynamics.heads import head_row_errors
 from rp1.dynamics.normalizer import normalize
 from rp1.dynamics.store import Dataset, padded_dataset
 from rp1.nn import Params, mlp_apply
@@ -32,12 +33,16 @@ def row_errors(
     return jnp.mean(err**2, axis=-1)
 
 
-def masked_member_losses(params: Params, model: Ensemble, data: Dataset) -> jax.Array:
-    """Every member's MSE over the valid rows of ``data`` -> ``[M]``.
+def masked_member_losses(
+    weights: tuple[Params, Params | None], model: Ensemble, data: Dataset
+) -> tuple[jax.Array, jax.Array | None]:
+    """Every member's mean dynamics MSE ``[M]`` and mean head loss ``[M]`` (``None`` without heads,
+    see :func:`~rp1.dynamics.heads.head_row_errors`) over the valid rows of ``data``.
 
-    ``params`` are stacked (leading axis ``M``). Rows are processed in chunks of
-    :data:`VAL_CHUNK` so that memory stays bounded on large validation sets.
+    ``weights = (params, heads)``, both stacked (leading axis ``M``). Rows are processed in chunks
+    of :data:`VAL_CHUNK` so that memory stays bounded on large validation sets.
     """
+    params, heads = weights
     capacity = data.obs.shape[0]
     chunk = min(capacity, VAL_CHUNK)
     if capacity % chunk:
@@ -48,24 +53,33 @@ def masked_member_losses(params: Params, model: Ensemble, data: Dataset) -> jax.
     def split(x: jax.Array) -> jax.Array:
         return x.reshape(-1, chunk, *x.shape[1:])
 
-    def add_chunk(total: jax.Array, xs: tuple[jax.Array, ...]) -> tuple[jax.Array, None]:
-        obs, act, next_obs, row = xs
+    def masked_sum(err: jax.Array, row: jax.Array) -> jax.Array:
+        return jnp.sum(jnp.where(row < data.count, err, 0.0), axis=-1)
+
+    def add_chunk(totals, xs: tuple[jax.Array, ...]):
+        obs, act, next_obs, rew, done, row = xs
         err = jax.vmap(row_errors, in_axes=(0, None, None, None, None))(
             params, model, obs, act, next_obs
         )
-        return total + jnp.sum(jnp.where(row < data.count, err, 0.0), axis=-1), None
+        head_err = None
+        if heads is not None:
+            head_err = jax.vmap(head_row_errors, in_axes=(0, None, None, None, None, None, None))(
+                heads, model, obs, act, next_obs, rew, done
+            )
+        return jax.tree_util.tree_map(lambda t, e: t + masked_sum(e, row), totals, (err, head_err)), None
 
     members = params[0][0].shape[0]
-    xs = (split(data.obs), split(data.act), split(data.next_obs), split(jnp.arange(capacity)))
-    total, _ = jax.lax.scan(add_chunk, jnp.zeros((members,)), xs)
-    return total / jnp.maximum(data.count, 1)
+    zeros = jnp.zeros((members,))
+    xs = tuple(split(x) for x in (data.obs, data.act, data.next_obs, data.rew, data.done, jnp.arange(capacity)))
+    totals, _ = jax.lax.scan(add_chunk, (zeros, None if heads is None else zeros), xs)
+    return jax.tree_util.tree_map(lambda t: t / jnp.maximum(data.count, 1), totals)
 
 
 @jax.jit
 def member_losses(model: Ensemble, data: Dataset) -> jax.Array:
     """Per-member validation MSE of ``model`` on ``data`` -> ``[M]`` (what the fit's early stopping
     compares, SPEC §3)."""
-    return masked_member_losses(model.params, model, data)
+    return masked_member_losses((model.params, None), model, data)[0]
 
 
 def model_error(model: Ensemble, obs: np.ndarray, act: np.ndarray, next_obs: np.ndarray) -> float:

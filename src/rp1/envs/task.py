@@ -7,6 +7,12 @@ from typing import Callable
 
 import numpy as np
 
+from rp1.errors import ConfigError
+
+SOURCES = ("auto", "known", "learned")
+"""Where the model's reward / termination come from: ``known`` the task's function, ``learned``
+the world model's heads, ``auto`` the task's function where it has one, else the heads."""
+
 
 @dataclass(frozen=True)
 class Task:
@@ -15,7 +21,7 @@ class Task:
     Hashable, so it can be a static argument of ``jax.jit``. ``reward`` and ``done`` accept NumPy or
     JAX arrays ``next_obs [..., obs_dim]`` and ``action [..., act_dim]`` and return ``[...]``.
     ``reward_fn`` / ``done_fn`` are ``None`` where the task does not know them (any Gymnasium id):
-    the world model learns them then.
+    the world model learns them then (:meth:`source`).
     """
 
     name: str
@@ -29,12 +35,32 @@ class Task:
     done_fn: Callable | None = None
 
     def reward(self, next_obs, action):
-        """Reward of reaching ``next_obs`` with ``action``; shape ``[...]``."""
+        """Reward of reaching ``next_obs`` with ``action``; shape ``[...]``. ``TypeError`` when the
+        task has no reward function."""
+        if self.reward_fn is None:
+            raise TypeError(f"task {self.name} has no reward function")
         return self.reward_fn(next_obs, action)
 
     def done(self, next_obs):
-        """Termination flag of ``next_obs``; shape ``[...]``, all False for non-terminating tasks."""
+        """Termination flag of ``next_obs``; shape ``[...]``, all False for non-terminating tasks.
+        ``TypeError`` when the task has no termination function."""
+        if self.done_fn is None:
+            raise TypeError(f"task {self.name} has no termination function")
         return self.done_fn(next_obs)
+
+    def source(self, what: str, mode: str) -> str:
+        """Where the model's ``what`` (``"reward"`` or ``"done"``) comes from under ``mode`` (one of
+        :data:`SOURCES`): ``"known"`` or ``"learned"``. ``ConfigError`` for an unknown mode, or
+        ``known`` on a task without the function."""
+        if mode not in SOURCES:
+            raise ConfigError(f"model.{what} must be one of {', '.join(SOURCES)}, got {mode!r}")
+        has_fn = (self.reward_fn if what == "reward" else self.done_fn) is not None
+        if mode == "known" and not has_fn:
+            noun = "reward" if what == "reward" else "termination"
+            raise ConfigError(
+                f"task {self.name} has no {noun} function; use model.{what}=learned or auto"
+            )
+        return "known" if mode == "known" or (mode == "auto" and has_fn) else "learned"
 
     @property
     def action_bounds(self) -> tuple[np.ndarray, np.ndarray]:

@@ -12,9 +12,12 @@ the signature of :func:`rp1.dynamics.predict_all` (the default). ``model`` is an
 ``params`` field whose leaves carry the leading member axis ``M ≥ 2`` and a ``replace`` method (a
 ``flax.struct`` dataclass such as :class:`rp1.dynamics.Ensemble`).
 
-Termination: a rollout ends at the first step whose drawn next state satisfies ``task.done``. That
-step's reward counts; every later step is invalid (``valid`` False, rewards 0) and its state is
-frozen at the last state before termination, so masked steps stay finite.
+Rewards and termination come from the task's functions (``reward="known"``, ``done="known"``) or
+from the model's learned heads (``"learned"``, :func:`rp1.dynamics.predict_heads`): member ``j``'s
+reward / flag is then its own head's on its own predicted next state (static switches, one code
+path: :func:`outcomes`). A rollout ends at the first step whose drawn member's next state is
+terminal. That step's reward counts; every later step is invalid (``valid`` False, rewards 0) and
+its state is frozen at the last state before termination, so masked steps stay finite.
 
 Example::
 
@@ -33,6 +36,7 @@ import jax
 import jax.numpy as jnp
 
 from rp1.dynamics.ensemble import predict_all
+from rp1.dynamics.heads import predict_heads
 from rp1.dynamics.normalizer import Normalizer, standardize
 from rp1.envs.task import Task
 from rp1.errors import ConfigError
@@ -106,13 +110,34 @@ def clip_action(task: Task, act: jax.Array) -> jax.Array:
     return jnp.clip(act, jnp.asarray(task.action_low), jnp.asarray(task.action_high))
 
 
-def advance(task: Task, state: RolloutState, next_obs: jax.Array) -> tuple[RolloutState, jax.Array]:
-    """Move running rollouts to ``next_obs [..., obs_dim]`` and apply termination.
+SOURCES = ("known", "learned")
+
+
+def outcomes(
+    model, task: Task, obs: jax.Array, act: jax.Array, next_obs: jax.Array, *, reward: str, done: str
+) -> tuple[jax.Array, jax.Array]:
+    """Every member's reward ``[M, ...]`` and termination flag ``[M, ...]`` (bool) at its own next
+    state ``next_obs [M, ..., obs_dim]``, reached from ``obs`` with ``act`` (``[..., dim]``, shared,
+    or ``[M, ..., dim]``, per member). ``reward`` / ``done`` (static): ``"known"`` the task's
+    function, ``"learned"`` the model's heads (the model must have them). ``ConfigError`` otherwise.
+    """
+    for what, source in (("reward", reward), ("done", done)):
+        if source not in SOURCES:
+            raise ConfigError(f"{what} must be one of {', '.join(SOURCES)}, got {source!r}")
+    heads = predict_heads(model, obs, act, next_obs) if "learned" in (reward, done) else None
+    rewards = heads[0] if reward == "learned" else task.reward(next_obs, act)
+    dones = heads[1] if done == "learned" else task.done(next_obs)
+    return rewards, dones
+
+
+def advance(state: RolloutState, next_obs: jax.Array, done: jax.Array) -> tuple[RolloutState, jax.Array]:
+    """Move running rollouts to ``next_obs [..., obs_dim]`` and apply termination flags
+    ``done [...]`` (of ``next_obs``).
 
     Returns the new state (terminated and earlier-ended rollouts keep their last state) and
     ``done [...]``, True only at the step a running rollout terminates.
     """
-    done = task.done(next_obs) & state.alive
+    done = done & state.alive
     alive = state.alive & ~done
     return RolloutState(jnp.where(alive[..., None], next_obs, state.obs), alive), done
 
@@ -133,7 +158,7 @@ def predict_each_member(predict: Predict, model, obs: jax.Array, act: jax.Array)
     return jax.vmap(one)(single, obs, act)
 
 
-@partial(jax.jit, static_argnames=("task", "horizon", "bonus", "predict"))
+@partial(jax.jit, static_argnames=("task", "horizon", "bonus", "predict", "reward", "done"))
 def imagine(
     model,
     policy: Policy,
@@ -147,14 +172,17 @@ def imagine(
     bonus: str = BONUS,
     action_std: jax.Array | float = DEFAULT_ACTION_STD,
     predict: Predict = predict_all,
+    reward: str = "known",
+    done: str = "known",
 ) -> tuple[Trajectory, ImagineStats]:
     """Roll the stochastic policy ``horizon`` steps through the ensemble from ``start_obs [N, obs_dim]``.
 
     Each step (SPEC §4): ``a ~ N(mean(s), action_std²)`` clipped to the action bounds; all members
     predict ``s'_j``; a member is drawn uniformly, independently per rollout and step, and its
-    prediction becomes the next state; ``r_j = task.reward(s'_j, a)``; ``u`` is the bonus named by
-    ``bonus`` (static); the trained-on reward is ``(1 − λ)·r_sel + λ·u`` with ``lam`` a traced
-    scalar. One ``lax.scan`` over time. Returns the batch (:class:`Trajectory`, ``[H, N, ...]``)
+    prediction becomes the next state; ``r_j = task.reward(s'_j, a)`` (or member ``j``'s learned
+    reward, ``reward="learned"``, :func:`outcomes`); ``u`` is the bonus named by ``bonus`` (static);
+    the trained-on reward is ``(1 − λ)·r_sel + λ·u`` with ``lam`` a traced scalar; the rollout
+    terminates where the drawn member's next state is terminal. One ``lax.scan`` over time. Returns the batch (:class:`Trajectory`, ``[H, N, ...]``)
     and its :class:`ImagineStats`.
     """
     bonus_fn = bonus_function(bonus)
@@ -166,12 +194,12 @@ def imagine(
         act_env = clip_action(task, act)
         next_all = predict(model, state.obs, act_env)  # [M, N, obs_dim]
         member = jax.random.randint(k_member, rows.shape, 0, next_all.shape[0])
-        rewards = task.reward(next_all, act_env)  # [M, N]
-        r_sel = rewards[member, rows]
+        rewards, dones = outcomes(model, task, state.obs, act_env, next_all, reward=reward, done=done)
+        r_sel = rewards[member, rows]  # rewards, dones: [M, N]
         u = bonus_fn(rewards, standardize(obs_norm, next_all))  # unclipped: SPEC §4
         mixed = (1.0 - lam) * r_sel + lam * u
         valid = state.alive
-        new_state, done = advance(task, state, next_all[member, rows])
+        new_state, ended = advance(state, next_all[member, rows], dones[member, rows])
         zero_invalid = lambda x: jnp.where(valid, x, 0.0)  # noqa: E731
         out = Trajectory(
             obs=state.obs,
@@ -181,7 +209,7 @@ def imagine(
             task_reward=zero_invalid(r_sel),
             bonus=zero_invalid(u),
             member=member,
-            done=done,
+            done=ended,
             valid=valid,
         )
         return new_state, out
@@ -197,7 +225,7 @@ def imagine(
     return traj, stats
 
 
-@partial(jax.jit, static_argnames=("task", "horizon", "predict"))
+@partial(jax.jit, static_argnames=("task", "horizon", "predict", "reward", "done"))
 def member_returns(
     model,
     policy: Policy,
@@ -207,22 +235,24 @@ def member_returns(
     task: Task,
     horizon: int,
     predict: Predict = predict_all,
+    reward: str = "known",
+    done: str = "known",
 ) -> jax.Array:
     """Return of the deterministic policy in each member separately: ``[M]`` (SPEC §4, stop rule).
 
     From every row of ``start_obs [N, obs_dim]``, member ``j`` alone drives the state for
     ``horizon`` steps (one ``lax.scan``, members vmapped); the return is the undiscounted sum of
-    ``task.reward`` (no bonus) up to and including the terminating step, averaged over the ``N``
-    start states.
+    the task reward (no bonus) up to and including the terminating step, averaged over the ``N``
+    start states. ``reward`` / ``done`` as in :func:`outcomes`: each member its own.
     """
     m = member_count(model)
 
     def step(state: RolloutState, _):
         act = clip_action(task, act_mean(policy, obs_norm, state.obs))  # [M, N, act_dim]
         next_obs = predict_each_member(predict, model, state.obs, act)
-        reward = jnp.where(state.alive, task.reward(next_obs, act), 0.0)
-        new_state, _ = advance(task, state, next_obs)
-        return new_state, reward
+        rewards, dones = outcomes(model, task, state.obs, act, next_obs, reward=reward, done=done)
+        new_state, _ = advance(state, next_obs, dones)
+        return new_state, jnp.where(state.alive, rewards, 0.0)
 
     obs = jnp.broadcast_to(start_obs, (m, *start_obs.shape))
     init = RolloutState(obs, jnp.ones(obs.shape[:-1], bool))

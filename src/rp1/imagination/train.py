@@ -122,7 +122,7 @@ class TrainInfo(NamedTuple):
     loss: float  # last update's PPO loss
 
 
-@partial(jax.jit, static_argnames=("task", "horizon", "bonus", "predict", "epochs"))
+@partial(jax.jit, static_argnames=("task", "horizon", "bonus", "predict", "epochs", "reward", "done"))
 def train_step(
     state: TrainState,
     model,
@@ -136,9 +136,13 @@ def train_step(
     bonus: str,
     predict=predict_all,
     epochs: int = EPOCHS,
+    reward: str = "known",
+    done: str = "known",
 ) -> tuple[TrainState, StepMetrics]:
     """One update: imagine from ``start_obs [N, obs_dim]``, a PPO update, and (when the update's
-    1-based number is ≥ ``first_check``) a stop-rule check with :func:`~rp1.imagination.rollouts.member_returns`."""
+    1-based number is ≥ ``first_check``) a stop-rule check with :func:`~rp1.imagination.rollouts.member_returns`.
+    ``reward`` / ``done``: the task's functions or the model's heads
+    (:func:`~rp1.imagination.rollouts.outcomes`)."""
     key, k_imagine = jax.random.split(state.key)
     obs_norm = model.obs_norm
     traj, stats = imagine(
@@ -153,6 +157,8 @@ def train_step(
         bonus=bonus,
         action_std=action_std,
         predict=predict,
+        reward=reward,
+        done=done,
     )
     policy, opt_state, ppo = ppo_update(
         state.policy, state.opt_state, traj, obs_norm, epochs=epochs, action_std=action_std
@@ -161,7 +167,8 @@ def train_step(
 
     def check(rule: StopRule) -> StopRule:
         returns = member_returns(
-            model, policy, obs_norm, start_obs, task=task, horizon=horizon, predict=predict
+            model, policy, obs_norm, start_obs, task=task, horizon=horizon, predict=predict,
+            reward=reward, done=done,
         )
         return stop_rule_update(rule, improved(rule.best_returns, returns), returns, policy)
 
@@ -186,12 +193,15 @@ def train_policy(
     action_std: float = DEFAULT_ACTION_STD,
     predict=predict_all,
     epochs: int = EPOCHS,
+    reward: str = "known",
+    done: str = "known",
 ) -> tuple[Policy, optax.OptState, TrainInfo]:
     """Train ``policy`` in ``model`` with exploration weight ``lam`` until the stop rule fires (SPEC §4).
 
     ``N = batch_steps // task.horizon`` rollouts start from the first ``N`` rows of
     ``start_obs [≥N, obs_dim]`` (real initial observations drawn once per run). The policy is
-    normalised with ``model.obs_norm``. Raises ``ConfigError`` for too few start observations or
+    normalised with ``model.obs_norm``. ``reward`` / ``done``: ``"known"`` (the task's functions) or
+    ``"learned"`` (the model's heads, :func:`~rp1.imagination.rollouts.outcomes`). Raises ``ConfigError`` for too few start observations or
     ``max_updates < 1``. Returns the best policy (restored), the optimiser state
     after the last update, and a :class:`TrainInfo`.
     """
@@ -206,14 +216,17 @@ def train_policy(
     start = jnp.asarray(start_obs[:n])
     members = member_count(model)
     state = TrainState(policy, opt_state, stop_rule_init(policy, members), key, jnp.zeros((), jnp.int32))
-    step = partial(train_step, task=task, horizon=task.horizon, bonus=bonus, predict=predict, epochs=epochs)
+    outcome = {"reward": reward, "done": done}
+    step = partial(
+        train_step, task=task, horizon=task.horizon, bonus=bonus, predict=predict, epochs=epochs, **outcome
+    )
     for _ in range(max_updates):
         state, metrics = step(state, model, start, lam, first_check, action_std)
         if bool(state.rule.stop):
             break
     best = restore_best(state.rule, state.policy)
     returns = member_returns(
-        model, best, model.obs_norm, start, task=task, horizon=task.horizon, predict=predict
+        model, best, model.obs_norm, start, task=task, horizon=task.horizon, predict=predict, **outcome
     )
     info = TrainInfo(
         updates=int(state.updates),
