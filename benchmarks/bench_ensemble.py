@@ -28,7 +28,7 @@ from rp1.dynamics import (
     padded_dataset,
     predict_all,
 )
-from rp1.dynamics.fit import FitState, train_epochs
+from rp1.dynamics.fit import FitState, model_weights, train_epochs
 
 OBS_DIM, ACT_DIM, MEMBERS, BATCH = 18, 6, 5, 1024
 PREDICT_ROWS = 50_000
@@ -56,10 +56,10 @@ def main() -> None:
     obs = jax.device_put(rng.normal(size=(PREDICT_ROWS, OBS_DIM)).astype(np.float32))
     act = jax.device_put(rng.normal(size=(PREDICT_ROWS, ACT_DIM)).astype(np.float32))
     state = FitState(
-        model.params,
+        model_weights(model),
         init_model_opt_state(model),
-        model.params,
-        member_losses(model, val),
+        model_weights(model),
+        (member_losses(model, val), None),
         jax.random.key(1),
     )
     predict = jax.jit(predict_all)
