@@ -3,7 +3,6 @@ imagination uses them, config resolution, and a run with both learned that resum
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import jax
@@ -12,9 +11,8 @@ import numpy as np
 import pytest
 from conftest import TINY, Crash, crash_after_steps, metrics_without_timing
 
-import rp1.config
 from rp1 import envs
-from rp1.config import resolve
+from rp1.config import env_config, resolve
 from rp1.dynamics import (
     TransitionStore,
     ensemble_init,
@@ -171,11 +169,13 @@ def test_sources_resolve_against_the_tasks_functions():
         ant.source("done", "maybe")
 
 
-def test_known_on_a_task_without_the_function_is_a_config_error(monkeypatch):
-    monkeypatch.setattr(rp1.config, "_task", lambda name: dataclasses.replace(envs.make(name)[1], reward_fn=None))
-    with pytest.raises(ConfigError, match="task ant has no reward function"):
-        resolve("ant-rp1", overrides={"model.reward": "known"})
-    assert resolve("ant-rp1", overrides={"model.reward": "auto"}).model.reward == "auto"
+def test_known_on_a_task_without_the_function_is_a_config_error():
+    with pytest.raises(ConfigError, match="task Pendulum-v1 has no reward function; use model.reward=learned or auto"):
+        env_config("Pendulum-v1", "rp1", overrides={"model.reward": "known"})
+    with pytest.raises(ConfigError, match="task Pendulum-v1 has no termination function"):
+        env_config("Pendulum-v1", "rp1", overrides={"model.done": "known"})
+    assert env_config("Pendulum-v1", "rp1").model.reward == "auto"
+    assert resolve("ant-rp1", overrides={"model.done": "known"}).model.done == "known"
     with pytest.raises(ConfigError, match="model.reward must be one of"):
         resolve("ant-modelfree", overrides={"model.reward": "exact"})
 
