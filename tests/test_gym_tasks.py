@@ -2,9 +2,8 @@
 time limit, the horizon override, end-to-end runs through the Python API, the CLI (kill and
 resume), a sweep over ``--envs/--methods`` and its report, and bad input.
 
-The tests named ``test_needs_learned_heads_…`` run a model-based method on a task without a reward
-function: they need the world model's learned reward / termination heads (another branch) and
-fail without them.
+On a task without reward or termination functions a model-based method runs on the world model's
+learned heads (``model.reward=auto``, ``model.done=auto``).
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 import point_mass
 import pytest
-from conftest import TINY, kill_after_rows, metrics_without_timing, tiny_sets
+from conftest import TINY, Crash, crash_after_steps, kill_after_rows, metrics_without_timing, tiny_sets
 
 from rp1 import envs
 from rp1.cli import main
@@ -137,14 +136,25 @@ def test_rp1_on_own_task_with_its_reward_function(tmp_path):
     assert all(np.isfinite(float(r["model_return"])) for r in rows(run_dir)[1:])  # imagined with its reward
 
 
-def test_needs_learned_heads_rp1_on_pendulum_without_reward_function(tmp_path):
-    """Fails until the world model learns reward and termination (the heads branch)."""
-    run_dir = tiny_run(tmp_path, "Pendulum-v1", "rp1", 600, horizon="100")
-    assert_finished_with_evaluations(run_dir, 2)
+def test_rp1_on_pendulum_learns_reward_and_done_and_resumes_identically_after_a_crash(tmp_path, monkeypatch):
+    """RP1 on a Gymnasium task with no reward function (learned heads): the run writes finite
+    metrics, and one that dies after two iterations and is resumed writes exactly the metrics of
+    the uninterrupted run (α = 0: four 150-sample phases whatever the data)."""
+    cfg = env_config("Pendulum-v1", "rp1", seed=1, budget=600, overrides={**TINY, "horizon": "50", "collect.phase_cap": "150", "collect.alpha": "0"})
+    assert cfg.horizon == 50
+    reference = run_training(cfg, tmp_path / "reference", progress=False)
+    assert_finished_with_evaluations(reference, 4)
+    assert all(np.isfinite(float(r["model_return"])) for r in rows(reference)[1:])  # imagined with the learned reward
+
+    crash_after_steps(monkeypatch, 2)
+    with pytest.raises(Crash):
+        run_training(cfg, tmp_path / "resumed", progress=False)
+    monkeypatch.undo()
+    run_training(cfg, tmp_path / "resumed", resume=True, progress=False)
+    assert metrics_without_timing(tmp_path / "resumed") == metrics_without_timing(reference)
 
 
-def test_needs_learned_heads_rp1_on_own_task_without_reward_function(tmp_path):
-    """Fails until the world model learns reward and termination (the heads branch)."""
+def test_rp1_on_own_task_without_reward_function(tmp_path):
     run_dir = tiny_run(tmp_path, "point_mass:POINT_MASS_UNKNOWN_REWARD", "rp1", 600)
     assert_finished_with_evaluations(run_dir, 2)
 
