@@ -7,9 +7,13 @@ Pieces, each one compiled call, timed after warm-up (``block_until_ready``, medi
 - ``validation``: every member's validation MSE on 33,792 rows (one early-stopping check);
 - ``predict_all``: all members' next states for 50,000 rows.
 
+``--heads`` gives every member the learned reward and termination head (``model.reward=learned``;
+``[200, 200]``, :mod:`rp1.dynamics.heads`), trained and validated with the dynamics: the difference
+to a run without is the heads' cost.
+
 Usage::
 
-    python benchmarks/bench_ensemble.py [--repeats 5] [--hidden 1024] [--batches 66]
+    python benchmarks/bench_ensemble.py [--repeats 5] [--hidden 1024] [--batches 66] [--heads]
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from rp1.dynamics import (
     member_losses,
     padded_dataset,
     predict_all,
+    with_heads,
 )
 from rp1.dynamics.fit import FitState, model_weights, train_epochs
 
@@ -35,10 +40,10 @@ PREDICT_ROWS = 50_000
 
 
 def random_dataset(rng: np.random.Generator, rows: int):
-    """A padded dataset of ``rows`` random HalfCheetah-shaped transitions."""
+    """A padded dataset of ``rows`` random HalfCheetah-shaped transitions (rewards, no terminals)."""
     obs = rng.normal(size=(rows, OBS_DIM))
     return padded_dataset(
-        obs, rng.normal(size=(rows, ACT_DIM)), obs + 0.1 * rng.normal(size=obs.shape)
+        obs, rng.normal(size=(rows, ACT_DIM)), obs + 0.1 * rng.normal(size=obs.shape), rng.normal(size=rows)
     )
 
 
@@ -47,10 +52,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--hidden", type=int, default=1024)
     parser.add_argument("--batches", type=int, default=66)
+    parser.add_argument("--heads", action="store_true", help="learned reward and termination heads")
     args = parser.parse_args()
 
     rng = np.random.default_rng(0)
     model = ensemble_init(jax.random.key(0), OBS_DIM, ACT_DIM, MEMBERS, (args.hidden, args.hidden))
+    if args.heads:
+        model = with_heads(model, jax.random.key(2))
     train = jax.device_put(random_dataset(rng, args.batches * BATCH))
     val = jax.device_put(random_dataset(rng, args.batches * BATCH // 2))
     obs = jax.device_put(rng.normal(size=(PREDICT_ROWS, OBS_DIM)).astype(np.float32))
@@ -71,6 +79,7 @@ def main() -> None:
         f"predict_all ({PREDICT_ROWS} rows)": lambda: predict(model, obs, act),
     }
     workload = f"{MEMBERS} members of [{args.hidden}, {args.hidden}], {OBS_DIM} + {ACT_DIM} -> {OBS_DIM}"
+    workload += ", with reward and termination heads of [200, 200]" if args.heads else ""
     report(pieces, args.repeats, workload)
 
 

@@ -8,9 +8,12 @@ Pieces, each one compiled call, timed after warm-up (``block_until_ready``, medi
 - ``member_returns``: the stop rule's check (the deterministic policy in each member, 100 steps);
 - ``train_step``: one whole update as ``train_policy`` runs it (imagine + update + check).
 
+``--heads``: the model's learned reward and termination heads supply ``r_j`` and termination
+(``model.reward=learned``, ``model.done=learned``) instead of HalfCheetah's exact functions.
+
 Usage::
 
-    python benchmarks/bench_policy.py [--repeats 5] [--rollouts 500] [--hidden 1024]
+    python benchmarks/bench_policy.py [--repeats 5] [--rollouts 500] [--hidden 1024] [--heads]
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import jax.numpy as jnp
 from timing import report
 
 from rp1 import envs
-from rp1.dynamics import ensemble_init
+from rp1.dynamics import ensemble_init, with_heads
 from rp1.imagination import TrainState, imagine, member_returns, stop_rule_init, train_step
 from rp1.policy import make_policy_optimizer, policy_init, ppo_update
 
@@ -37,17 +40,22 @@ def main() -> None:
     parser.add_argument("--rollouts", type=int, default=500)
     parser.add_argument("--hidden", type=int, default=1024)
     parser.add_argument("--members", type=int, default=5)
+    parser.add_argument("--heads", action="store_true", help="learned reward and termination")
     args = parser.parse_args()
+    source = "learned" if args.heads else "known"
 
     _, task = envs.make("halfcheetah")
     horizon = task.horizon
     k_model, k_policy, k_obs, k_run = jax.random.split(jax.random.key(0), 4)
     model = ensemble_init(k_model, task.obs_dim, task.act_dim, args.members, (args.hidden, args.hidden))
+    if args.heads:
+        model = with_heads(model, jax.random.fold_in(k_model, 1))
     policy = policy_init(k_policy, task.obs_dim, task.act_dim)
     opt_state = make_policy_optimizer().init(policy)
     start = 0.1 * jax.random.normal(k_obs, (args.rollouts, task.obs_dim))
     lam = jnp.float32(0.2)
-    run_imagine = partial(imagine, task=task, horizon=horizon)
+    sources = {"reward": source, "done": source}
+    run_imagine = partial(imagine, task=task, horizon=horizon, **sources)
 
     @jax.jit
     def imagine_and_update(policy, opt_state, key):
@@ -61,15 +69,15 @@ def main() -> None:
         "ppo_update": lambda: ppo_update(policy, opt_state, traj, model.obs_norm),
         "imagine+update": lambda: imagine_and_update(policy, opt_state, k_run),
         "member_returns": lambda: member_returns(
-            model, policy, model.obs_norm, start, task=task, horizon=horizon
+            model, policy, model.obs_norm, start, task=task, horizon=horizon, **sources
         ),
         "train_step (imagine+update+check)": lambda: train_step(
-            state, model, start, lam, 0, 0.5, task=task, horizon=horizon, bonus="reward"
+            state, model, start, lam, 0, 0.5, task=task, horizon=horizon, bonus="reward", **sources
         ),
     }
     workload = (
         f"{args.rollouts} rollouts × {horizon} steps, {args.members} members of "
-        f"[{args.hidden}, {args.hidden}]"
+        f"[{args.hidden}, {args.hidden}], reward and termination {source}"
     )
     report(pieces, args.repeats, workload)
 
