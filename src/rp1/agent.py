@@ -209,6 +209,7 @@ class ModelBasedAgent:
             check_every=m.check_every,
             patience=m.patience,
             max_epochs=m.max_epochs,
+            stop_on=m.stop_on,
         )
         s.learner = s.learner.replace(key=key, model=model, model_opt=model_opt)
         return s, {"val_loss": result.val_loss, "model_epochs": result.epochs, "fit_s": time.perf_counter() - t}

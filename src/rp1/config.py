@@ -26,7 +26,7 @@ from typing import Any
 
 from rp1.acquisition import bandit, pca
 from rp1.dynamics import ensemble, heads, store
-from rp1.dynamics.fit import BATCH_SIZE, CHECK_EVERY, MAX_EPOCHS, PATIENCE
+from rp1.dynamics.fit import BATCH_SIZE, CHECK_EVERY, MAX_EPOCHS, PATIENCE, STOP_RULES
 from rp1.dynamics.fit import LEARNING_RATE as MODEL_LEARNING_RATE
 from rp1.envs import make as make_task
 from rp1.envs import names as task_names
@@ -56,6 +56,7 @@ class ModelConfig:
     reward: str = "auto"  # auto | known | learned (rp1.envs.task.SOURCES; README "What the model learns")
     done: str = "auto"  # auto | known | learned
     head_hidden: tuple[int, ...] = heads.HIDDEN  # the learned reward / termination heads
+    stop_on: str = "any"  # any | dynamics: what early stopping counts with learned heads (fit.STOP_RULES)
 
 
 @dataclass(frozen=True)
@@ -427,6 +428,7 @@ def validate(cfg: Config) -> Config:
     for what in ("reward", "done"):
         mode = getattr(cfg.model, what)
         _check(mode in SOURCES, f"model.{what} must be one of {', '.join(SOURCES)}, got {mode!r}")
+    _check(cfg.model.stop_on in STOP_RULES, f"model.stop_on must be one of {', '.join(STOP_RULES)}, got {cfg.model.stop_on!r}")
     mf = cfg.modelfree
     _check(mf.envs % mf.workers == 0, f"modelfree.envs ({mf.envs}) must be a multiple of modelfree.workers ({mf.workers})")
     if cfg.method == MODEL_FREE:

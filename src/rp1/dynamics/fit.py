@@ -10,8 +10,10 @@ A model with learned heads (:mod:`rp1.dynamics.heads`) trains them in the same s
 minibatches, with the same Adam settings: each member minimises its dynamics MSE plus its head
 loss (the two share no parameters, teacher forcing). Early stopping tracks the two parts
 separately: each member keeps its dynamics weights of lowest validation MSE and its head weights
-of lowest validation head loss, and a check counts as an improvement when any member improved
-either. ``l_val`` (``FitResult.val_loss``) stays the dynamics MSE, comparable across reward modes.
+of lowest validation head loss. By default (``stop_on="any"``) a check counts as an improvement
+when any member improved either; with ``stop_on="dynamics"`` only the dynamics count, so the fit
+stops when a model without heads would and the heads keep their best weights up to then.
+``l_val`` (``FitResult.val_loss``) stays the dynamics MSE, comparable across reward modes.
 
 Example::
 
@@ -45,6 +47,7 @@ BATCH_SIZE = 1024
 CHECK_EVERY = 5  # epochs between validations
 PATIENCE = 5  # checks without improvement before stopping
 MAX_EPOCHS = 2000
+STOP_RULES = ("any", "dynamics")  # what counts as an improvement for early stopping (fit's stop_on)
 
 TRACES: Counter[str] = Counter()
 """How many times each compiled function of this module was traced (every compilation follows a
@@ -295,19 +298,23 @@ def fit(
     check_every: int = CHECK_EVERY,
     patience: int = PATIENCE,
     max_epochs: int = MAX_EPOCHS,
+    stop_on: str = "any",
 ) -> tuple[Ensemble, optax.OptState, FitResult]:
     """Fit the ensemble's parameters, starting from ``model`` and ``opt_state`` (SPEC §3).
 
     Loss: MSE between predicted and actual ``norm(s')``. Every member is validated before training
     and every ``check_every`` epochs; training stops once no member improved in ``patience``
     consecutive checks, or at ``max_epochs`` (never later); each member's best weights are then
-    restored. The normalisers are inputs and stay unchanged. The returned Adam state is the one
+    restored. With learned heads, ``stop_on`` (:data:`STOP_RULES`) says what an improvement is:
+    ``"any"`` part of any member, or ``"dynamics"`` only (the heads then stop with the dynamics). The normalisers are inputs and stay unchanged. The returned Adam state is the one
     reached by the last epoch trained (for the next fit to continue from).
 
     Raises :class:`NonFiniteLossError` (a ``FloatingPointError``) naming the member and epoch
     (0 = before training) when a loss becomes inf or NaN, and ``ValueError`` on empty data.
     """
     _check_arguments(train, val, batch_size, check_every, patience, max_epochs)
+    if stop_on not in STOP_RULES:
+        raise ValueError(f"stop_on must be one of {', '.join(STOP_RULES)}, got {stop_on!r}")
     train, val = jax.device_put((train, val))
     weights = model_weights(model)
     losses = _validation_losses(weights, model, val)
@@ -326,7 +333,8 @@ def fit(
         epochs += n
         _raise_if_non_finite_parts(losses, epochs)
         history.append(losses[0])
-        stale = 0 if any(i.any() for i in jax.tree_util.tree_leaves(improved)) else stale + 1
+        counted = improved[0] if stop_on == "dynamics" else jax.tree_util.tree_leaves(improved)
+        stale = 0 if np.any(counted) else stale + 1
     best, best_heads = jax.device_get(state.best_losses)
     result = FitResult(float(best.min()), epochs, best, np.stack(history), best_heads)
     params, heads = state.best_weights
