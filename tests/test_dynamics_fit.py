@@ -17,7 +17,9 @@ from rp1.dynamics import (
     normalize,
     predict_all,
     refresh_delta_normalizer,
+    refresh_reward_normalizer,
     update_input_normalizers,
+    with_heads,
 )
 from rp1.dynamics.fit import TRACES
 
@@ -97,6 +99,36 @@ def test_stops_well_before_the_cap_on_an_easy_problem():
     assert result.epochs < 400 and result.epochs % 5 == 0
     stale = result.val_history[-5:]
     assert np.all(stale >= result.val_history[:-5].min(0))
+
+
+def test_stop_on_dynamics_ends_a_fit_with_heads_by_the_dynamics_history_alone():
+    """``stop_on="dynamics"`` stops after ``patience`` checks in which no member's dynamics
+    improved, whatever the heads do; ``"any"`` runs the same compiled steps (the same dynamics
+    history) and never stops earlier."""
+    episodes = linear_episodes(np.random.default_rng(0), 30, noise=0.3)
+    for e in episodes:
+        e["rew"] = np.sin(3 * e["next_obs"][:, 0]) * np.cos(2 * e["act"][:, 0])
+    store = TransitionStore(OBS, ACT)
+    store.add_phase(episodes)
+    model = with_heads(model_for(store), jax.random.key(2), (32,))
+    model = refresh_reward_normalizer(model, store.transitions().rew)
+    patience, cap = 3, 300
+    results = {
+        rule: run_fit(store, model, stop_on=rule, patience=patience, max_epochs=cap)[2]
+        for rule in ("dynamics", "any")
+    }
+    history = results["dynamics"].val_history
+    best, stale = history[0], 0
+    for losses in history[1:]:
+        assert stale < patience  # the fit went on only while the rule allowed it
+        stale = 0 if np.any(losses < best) else stale + 1
+        best = np.minimum(best, losses)
+    assert stale == patience and results["dynamics"].epochs == 5 * (len(history) - 1) < cap
+    assert results["any"].epochs >= results["dynamics"].epochs
+    np.testing.assert_array_equal(results["any"].val_history[: len(history)], history)
+    assert np.isfinite(results["dynamics"].head_val_losses).all()
+    with pytest.raises(ValueError, match="stop_on"):
+        run_fit(store, model, stop_on="heads")
 
 
 def test_never_runs_past_the_epoch_cap_and_zero_epochs_changes_nothing(small_store):
