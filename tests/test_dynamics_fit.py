@@ -21,7 +21,7 @@ from rp1.dynamics import (
     update_input_normalizers,
     with_heads,
 )
-from rp1.dynamics.fit import TRACES
+from rp1.dynamics.fit import CHECK_EVERY, TRACES
 
 OBS, ACT, STEPS = 4, 2, 50
 HIDDEN = (64, 64)
@@ -123,7 +123,7 @@ def test_stop_on_dynamics_ends_a_fit_with_heads_by_the_dynamics_history_alone():
         assert stale < patience  # the fit went on only while the rule allowed it
         stale = 0 if np.any(losses < best) else stale + 1
         best = np.minimum(best, losses)
-    assert stale == patience and results["dynamics"].epochs == 5 * (len(history) - 1) < cap
+    assert stale == patience and results["dynamics"].epochs == CHECK_EVERY * (len(history) - 1) < cap
     assert results["any"].epochs >= results["dynamics"].epochs
     np.testing.assert_array_equal(results["any"].val_history[: len(history)], history)
     assert np.isfinite(results["dynamics"].head_val_losses).all()

@@ -268,9 +268,17 @@ def _raise_if_non_finite_parts(losses: tuple[np.ndarray, np.ndarray | None], epo
 
 
 def _check_arguments(
-    train: Dataset, val: Dataset, batch_size: int, check_every: int, patience: int, max_epochs: int
+    train: Dataset,
+    val: Dataset,
+    batch_size: int,
+    check_every: int,
+    patience: int,
+    max_epochs: int,
+    stop_on: str,
 ) -> None:
     """``ValueError`` for empty data or out-of-range settings."""
+    if stop_on not in STOP_RULES:
+        raise ValueError(f"stop_on must be one of {', '.join(STOP_RULES)}, got {stop_on!r}")
     for name, value, low in (
         ("batch_size", batch_size, 1),
         ("check_every", check_every, 1),
@@ -306,15 +314,14 @@ def fit(
     and every ``check_every`` epochs; training stops once no member improved in ``patience``
     consecutive checks, or at ``max_epochs`` (never later); each member's best weights are then
     restored. With learned heads, ``stop_on`` (:data:`STOP_RULES`) says what an improvement is:
-    ``"any"`` part of any member, or ``"dynamics"`` only (the heads then stop with the dynamics). The normalisers are inputs and stay unchanged. The returned Adam state is the one
-    reached by the last epoch trained (for the next fit to continue from).
+    ``"any"`` part of any member, or ``"dynamics"`` only (the heads then stop with the dynamics).
+    The normalisers are inputs and stay unchanged. The returned Adam state is the one reached by
+    the last epoch trained (for the next fit to continue from).
 
     Raises :class:`NonFiniteLossError` (a ``FloatingPointError``) naming the member and epoch
     (0 = before training) when a loss becomes inf or NaN, and ``ValueError`` on empty data.
     """
-    _check_arguments(train, val, batch_size, check_every, patience, max_epochs)
-    if stop_on not in STOP_RULES:
-        raise ValueError(f"stop_on must be one of {', '.join(STOP_RULES)}, got {stop_on!r}")
+    _check_arguments(train, val, batch_size, check_every, patience, max_epochs, stop_on)
     train, val = jax.device_put((train, val))
     weights = model_weights(model)
     losses = _validation_losses(weights, model, val)
