@@ -58,39 +58,74 @@ def test_early_stop_off_and_distinct_episodes_continue():
 
 def test_bandit_update_touches_only_played_arm():
     bandit = ExpWeights(seed=0)
-    bandit.update(1.0)  # baseline: no arm played, nothing changes
+    assert bandit.update(1.0) == 0.0  # no previous feedback: ĝ = 0; no arm played, nothing changes
     assert np.all(bandit.scores == 0)
     bandit.choose(0.3)
     bandit.update(2.0, norm=0.5)
     changed = np.flatnonzero(bandit.scores)
     assert changed.tolist() == [3]
-    # ĝ = (2 − mean(1, 2)) / 0.5 = 1; the arm was chosen, not drawn: p = 1, score = 0.2·1 / 1
-    assert bandit.scores[3] == pytest.approx(0.2)
+    # ĝ = (2 − mean of the previous [1]) / 0.5 = 2; the arm was chosen, not drawn: p = 1
+    assert bandit.scores[3] == pytest.approx(0.2 * 2)
 
 
 # (arm played, feedback, norm) of a scripted run with arms (0, 0.5), lr 1, decay 0.5, window 2.
 SCRIPT = ((0.0, 2.0, 1.0), (0.5, 4.0, 2.0), (0.5, 1.0, 1.0), (0.0, 3.0, 1.0))
-# ĝ by hand: window [2] -> 0; [2, 4] -> (4 − 3)/2 = 0.5; [4, 1] -> (1 − 2.5)/1 = −1.5; [1, 3] -> 1
-SCRIPT_G_HAT = [0.0, 0.5, -1.5, 1.0]
+# ĝ by hand, per baseline (the window's mean without / with the current G), with and without a
+# first feedback G0 = 10 recorded before any arm is played (the initial phase, lam.first_feedback):
+SCRIPT_G_HAT = {
+    # previous: [] -> 0; [2] -> (4 − 2)/2 = 1; [2, 4] -> (1 − 3)/1 = −2; [4, 1] -> (3 − 2.5)/1 = 0.5
+    ("previous", None): [0.0, 1.0, -2.0, 0.5],
+    # including: [2] -> 0; [2, 4] -> (4 − 3)/2 = 0.5; [4, 1] -> (1 − 2.5)/1 = −1.5; [1, 3] -> 1
+    ("including", None): [0.0, 0.5, -1.5, 1.0],
+    # previous: [10] -> (2 − 10)/1 = −8; [10, 2] -> (4 − 6)/2 = −1; then the window has lost G0
+    ("previous", 10.0): [-8.0, -1.0, -2.0, 0.5],
+    # including: [10, 2] -> (2 − 6)/1 = −4; [2, 4] -> 0.5; …
+    ("including", 10.0): [-4.0, 0.5, -1.5, 1.0],
+}
 
 
-@pytest.mark.parametrize(
-    "weighting, expected",
-    [
-        # chosen arms have p = 1: arm 1: 0 + 0.5 = 0.5, then 0.5·0.5 − 1.5 = −1.25; arm 0: 0 + 1 = 1
-        ("probability", [1.0, -1.25]),
-        # decay first, divide by exp(decayed score): arm 1: 0.5, then 0.25 − 1.5 / exp(0.25)
-        ("exp-score", [1.0, 0.25 - 1.5 / np.exp(0.25)]),
-    ],
-)
-def test_bandit_scripted_updates_match_hand_computed_values(weighting, expected):
-    bandit = ExpWeights(arms=(0.0, 0.5), lr=1.0, eps=0.0, decay=0.5, window=2, weighting=weighting, seed=0)
+@pytest.mark.parametrize("baseline, first", list(SCRIPT_G_HAT))
+def test_bandit_g_hat_over_a_scripted_run_matches_hand_computed_values(baseline, first):
+    bandit = ExpWeights(arms=(0.0, 0.5), lr=1.0, eps=0.0, decay=0.5, window=2, baseline=baseline, seed=0)
+    if first is not None:
+        assert bandit.update(first) == 0.0  # nothing before it; no arm played: only recorded
+        assert np.all(bandit.scores == 0)
     g_hats = []
     for arm, feedback, norm in SCRIPT:
         bandit.choose(arm)
         g_hats.append(bandit.update(feedback, norm=norm))
-    assert g_hats == pytest.approx(SCRIPT_G_HAT)
+    assert g_hats == pytest.approx(SCRIPT_G_HAT[baseline, first])
+
+
+@pytest.mark.parametrize(
+    "baseline, weighting, expected",
+    [
+        # ĝ (previous) 0, 1, −2, 0.5; chosen arms have p = 1: arm 1: 0 + 1 = 1, then 0.5·1 − 2 =
+        # −1.5; arm 0: 0, then 0.5·0 + 0.5 = 0.5
+        ("previous", "probability", [0.5, -1.5]),
+        # decay first, divide by exp(decayed score): arm 1: 1, then 0.5 − 2 / exp(0.5)
+        ("previous", "exp-score", [0.5, 0.5 - 2.0 / np.exp(0.5)]),
+        # ĝ (including) 0, 0.5, −1.5, 1: arm 1: 0.5, then 0.25 − 1.5 = −1.25; arm 0: 0 + 1 = 1
+        ("including", "probability", [1.0, -1.25]),
+        ("including", "exp-score", [1.0, 0.25 - 1.5 / np.exp(0.25)]),
+    ],
+)
+def test_bandit_scripted_scores_match_hand_computed_values(baseline, weighting, expected):
+    bandit = ExpWeights(
+        arms=(0.0, 0.5), lr=1.0, eps=0.0, decay=0.5, window=2, weighting=weighting, baseline=baseline, seed=0
+    )
+    for arm, feedback, norm in SCRIPT:
+        bandit.choose(arm)
+        bandit.update(feedback, norm=norm)
     np.testing.assert_allclose(bandit.scores, expected, rtol=1e-12)
+
+
+def test_bandit_window_keeps_the_last_previous_feedbacks():
+    """Window 3: the mean is of the 3 feedbacks before the current one, the oldest dropped."""
+    bandit = ExpWeights(window=3, seed=0)
+    for g in (100.0, 1.0, 2.0, 3.0):
+        bandit.update(g)
+    assert bandit.update(4.0, norm=2.0) == pytest.approx((4.0 - 2.0) / 2.0)  # mean(1, 2, 3)
 
 
 def test_bandit_credits_a_drawn_arm_with_its_probability():
@@ -98,10 +133,10 @@ def test_bandit_credits_a_drawn_arm_with_its_probability():
     bandit.scores[:] = [0.0, np.log(3.0)]  # softmax (0.25, 0.75) -> p = 0.8·softmax + 0.1 = (0.3, 0.7)
     bandit.update(1.0)  # window [1]
     drawn = bandit.arms.index(bandit.sample())
-    bandit.update(3.0, norm=0.5)  # ĝ = (3 − 2) / 0.5 = 2
+    bandit.update(3.0, norm=0.5)  # ĝ = (3 − 1) / 0.5 = 4
     p = (0.3, 0.7)[drawn]
     before = (0.0, np.log(3.0))[drawn]
-    assert bandit.scores[drawn] == pytest.approx(0.9 * before + 0.2 * 2.0 / p)
+    assert bandit.scores[drawn] == pytest.approx(0.9 * before + 0.2 * 4.0 / p)
     assert bandit.scores[1 - drawn] == (0.0, np.log(3.0))[1 - drawn]
 
 
@@ -141,3 +176,5 @@ def test_bandit_rejects_bad_arguments():
         ExpWeights(eps=1.5)
     with pytest.raises(ValueError):
         ExpWeights(weighting="other")
+    with pytest.raises(ValueError):
+        ExpWeights(baseline="other")

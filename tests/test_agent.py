@@ -148,3 +148,44 @@ def test_quick_preset_is_rp1_at_small_scale_and_scale_comes_before_set():
     assert quick == replace(resolve("hopper-rp1", scale="small", budget=10_000), preset="hopper-quick")
     assert resolve("hopper-quick", scale="paper").model.hidden == (1024, 1024)
     assert resolve("hopper-rp1", scale="small", overrides={"model.hidden": "64,64"}).model.hidden == (64, 64)
+
+
+def hand_g(obs, act, next_obs, finals, biases, refreshed: bool) -> float:
+    """G of SPEC §6 in NumPy (float64) for an ensemble whose members output the constant ``y_j =
+    biases[j]``, right after the first phase ``obs, act, next_obs`` (all the data there is): the
+    state normaliser is the statistics of the phase's states (its final states included); the
+    delta normaliser is refreshed from the stored data (``refreshed``) or still the initial one."""
+    states = np.concatenate([obs, finals]).astype(np.float64)
+    mean, std = states.mean(0), np.sqrt(np.maximum(states.var(0), 1e-4))
+    norm = lambda x: np.clip((x - mean) / std, -3, 3)  # noqa: E731
+    deltas = norm(next_obs) - norm(obs)
+    mu, sigma = (deltas.mean(0), np.sqrt(np.maximum(deltas.var(0), 1e-4))) if refreshed else (0.0, 1.0)
+    mse = [np.mean((norm(obs) + b * sigma + mu - norm(next_obs)) ** 2) for b in biases]
+    return float(np.sqrt(np.mean(np.square(mse))))
+
+
+@pytest.mark.parametrize("g_normalizers", ["all", "inputs"])
+def test_g_is_measured_with_the_refreshed_delta_normalizer(g_normalizers):
+    """SPEC §6: G of a phase decodes the members' deltas with the delta normaliser recomputed from
+    all stored data, the new phase included (``inputs``: the one from before)."""
+    import jax
+
+    from rp1.agent import ModelBasedAgent
+
+    cfg = resolve("halfcheetah-rp1", seed=0, overrides={**TINY, "collect.alpha": "0", "lam.g_normalizers": g_normalizers})
+    agent = ModelBasedAgent(cfg)
+    s = agent.initial_state()
+    biases = np.array([[0.3], [-0.2], [0.05]]) * np.ones(18)  # members differ: G is not one MSE
+    params = jax.tree_util.tree_map(np.zeros_like, s.learner.model.params)
+    params = (*params[:-1], (params[-1][0], biases.astype(np.float32)))
+    s.learner = s.learner.replace(model=s.learner.model.replace(params=params))
+    s, row = agent.step(s)
+    data = s.store.transitions()  # iteration 0: exactly the phase, three whole episodes (α = 0)
+    horizon = agent.task.horizon
+    assert len(data.obs) == 3 * horizon
+    finals = data.next_obs[horizon - 1 :: horizon]  # each episode's last next state
+    want = hand_g(data.obs, data.act, data.next_obs, finals, biases, refreshed=g_normalizers == "all")
+    assert row["model_error"] == pytest.approx(want, rel=1e-4)
+    other = hand_g(data.obs, data.act, data.next_obs, finals, biases, refreshed=g_normalizers != "all")
+    assert abs(other - want) > 1e-2 * want  # the two orders are told apart
+    agent.close()

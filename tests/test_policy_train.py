@@ -127,6 +127,29 @@ def test_train_policy_stops_by_the_rule_and_restores_the_best_update():
     assert int(opt_state.inner_state[0].count) == 10 * info.updates  # continues, not restored
     assert np.isfinite([info.model_return, info.imagined_return, info.bonus, info.loss]).all()
 
+    last, _, info = train(*fresh(1e-2), max_updates=60, restore=False)  # the reference's no-op restore
+    assert info.stopped and info.updates == len(history)
+    for got, want in zip(jax.tree_util.tree_leaves(last), jax.tree_util.tree_leaves(history[-1][0])):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_train_policy_without_restore_keeps_the_last_weights():
+    """``restore=False`` (``policy.restore_best=false``): the policy after the last update, replayed
+    with train_step; with restore, the weights of the last improving check."""
+    policy, opt_state = fresh(1e-2)
+    state = TrainState(policy, opt_state, stop_rule_init(policy, 3), jax.random.key(1), jnp.zeros((), jnp.int32))
+    for _ in range(FIRST_CHECK + 2):
+        state, _ = train_step(
+            state, MODEL, START, 0.0, FIRST_CHECK, 0.5, task=POINT_MASS, horizon=POINT_MASS.horizon,
+            bonus="reward", predict=point_mass_predict,
+        )
+    last, _, _ = train(policy, opt_state, max_updates=FIRST_CHECK + 2, restore=False)
+    for got, want in zip(jax.tree_util.tree_leaves(last), jax.tree_util.tree_leaves(state.policy)):
+        np.testing.assert_array_equal(got, want)
+    best, _, _ = train(policy, opt_state, max_updates=FIRST_CHECK + 2)
+    for got, want in zip(jax.tree_util.tree_leaves(best), jax.tree_util.tree_leaves(restore_best(state.rule, state.policy))):
+        np.testing.assert_array_equal(got, want)
+
 
 def test_train_policy_with_a_frozen_policy_stops_at_the_earliest_point():
     """Learning rate 0: the first check improves (from −inf), the next 5 cannot."""

@@ -432,3 +432,26 @@ def test_full_report_writes_valid_pngs_and_links_them(tmp_path):
     assert all(f"]({path.name})" in index for path in written[:-1])
     table = cells(tmp_path / "out", "table3")
     assert table.loc["swimmer", 100_000, "rp1"].n_seeds == 3
+
+
+def test_probability_of_improvement_against_a_hand_computed_case():
+    # pairs (a_i, b_j): 3 > 0, 3 > 2, 1 > 0, 1 < 2, 2 > 0, 2 = 2 (one half): 4.5 of 6
+    result = stats.probability_of_improvement(np.array([3.0, 1.0, 2.0]), np.array([0.0, 2.0]))
+    assert result.p == pytest.approx(0.75)
+    assert 0.0 <= result.low <= 0.75 <= result.high <= 1.0
+    assert stats.probability_of_improvement(np.array([5.0, 6.0]), np.array([1.0, 2.0])) == (1.0, 1.0, 1.0)
+    assert stats.probability_of_improvement(np.array([1.0, 2.0]), np.array([1.0, 2.0])).p == 0.5
+    alone = stats.probability_of_improvement(np.array([1.0]), np.array([1.0, 2.0]))
+    assert alone.p == 0.25 and np.isnan(alone.low) and np.isnan(alone.high)
+
+
+def test_t_test_table_gives_the_probability_of_improvement(tmp_path):
+    for method, returns in (("rp1", [5.0, 7.0, 9.0]), ("greedy", [6.0, 1.0, 2.0])):
+        for seed, value in enumerate(returns):
+            write_run(tmp_path / "runs", "hopper", method, seed, [0, 5_000, 9_000], [0.0, value, value], budget=10_000)
+    write_tables(tmp_path / "runs", tmp_path / "out")
+    row = pd.read_csv(tmp_path / "out" / "table1_ttests.csv").set_index("comparison").loc["T1"]
+    # RP1 (5, 7, 9) vs Greedy (6, 1, 2): 5 loses to 6 only: 8 of 9 pairs
+    assert (row.prob_improvement, row.method_a, row.method_b) == (pytest.approx(8 / 9), "rp1", "greedy")
+    assert row.pi_low <= 8 / 9 <= row.pi_high
+    assert "PI 0.89 [" in (tmp_path / "out" / "table1.md").read_text()

@@ -110,7 +110,10 @@ class ModelBasedAgent:
         bandit = None
         if cfg.lam.mode == "adaptive":
             lam = cfg.lam
-            bandit = ExpWeights(lam.arms, lam.lr, lam.eps, lam.decay, seed=streams["bandit"], window=lam.window, weighting=lam.weighting)
+            bandit = ExpWeights(
+                lam.arms, lam.lr, lam.eps, lam.decay, seed=streams["bandit"], window=lam.window,
+                weighting=lam.weighting, baseline=lam.baseline,
+            )
         return AgentState(
             iteration=0,
             samples=0,
@@ -232,6 +235,8 @@ class ModelBasedAgent:
             first_check=p.first_check,
             action_std=p.action_std,
             epochs=p.epochs,
+            advantage=p.advantage,
+            restore=p.restore_best,
             **self.outcome,
         )
         s.learner = s.learner.replace(key=key, policy=policy, policy_opt=policy_opt)
@@ -244,17 +249,19 @@ class ModelBasedAgent:
         }
 
     def _absorb(self, s: AgentState, phase: Phase) -> tuple[AgentState, dict[str, Any]]:
-        """Fold the phase into the input normalisers, measure G on it with the model weights as
-        they were (SPEC §6: the reference's order, so every G is in the same units), then store
-        the data and refresh the delta (and reward) normaliser."""
+        """Fold the phase into the input normalisers, store it, refresh the delta (and reward)
+        normaliser from all stored data, and measure G on the phase with the model weights as they
+        were before the refit (SPEC §6: every normaliser already refreshed, the reference's order,
+        so every G is in the same units; ``lam.g_normalizers="inputs"`` measures it before the
+        delta normaliser is refreshed)."""
         obs, act, next_obs = (np.concatenate([getattr(e, f) for e in phase.episodes]) for f in ("obs", "act", "next_obs"))
         finals = np.stack([e.next_obs[-1] for e in phase.episodes])
         model = update_input_normalizers(s.learner.model, np.concatenate([obs, finals]), act)
-        g = model_error(model, obs, act, next_obs)
         s.store.add_phase(phase.episodes, min_val=self.cfg.collect.min_val_rollouts)
         everything = s.store.transitions()
-        model = refresh_delta_normalizer(model, everything.obs, everything.next_obs)
-        model = refresh_reward_normalizer(model, everything.rew)  # no-op without learned heads
+        refreshed = refresh_delta_normalizer(model, everything.obs, everything.next_obs)
+        g = model_error(refreshed if self.cfg.lam.g_normalizers == "all" else model, obs, act, next_obs)
+        model = refresh_reward_normalizer(refreshed, everything.rew)  # no-op without learned heads
         s.learner = s.learner.replace(model=model)
         s.samples += phase.samples
         return s, {

@@ -39,6 +39,7 @@ from rp1.policy import networks, ppo
 
 BONUSES = tuple(rollouts.BONUSES)
 FIRST_FEEDBACK = ("exclude", "include")
+G_NORMALIZERS = ("all", "inputs")
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,8 @@ class PolicyConfig:
     epochs: int = ppo.EPOCHS
     max_updates: int = policy_training.MAX_UPDATES
     first_check: int = policy_training.FIRST_CHECK
+    advantage: str = ppo.ADVANTAGE  # fixed (once per update, SPEC) | per-epoch (the reference)
+    restore_best: bool = True  # false: keep the last weights when training stops (the reference)
 
 
 @dataclass(frozen=True)
@@ -95,7 +98,9 @@ class LambdaConfig:
     decay: float = bandit.DECAY
     window: int = bandit.WINDOW
     weighting: str = bandit.WEIGHTING
+    baseline: str = bandit.BASELINE  # previous (the paper) | including (the reference): Ĝ's mean
     first_feedback: str = "exclude"  # "include": the initial phase's G enters the window (ref)
+    g_normalizers: str = "all"  # G measured with every normaliser refreshed | inputs: delta's not yet
 
 
 @dataclass(frozen=True)
@@ -418,8 +423,14 @@ def validate(cfg: Config) -> Config:
     _check(0.0 in lam.arms or lam.mode == "fixed", "lam.arms must contain 0 (the first iteration's λ)")
     _check(0.0 <= lam.eps <= 1.0, f"lam.eps must be in [0, 1], got {lam.eps}")
     _check(0.0 <= lam.decay <= 1.0, f"lam.decay must be in [0, 1], got {lam.decay}")
-    _check(lam.weighting in ("probability", "exp-score"), f"lam.weighting must be probability or exp-score, got {lam.weighting!r}")
-    _check(lam.first_feedback in FIRST_FEEDBACK, f"lam.first_feedback must be one of {', '.join(FIRST_FEEDBACK)}, got {lam.first_feedback!r}")
+    for key, value, allowed in (
+        ("lam.weighting", lam.weighting, bandit.WEIGHTINGS),
+        ("lam.baseline", lam.baseline, bandit.BASELINES),
+        ("lam.first_feedback", lam.first_feedback, FIRST_FEEDBACK),
+        ("lam.g_normalizers", lam.g_normalizers, G_NORMALIZERS),
+        ("policy.advantage", cfg.policy.advantage, ppo.ADVANTAGES),
+    ):
+        _check(value in allowed, f"{key} must be one of {', '.join(allowed)}, got {value!r}")
     _check(cfg.scale in SCALES, f"scale must be one of {', '.join(SCALES)}, got {cfg.scale!r}")
     col = cfg.collect
     _check(col.alpha >= 0.0, f"collect.alpha must be >= 0, got {col.alpha}")

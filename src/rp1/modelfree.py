@@ -176,6 +176,7 @@ class ModelFreeAgent:
             learner.obs_norm,
             epochs=cfg.policy.epochs,
             action_std=self._std,
+            advantage=cfg.policy.advantage,
         )
         obs_norm = normalizer_update(learner.obs_norm, jnp.asarray(batch.obs[batch.valid]))
         s.learner = learner.replace(policy=policy, policy_opt=policy_opt, obs_norm=obs_norm)

@@ -10,6 +10,10 @@ Example::
 
 ``bandit.update(g0)`` before any arm is played only records ``g0`` in the window (the reference's
 treatment of the initial random phase; rp1's agent leaves it out by default, SPEC §6).
+
+``ĝ`` subtracts from the feedback the mean of the up to ``window`` *previous* feedbacks (the paper's
+appendix; ``ĝ = 0`` while there is none), or with ``baseline="including"`` the mean of the last
+``window`` feedbacks including the current one (the authors' code).
 """
 
 from __future__ import annotations
@@ -26,14 +30,22 @@ DECAY = 0.9  # of the scores, per update
 WINDOW = 5  # feedbacks in the running mean
 WEIGHTINGS = ("probability", "exp-score")
 WEIGHTING = WEIGHTINGS[0]
+BASELINES = ("previous", "including")  # what ĝ's running mean covers: the paper's, the reference's
+BASELINE = BASELINES[0]
 
 
 class ExpWeights:
     """EXP3-style bandit over fixed arms with ε-uniform mixing and score decay.
 
     ``probabilities = (1 − ε)·softmax(scores) + ε/k``. ``update(feedback, norm)`` normalises the
-    feedback against the mean of the last ``window`` feedbacks (current included),
-    ``ĝ = (feedback − mean) / norm``, and updates only the arm last played:
+    feedback against a running mean, ``ĝ = (feedback − mean) / norm``, and updates only the arm
+    last played. The mean (``baseline``):
+
+    - ``"previous"`` (SPEC §6, the paper): of the up to ``window`` feedbacks before this one;
+      ``ĝ = 0`` when there is none;
+    - ``"including"`` (the authors' code): of the last ``window`` feedbacks, this one included.
+
+    The arm's credit (``weighting``):
 
     - ``weighting="probability"`` (SPEC): ``score ← decay·score + lr·ĝ / p``, with ``p`` the arm's
       probability when it was drawn, or 1 for an arm played by :meth:`choose` (not drawn);
@@ -52,6 +64,7 @@ class ExpWeights:
         seed: int | np.random.SeedSequence | None = None,
         window: int = WINDOW,
         weighting: str = WEIGHTING,
+        baseline: str = BASELINE,
     ):
         if len(arms) < 1:
             raise ValueError("ExpWeights needs at least one arm")
@@ -59,8 +72,10 @@ class ExpWeights:
             raise ValueError(f"eps must be in [0, 1], got {eps}")
         if weighting not in WEIGHTINGS:
             raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+        if baseline not in BASELINES:
+            raise ValueError(f"baseline must be one of {BASELINES}, got {baseline!r}")
         self.arms = tuple(float(a) for a in arms)
-        self.lr, self.eps, self.decay, self.weighting = lr, eps, decay, weighting
+        self.lr, self.eps, self.decay, self.weighting, self.baseline = lr, eps, decay, weighting, baseline
         self.scores = np.zeros(len(self.arms))
         self.history: deque[float] = deque(maxlen=window)
         self.rng = np.random.default_rng(seed)
@@ -89,8 +104,12 @@ class ExpWeights:
 
     def update(self, feedback: float, norm: float = 1.0) -> float:
         """Record ``feedback``; credit the arm last played, if any. Returns the normalised ``ĝ``."""
-        self.history.append(float(feedback))
-        g_hat = (float(feedback) - float(np.mean(self.history))) / float(norm)
+        feedback = float(feedback)
+        if self.baseline == "including":
+            self.history.append(feedback)
+        g_hat = (feedback - float(np.mean(self.history))) / float(norm) if self.history else 0.0
+        if self.baseline == "previous":
+            self.history.append(feedback)
         if self.played is not None:
             i = self.played
             decayed = self.decay * self.scores[i]

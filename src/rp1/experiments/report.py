@@ -47,6 +47,11 @@ DEFINITIONS = """## How the numbers are made
   series, e.g. `RP1 (small)`.
 - **t**: Welch's unequal-variances t-test (`scipy.stats.ttest_ind(equal_var=False)`) on the
   per-seed bests, `*` where p < 0.05; none when a side has fewer than 2 seeds.
+- **PI** (probability of improvement): P(X > Y) for X a seed's best under RP1 and Y one under the
+  method compared, ties counting one half, i.e. the Mann–Whitney U over n·m
+  (`scipy.stats.mannwhitneyu`); 1 when every RP1 seed beats every other, 0.5 for no difference.
+  95 % percentile-bootstrap interval resampling both sides independently (9,999 resamples, fixed
+  seed); none below 2 seeds a side.
 - **IQM**: mean of the middle 50 % of seeds (`scipy.stats.trim_mean(…, 0.25)`), 95 % percentile
   bootstrap CI (`scipy.stats.bootstrap`, 9,999 resamples, fixed seed); no CI below 2 seeds.
 - **Curves** (fig1, fig3, fig_ablation): each run's best-so-far evaluation return on a common

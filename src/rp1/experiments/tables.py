@@ -2,7 +2,8 @@
 
 Each cell is the median best evaluation return at a timestep over seeds (SPEC §8), with its IQR,
 the number of seeds, the paper's value, and — beyond the paper — the interquartile mean with a
-95 % bootstrap confidence interval. Comparisons are Welch t-statistics, ``*`` where p < 0.05.
+95 % bootstrap confidence interval. Comparisons are Welch t-statistics, ``*`` where p < 0.05, and
+the probability of improvement ``P(a > b)`` with its 95 % bootstrap interval.
 A table has a row per (task, scale, timestep) and a column per method with runs there; cells
 without runs are left out (CSV) or blank (``—``, Markdown).
 """
@@ -76,7 +77,7 @@ CELL_COLUMNS: tuple[str, ...] = (
 )
 TTEST_COLUMNS: tuple[str, ...] = (
     *("task", "scale", "samples", "comparison", "method_a", "method_b", "n_a", "n_b"),
-    *("t", "p", "significant", "paper_t", "paper_significant"),
+    *("t", "p", "significant", "prob_improvement", "pi_low", "pi_high", "paper_t", "paper_significant"),
 )
 
 
@@ -125,7 +126,8 @@ def cell_table(bests: Bests) -> pd.DataFrame:
 
 def ttest_table(bests: Bests, spec: TableSpec) -> pd.DataFrame:
     """One row per comparison whose two cells have runs: :data:`TTEST_COLUMNS` (Welch's t-test
-    on per-seed bests; t and p NaN when a side has fewer than 2 seeds)."""
+    on per-seed bests, t and p NaN when a side has fewer than 2 seeds; the probability of
+    improvement of a over b, :func:`~rp1.experiments.stats.probability_of_improvement`)."""
     rows = []
     for (task, scale, timestep), (header, method_a, method_b) in itertools.product(
         table_rows(bests), spec.comparisons
@@ -140,7 +142,8 @@ def ttest_table(bests: Bests, spec: TableSpec) -> pd.DataFrame:
         )
         rows.append(
             (task, scale, timestep, header, method_a, method_b, len(a), len(b))
-            + (test.t, test.p, test.significant, paper_t, paper_significant)
+            + (test.t, test.p, test.significant, *stats.probability_of_improvement(a, b))
+            + (paper_t, paper_significant)
         )
     return pd.DataFrame(rows, columns=list(TTEST_COLUMNS))
 
@@ -181,7 +184,8 @@ def star(significant: bool | None) -> str:
 
 
 def t_text(test: tuple) -> str:
-    """``t*`` (``*`` where p < 0.05) with the paper's value, or why there is none."""
+    """``t*`` (``*`` where p < 0.05), p, the probability of improvement with its interval, and the
+    paper's t; or why there is no test."""
     paper = (
         ""
         if math.isnan(test.paper_t)
@@ -189,7 +193,8 @@ def t_text(test: tuple) -> str:
     )
     if math.isnan(test.t):
         return f"— (n = {test.n_a} vs {test.n_b}; needs ≥ 2 each){paper}"
-    return f"{number(test.t)}{star(test.significant)} (p = {test.p:.3g}){paper}"
+    improvement = f"PI {test.prob_improvement:.2f} [{test.pi_low:.2f}, {test.pi_high:.2f}]"
+    return f"{number(test.t)}{star(test.significant)} (p = {test.p:.3g}; {improvement}){paper}"
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
@@ -230,7 +235,9 @@ def render(spec: TableSpec, bests: Bests, cells: pd.DataFrame, tests: pd.DataFra
             "(iteration ≥ 1) among evaluations made with at most that many real samples,",
             "[25th, 75th percentile]; a run counts at a timestep only if it reached that many",
             "samples. Rows: the paper's sample counts and every budget of the task's runs, where",
-            "some method has runs; `—`: no runs. t: Welch's t-statistic, `*` where p < 0.05.",
+            "some method has runs; `—`: no runs. t: Welch's t-statistic, `*` where p < 0.05;",
+            "PI: probability of improvement P(a > b) = U / (n·m) of the Mann–Whitney test, with its",
+            "95 % bootstrap interval (a: the first method the comparison names).",
             "See index.md for the definitions.",
             "",
             markdown_table([*headers, *comparisons], medians),

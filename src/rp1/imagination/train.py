@@ -5,7 +5,8 @@ rule's check: the deterministic policy's return in every member separately. The 
 *improved* if in more than 70% of members the return beats that member's best so far; then the
 per-member bests become the element-wise maximum and the policy is kept as the best. Training stops
 when, over the last 6 checks, the oldest improved and the 5 later did not, or after
-``max_updates``; the best weights are restored (the optimiser state continues as it is).
+``max_updates``; the best weights are restored (the optimiser state continues as it is), or, with
+``restore_best=False``, the last weights are kept (what the authors' code did in effect).
 
 The stop rule is a pure pytree (:class:`StopRule`) with pure functions (:func:`stop_rule_init`,
 :func:`stop_rule_update`, :func:`restore_best`), testable on scripted improvement flags. Each
@@ -33,7 +34,7 @@ from rp1.envs.task import Task
 from rp1.errors import ConfigError
 from rp1.imagination.rollouts import BONUS, imagine, member_count, member_returns
 from rp1.policy.networks import DEFAULT_ACTION_STD, Policy
-from rp1.policy.ppo import EPOCHS, ppo_update
+from rp1.policy.ppo import ADVANTAGE, EPOCHS, ppo_update
 
 MAX_UPDATES = 200
 FIRST_CHECK = 11
@@ -122,7 +123,7 @@ class TrainInfo(NamedTuple):
     loss: float  # last update's PPO loss
 
 
-@partial(jax.jit, static_argnames=("task", "horizon", "bonus", "predict", "epochs", "reward", "done"))
+@partial(jax.jit, static_argnames=("task", "horizon", "bonus", "predict", "epochs", "reward", "done", "advantage"))
 def train_step(
     state: TrainState,
     model,
@@ -138,6 +139,7 @@ def train_step(
     epochs: int = EPOCHS,
     reward: str = "known",
     done: str = "known",
+    advantage: str = ADVANTAGE,
 ) -> tuple[TrainState, StepMetrics]:
     """One update: imagine from ``start_obs [N, obs_dim]``, a PPO update, and (when the update's
     1-based number is ≥ ``first_check``) a stop-rule check with :func:`~rp1.imagination.rollouts.member_returns`.
@@ -161,7 +163,7 @@ def train_step(
         done=done,
     )
     policy, opt_state, ppo = ppo_update(
-        state.policy, state.opt_state, traj, obs_norm, epochs=epochs, action_std=action_std
+        state.policy, state.opt_state, traj, obs_norm, epochs=epochs, action_std=action_std, advantage=advantage
     )
     updates = state.updates + 1
 
@@ -195,15 +197,18 @@ def train_policy(
     epochs: int = EPOCHS,
     reward: str = "known",
     done: str = "known",
+    advantage: str = ADVANTAGE,
+    restore: bool = True,
 ) -> tuple[Policy, optax.OptState, TrainInfo]:
     """Train ``policy`` in ``model`` with exploration weight ``lam`` until the stop rule fires (SPEC §4).
 
     ``N = batch_steps // task.horizon`` rollouts start from the first ``N`` rows of
     ``start_obs [≥N, obs_dim]`` (real initial observations drawn once per run). The policy is
     normalised with ``model.obs_norm``. ``reward`` / ``done``: ``"known"`` (the task's functions) or
-    ``"learned"`` (the model's heads, :func:`~rp1.imagination.rollouts.outcomes`). Raises ``ConfigError`` for too few start observations or
-    ``max_updates < 1``. Returns the best policy (restored), the optimiser state
-    after the last update, and a :class:`TrainInfo`.
+    ``"learned"`` (the model's heads, :func:`~rp1.imagination.rollouts.outcomes`). ``advantage``:
+    see :func:`~rp1.policy.ppo.ppo_update`. Raises ``ConfigError`` for too few start observations
+    or ``max_updates < 1``. Returns the best policy (restored; with ``restore=False`` the policy
+    after the last update), the optimiser state after the last update, and a :class:`TrainInfo`.
     """
     n = batch_steps // task.horizon
     if n < 1 or start_obs.shape[0] < n:
@@ -218,13 +223,14 @@ def train_policy(
     state = TrainState(policy, opt_state, stop_rule_init(policy, members), key, jnp.zeros((), jnp.int32))
     outcome = {"reward": reward, "done": done}
     step = partial(
-        train_step, task=task, horizon=task.horizon, bonus=bonus, predict=predict, epochs=epochs, **outcome
+        train_step, task=task, horizon=task.horizon, bonus=bonus, predict=predict, epochs=epochs,
+        advantage=advantage, **outcome
     )
     for _ in range(max_updates):
         state, metrics = step(state, model, start, lam, first_check, action_std)
         if bool(state.rule.stop):
             break
-    best = restore_best(state.rule, state.policy)
+    best = restore_best(state.rule, state.policy) if restore else state.policy
     returns = member_returns(
         model, best, model.obs_norm, start, task=task, horizon=task.horizon, predict=predict, **outcome
     )

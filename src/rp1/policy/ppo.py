@@ -6,7 +6,9 @@ Pure functions over ``[H, N]`` batches (time, rollout):
 - :func:`normalize_returns` — returns standardised over the valid steps of the batch;
 - :func:`ppo_loss` — ``−clipped surrogate (ε) + 0.5·MSE(V, R̂) − 0.01·entropy`` with advantage
   ``A = R̂ − V_old(s)`` (``R̂`` the normalised return, ``V_old`` the critic before the update);
-- :func:`ppo_update` — ``epochs`` full-batch Adam steps (a ``lax.scan``), one jitted call.
+- :func:`ppo_update` — ``epochs`` full-batch Adam steps (a ``lax.scan``), one jitted call;
+  ``advantage="per-epoch"`` recomputes ``A = R̂ − V(s)`` with the current critic before every
+  epoch (the authors' code) instead of once per update (``"fixed"``, the original PPO; SPEC §4).
 
 Example::
 
@@ -41,6 +43,8 @@ VALUE_COEF = 0.5
 ENTROPY_COEF = 0.01
 EPOCHS = 10
 RETURN_STD_EPS = 1e-8
+ADVANTAGES = ("fixed", "per-epoch")  # when A = R̂ − V(s) is computed: once per update | every epoch
+ADVANTAGE = ADVANTAGES[0]
 
 
 class PPOBatch(NamedTuple):
@@ -103,16 +107,23 @@ def make_batch(policy: Policy, obs_norm: Normalizer, traj, gamma: float = GAMMA)
     valid`` with leading ``[H, N]`` (an imagined :class:`~rp1.imagination.Trajectory` or real
     :class:`~rp1.realenv.Episodes`): normalised returns and advantages under the current critic."""
     ret = normalize_returns(discounted_returns(traj.reward, traj.done, gamma), traj.valid)
-    adv = ret - value(policy, obs_norm, traj.obs)
     flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731
-    return PPOBatch(
+    batch = PPOBatch(
         obs=flat(traj.obs),
         act=flat(traj.act),
         logp=flat(traj.logp),
         ret=flat(ret),
-        adv=flat(adv),
+        adv=flat(ret),
         weight=flat(traj.valid.astype(ret.dtype)),
     )
+    return with_advantage(policy, obs_norm, batch)
+
+
+def with_advantage(policy: Policy, obs_norm: Normalizer, batch: PPOBatch) -> PPOBatch:
+    """``batch`` with ``adv = ret − V(obs)`` under ``policy``'s critic. :func:`ppo_update`
+    differentiates :func:`ppo_loss` in its ``policy`` argument only, so the advantage is a constant
+    of the loss, also when recomputed each epoch."""
+    return batch._replace(adv=batch.ret - value(policy, obs_norm, batch.obs))
 
 
 def ppo_loss(
@@ -150,7 +161,7 @@ def ppo_loss(
     return loss, metrics
 
 
-@partial(jax.jit, static_argnames=("epochs",))
+@partial(jax.jit, static_argnames=("epochs", "advantage"))
 def ppo_update(
     policy: Policy,
     opt_state: optax.OptState,
@@ -163,16 +174,20 @@ def ppo_update(
     value_coef: float = VALUE_COEF,
     entropy_coef: float = ENTROPY_COEF,
     action_std: jax.Array | float = DEFAULT_ACTION_STD,
+    advantage: str = ADVANTAGE,
 ) -> tuple[Policy, optax.OptState, PPOMetrics]:
     """One PPO update: targets from ``traj`` ([H, N] trajectory, see :func:`make_batch`), then
     ``epochs`` full-batch Adam steps on :func:`ppo_loss` (one ``lax.scan``). ``opt_state`` comes
-    from :func:`make_policy_optimizer`. Returns ``(policy, opt_state, metrics averaged over epochs)``.
+    from :func:`make_policy_optimizer`. ``advantage`` (static, :data:`ADVANTAGES`): ``"fixed"``
+    uses the critic before the update for every epoch, ``"per-epoch"`` the critic as each epoch
+    starts. Returns ``(policy, opt_state, metrics averaged over epochs)``.
     """
+    if advantage not in ADVANTAGES:
+        raise ValueError(f"advantage must be one of {ADVANTAGES}, got {advantage!r}")
     batch = make_batch(policy, obs_norm, traj, gamma)
     loss_fn = partial(
         ppo_loss,
         obs_norm=obs_norm,
-        batch=batch,
         action_std=action_std,
         clip_eps=clip_eps,
         value_coef=value_coef,
@@ -182,7 +197,8 @@ def ppo_update(
 
     def epoch(carry, _):
         params, state = carry
-        grads, metrics = jax.grad(loss_fn, has_aux=True)(params)
+        targets = with_advantage(params, obs_norm, batch) if advantage == "per-epoch" else batch
+        grads, metrics = jax.grad(loss_fn, has_aux=True)(params, batch=targets)
         updates, state = optimizer.update(grads, state, params)
         return (optax.apply_updates(params, updates), state), metrics
 
