@@ -41,8 +41,12 @@ from rp1.dynamics.store import TransitionStore
 from rp1.imagination import train_policy
 from rp1.policy.networks import Policy, host_actor, policy_init
 from rp1.policy.ppo import make_policy_optimizer
-from rp1.realenv import Phase, RealEnvs, collect_phase, evaluate, mean_policy
+from rp1.policy_files import PolicySnapshot, Replay, returns_summary
+from rp1.realenv import Phase, RealEnvs, collect_phase
 from rp1.seeding import int_seed, spawn_streams
+
+EVALUATOR = "host-float64"
+"""How this agent evaluates (:data:`rp1.policy_files.EVALUATORS`): the NumPy actor, returns as float64."""
 
 STREAMS = ("env", "eval_env", "start_states", "noise", "subsample", "bandit", "jax")
 """The run's random streams, in spawn order (append new ones at the end to keep the others)."""
@@ -72,6 +76,7 @@ class AgentState:
     rngs: dict[str, np.random.Generator]
     bandit: ExpWeights | None
     rows: list[dict[str, Any]] = field(default_factory=list)
+    evaluated: PolicySnapshot | None = None  # the policy the last step evaluated (not checkpointed)
 
 
 class ModelBasedAgent:
@@ -172,9 +177,9 @@ class ModelBasedAgent:
             row |= fit_row
             s, policy_row = self._train_policy(s)
             row |= policy_row
+        s.evaluated = self._to_evaluate(s)
+        row["eval_return"], row["eval_std"] = returns_summary(s.evaluated.evaluate(self.eval_real))
         mean_action = host_actor(s.learner.policy, s.learner.model.obs_norm)
-        returns = evaluate(self.eval_real, mean_policy(mean_action), cfg.eval_episodes).astype(np.float64)
-        row["eval_return"], row["eval_std"] = float(returns.mean()), float(returns.std())
         t = time.perf_counter()
         phase = collect_phase(
             self.real,
@@ -193,6 +198,19 @@ class ModelBasedAgent:
         s.iteration += 1
         s.rows = s.rows + [row]
         return s, row
+
+    def _to_evaluate(self, s: AgentState) -> PolicySnapshot:
+        """The policy of ``s`` as it is evaluated now: with the evaluation environment's stream
+        state from just before, which replays the evaluation (:mod:`rp1.policy_files`)."""
+        replay = Replay(1, self.cfg.eval_episodes, rng_states=tuple(self.eval_real.rng_states()))
+        return PolicySnapshot(s.learner.policy, s.learner.model.obs_norm, EVALUATOR, replay)
+
+    def policy_snapshot(self, s: AgentState) -> PolicySnapshot:
+        """The policy the last step evaluated, with its replay. In a state that no step made (a
+        restored checkpoint): the current policy with the current normaliser, which has already
+        absorbed the last phase (so it is not the policy evaluated last), and the episodes the next
+        evaluation would run."""
+        return s.evaluated or self._to_evaluate(s)
 
     def _fit(self, s: AgentState) -> tuple[AgentState, dict[str, Any]]:
         m = self.cfg.model

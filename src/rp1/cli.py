@@ -131,6 +131,8 @@ def train(
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a config value: key=value."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Env worker processes (model-free)."),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
+    video: bool = typer.Option(False, "--video", help="Render an evaluation episode of every new best policy to RUN/videos/."),
+    tensorboard: bool = typer.Option(False, "--tensorboard", help="Write a TensorBoard log to RUN/tensorboard/."),
 ) -> None:
     """Train one run: RP1 or a baseline, model-based or model-free, as the preset (or --method on
     --env's task) says.
@@ -145,10 +147,17 @@ def train(
     out = out or Path("runs") / cfg.preset / f"seed{cfg.seed}"
     again = "--resume instead of --overwrite" if overwrite else "--resume"
     with exit_on_signals(f"continue the run in {out} with the same command and {again}"):
-        run_training(cfg, out, resume=resume, overwrite=overwrite, progress=not quiet)
+        run_training(cfg, out, resume=resume, overwrite=overwrite, progress=not quiet, options=run_options(video, tensorboard))
     curve = write_learning_curve(out, cfg.preset)
     if not quiet:
         typer.echo(run_summary(out, curve))
+
+
+def run_options(video: bool, tensorboard: bool):
+    """The :class:`~rp1.run_outputs.RunOptions` of ``--video`` and ``--tensorboard``."""
+    from rp1.run_outputs import RunOptions
+
+    return RunOptions(video=video, tensorboard=tensorboard)
 
 
 def run_summary(run_dir: Path, curve: Path | None) -> str:
@@ -208,6 +217,8 @@ def sweep(
     budget: Optional[int] = typer.Option(None, "--budget", help="Real-sample budget of every run."),
     scale: Optional[str] = typer.Option(None, "--scale", help="small or paper for every run (default: each preset's)."),
     set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a config value: key=value."),
+    video: bool = typer.Option(False, "--video", help="Every run renders an evaluation episode of each new best policy to RUN/videos/."),
+    tensorboard: bool = typer.Option(False, "--tensorboard", help="Every run writes a TensorBoard log to RUN/tensorboard/."),
 ) -> None:
     """Run every (preset, seed) and (task, method, seed): skip finished runs, resume unfinished
     ones, run the rest."""
@@ -223,9 +234,31 @@ def sweep(
     code = run_sweep(
         parse_names(presets_), parse_seeds(seeds), out, envs=tasks, methods=parse_names(methods) or ["rp1"],
         backend=backend, workers=workers, address=address, budget=budget,
-        overrides=cli_overrides(set_, horizon=horizon), scale=scale,
+        overrides=cli_overrides(set_, horizon=horizon), scale=scale, options=run_options(video, tensorboard),
     )
     raise typer.Exit(code)
+
+
+@app.command()
+def evaluate(
+    run: Path = typer.Argument(..., help="A run directory."),
+    policy: str = typer.Option("best", "--policy", help="best (the policy of the run's best evaluation) or last."),
+    episodes: Optional[int] = typer.Option(None, "--episodes", help="Episodes (default: as many as the run's evaluations had)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Reset episode k with seed S + k (default: replay the policy's recorded evaluation)."),
+    video: Optional[Path] = typer.Option(None, "--video", help="Also render the episodes to this .mp4 or .gif file."),
+    size: str = typer.Option("320x240", "--size", help="The video's WIDTHxHEIGHT in pixels."),
+    json_: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
+) -> None:
+    """Run a trained policy of a run again, deterministically, in the real environment: mean, std
+    and per-episode returns. Without --seed it replays the evaluation that made the policy best
+    (or last), so it prints that evaluation's return exactly, as in metrics.csv."""
+    import json
+
+    from rp1.evaluation import describe, evaluate_run
+    from rp1.video import parse_size
+
+    result = evaluate_run(run, policy, episodes=episodes, seed=seed, video=video, size=parse_size(size))
+    typer.echo(json.dumps(result.to_json()) if json_ else describe(result))
 
 
 @app.command()

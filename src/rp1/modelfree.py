@@ -40,11 +40,14 @@ from rp1.checkpoints import pack_checkpoint, unpack_checkpoint
 from rp1.config import Config
 from rp1.dynamics.ensemble import STATE_CLIP
 from rp1.dynamics.normalizer import Normalizer, normalizer_init, normalizer_update
-from rp1.policy.networks import Policy, act_mean, act_sample, policy_init
+from rp1.policy.networks import Policy, act_sample, policy_init
 from rp1.policy.ppo import make_policy_optimizer, ppo_update
-from rp1.realenv import ActFn, RealEnvs, collect, episode_seeds, evaluate, mean_policy
+from rp1.policy_files import PolicySnapshot, Replay, returns_summary
+from rp1.realenv import ActFn, RealEnvs, collect, episode_seeds
 
 TRAIN_STREAM, EVAL_STREAM = 0, 1  # second entry of the seed triple of an episode (episode_seeds)
+EVALUATOR = "device-float32"
+"""How this agent evaluates (:data:`rp1.policy_files.EVALUATORS`): the compiled actor, float32 returns."""
 
 
 # --- the behaviour policy -----------------------------------------------------------------------
@@ -142,20 +145,20 @@ class ModelFreeAgent:
 
         return act
 
-    def deterministic(self, s: ModelFreeState) -> ActFn:
-        """The mean action (evaluation); log-probabilities are reported as 0."""
-        policy, obs_norm = s.learner.policy, s.learner.obs_norm
-        return mean_policy(lambda obs: act_mean(policy, obs_norm, obs.astype(np.float32)))
+    def policy_snapshot(self, s: ModelFreeState) -> PolicySnapshot:
+        """The policy of ``s`` as :meth:`evaluate` evaluates it: episodes seeded by
+        ``episode_seeds(seed, EVAL_STREAM, update, eval_episodes)`` (:mod:`rp1.policy_files`)."""
+        replay = Replay.seeded(self.cfg.modelfree.envs, (self.cfg.seed, EVAL_STREAM, s.update), self.cfg.eval_episodes)
+        return PolicySnapshot(s.learner.policy, s.learner.obs_norm, EVALUATOR, replay)
 
     def evaluate(self, s: ModelFreeState) -> tuple[float, float]:
         """Mean and std of the true return of ``eval_episodes`` deterministic episodes (SPEC §7).
 
-        The statistics are float32 (the model-based agent's are float64), as model-free runs have
-        always recorded them: float64 here would change the last digits of ``eval_return``.
+        The statistics are float32 (the model-based agent's are float64, :data:`EVALUATOR`), as
+        model-free runs have always recorded them: float64 here would change the last digits of
+        ``eval_return``.
         """
-        seeds = episode_seeds(self.cfg.seed, EVAL_STREAM, s.update, self.cfg.eval_episodes)
-        returns = evaluate(self.real, self.deterministic(s), self.cfg.eval_episodes, seeds)
-        return float(returns.mean()), float(returns.std())
+        return returns_summary(self.policy_snapshot(s).evaluate(self.real))
 
     def step(self, s: ModelFreeState) -> tuple[ModelFreeState, dict[str, Any]]:
         """Collect one batch, one PPO update, fold the states into the normaliser; evaluate every

@@ -8,7 +8,11 @@ as it carries ``samples`` (real environment steps so far) and ``rows`` (every me
 
 from __future__ import annotations
 
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+
+if TYPE_CHECKING:  # for annotations only: this module sits below both
+    from rp1.envs import Task
+    from rp1.policy_files import PolicySnapshot
 
 
 @runtime_checkable
@@ -31,6 +35,12 @@ class Agent(Protocol[S]):
 
     def step(self, state: S) -> tuple[S, dict[str, Any]]:
         """Advance one step (an outer iteration, a PPO update); the new state and its metrics row."""
+
+    task: Task  # the task it trains on (rp1.envs.Task)
+
+    def policy_snapshot(self, state: S) -> PolicySnapshot:
+        """The policy of ``state`` as the last step evaluated it, with what replays that
+        evaluation (:mod:`rp1.policy_files`); :func:`rp1.train.drive` keeps it in ``RUN/policy/``."""
 
     def checkpoint(self, state: S) -> dict[str, Any]:
         """``state`` as nested dicts of arrays and strings (:func:`rp1.checkpoints.pack_checkpoint`)."""

@@ -69,6 +69,14 @@ def episode_seeds(seed: int, stream: int, index: int, count: int) -> np.ndarray:
 
 # --- environments -------------------------------------------------------------------------------
 
+MakeEnv = Callable[[str, int | None, int], gym.Env]
+"""``make_env(task_name, seed, horizon) -> env``: how an :class:`EnvGroup` makes its environments."""
+
+
+def make_task_env(task_name: str, seed: int | None, horizon: int) -> gym.Env:
+    """The environment of :func:`rp1.envs.make` (a :data:`MakeEnv`)."""
+    return envs.make(task_name, seed, horizon)[0]
+
 
 class EnvGroup(gym.Env):
     """``size`` real environments of one task stepped one after another, as one environment with
@@ -77,10 +85,14 @@ class EnvGroup(gym.Env):
     ``seed``) and episodes of ``horizon`` steps (0: the task's own, see :func:`rp1.envs.make`). Slot ``i`` reads its episode seed ``seeds[offset + i]`` from ``reset``'s ``options``
     (:data:`UNSEEDED`: from its own stream); a slot whose episode ended (or that got
     :data:`UNUSED`) is no longer stepped: it keeps its last observation and returns reward 0. Only
-    for :class:`RealEnvs` (no autoreset)."""
+    for :class:`RealEnvs` (no autoreset). ``make_env(task_name, seed, horizon) -> env`` makes each
+    environment (default: :func:`rp1.envs.make`'s)."""
 
-    def __init__(self, task_name: str, offset: int, size: int, seed: int | None = None, horizon: int = 0):
-        self.envs = [envs.make(task_name, None if seed is None else seed + offset + i, horizon)[0] for i in range(size)]
+    def __init__(
+        self, task_name: str, offset: int, size: int, seed: int | None = None, horizon: int = 0, make_env: MakeEnv | None = None
+    ):
+        make_env = make_env or make_task_env
+        self.envs = [make_env(task_name, None if seed is None else seed + offset + i, horizon) for i in range(size)]
         self.offset = offset
         single_obs, single_act = self.envs[0].observation_space, self.envs[0].action_space
         self.observation_space = Box(-np.inf, np.inf, (size, *single_obs.shape), np.float64)
@@ -127,16 +139,19 @@ class RealEnvs:
     """``slots`` real environments of ``task_name`` in ``workers`` :class:`EnvGroup` s of equal
     size: one in this process when ``workers == 1``, else one process each (``AsyncVectorEnv``,
     autoreset off). ``seed`` seeds the environments' own streams (slot ``i``: ``seed + i``);
-    ``horizon`` (0: the task's own) limits their episodes.
+    ``horizon`` (0: the task's own) limits their episodes; ``make_env`` makes them (see
+    :class:`EnvGroup`; picklable when ``workers > 1``).
     ``reset(seeds [slots]) -> obs [slots, obs_dim]`` and ``step(action [slots, act_dim]) -> (obs,
     reward, terminated, truncated)``, each ``[slots, …]``; ``task`` is the task's :class:`Task`."""
 
-    def __init__(self, task_name: str, slots: int, workers: int = 1, seed: int | None = None, horizon: int = 0):
+    def __init__(
+        self, task_name: str, slots: int, workers: int = 1, seed: int | None = None, horizon: int = 0, make_env: MakeEnv | None = None
+    ):
         size = slots // workers
         self.slots = slots
         probe, self.task = envs.make(task_name, horizon=horizon)
         probe.close()
-        groups = [partial(EnvGroup, task_name, w * size, size, seed, horizon) for w in range(workers)]
+        groups = [partial(EnvGroup, task_name, w * size, size, seed, horizon, make_env) for w in range(workers)]
         if workers == 1:
             self._env = groups[0]()
         else:

@@ -8,6 +8,8 @@ Layout::
       checkpoint/state.msgpack   the config and everything needed to continue identically
       finished               written when the run reached its budget; holds the config's hash
       learning_curve.png     drawn at the end
+      policy/                best.msgpack and last.msgpack, the kept policies (rp1.run_outputs)
+      videos/, tensorboard/  with --video and --tensorboard (rp1.run_outputs)
 
 The checkpoint also holds the metric rows written so far, so a resumed run rewrites
 ``metrics.csv`` from it: a kill between the two writes can neither lose nor duplicate a row. The
@@ -65,6 +67,10 @@ METRICS = "metrics.csv"
 CHECKPOINT = Path("checkpoint") / "state.msgpack"
 FINISHED = "finished"
 CURVE = "learning_curve.png"
+POLICY_DIR = "policy"  # best.msgpack, last.msgpack (rp1.policy_files)
+VIDEO_DIR = "videos"  # best_<samples>.mp4 with --video
+TENSORBOARD_DIR = "tensorboard"  # event files with --tensorboard
+OUTPUT_DIRS = (POLICY_DIR, VIDEO_DIR, TENSORBOARD_DIR)
 
 
 class RunDir:
@@ -120,8 +126,8 @@ class RunDir:
           and ``finished`` marker, where present, must have been written under ``config``. A
           missing ``config.json`` is written again; a run killed before its first checkpoint starts
           afresh.
-        - ``overwrite``: the run's files (config, metrics, checkpoint, marker, learning curve) are
-          deleted first; other files stay.
+        - ``overwrite``: the run's files (config, metrics, checkpoint, marker, learning curve,
+          policy files, videos, TensorBoard log) are deleted first; other files stay.
 
         ``--out`` must be, or be creatable as, a writable directory. Every check comes first: a
         refusal (ConfigError) leaves the directory as it was.
@@ -172,8 +178,9 @@ class RunDir:
         with _storage("delete", self.path):
             for name in (CONFIG, METRICS, FINISHED, CURVE):
                 (self.path / name).unlink(missing_ok=True)
-            if self.checkpoint_path.parent.is_dir():
-                shutil.rmtree(self.checkpoint_path.parent)
+            for directory in (self.checkpoint_path.parent, *(self.path / name for name in OUTPUT_DIRS)):
+                if directory.is_dir():
+                    shutil.rmtree(directory)
 
     def write_metrics(self, rows: list[dict[str, Any]]) -> None:
         """Rewrite ``metrics.csv`` with ``rows`` (used when starting or resuming)."""
@@ -266,6 +273,14 @@ def _read(path: Path, what: str) -> bytes:
 
 def _clean(row: dict[str, Any]) -> dict[str, Any]:
     return {k: ("" if v is None else v) for k, v in row.items()}
+
+
+def write_atomically(path: Path, data: bytes, what: str) -> None:
+    """Replace the file ``path`` (``what`` it is, for the error) by ``data`` atomically, creating its
+    directory; StorageError naming the file if the machine fails."""
+    with _storage(f"write {what}", path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _atomic_write(path, data)
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

@@ -23,6 +23,7 @@ from rp1.compilation import enable_compilation_cache
 from rp1.config import Config, validate
 from rp1.errors import ConfigError
 from rp1.protocol import Agent
+from rp1.run_outputs import RunOptions, RunOutputs
 from rp1.runs import RunDir
 
 
@@ -41,7 +42,9 @@ def _fmt(value, spec: str) -> str:
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
 
 
-def run_training(cfg: Config, out: str | Path, resume: bool = False, progress: bool = True, overwrite: bool = False) -> Path:
+def run_training(
+    cfg: Config, out: str | Path, resume: bool = False, progress: bool = True, overwrite: bool = False, options: RunOptions | None = None
+) -> Path:
     """Train ``cfg`` in run directory ``out`` until ``cfg.budget`` real samples; returns ``out``.
 
     Checks the config (:func:`~rp1.config.validate`) and the directory (:meth:`RunDir.prepare`)
@@ -49,28 +52,33 @@ def run_training(cfg: Config, out: str | Path, resume: bool = False, progress: b
     continues from the checkpoint exactly where the killed run stopped (a run killed before its
     first checkpoint starts afresh); with ``overwrite``, replaces the run in ``out``. After every
     iteration the metrics row is flushed and the checkpoint replaced atomically, so a kill at any
-    moment leaves a run that ``resume`` continues identically.
+    moment leaves a run that ``resume`` continues identically. ``options`` say what the run logs
+    besides (:class:`~rp1.run_outputs.RunOptions`: videos, TensorBoard; the policy files always).
     """
     validate(cfg)
+    options = options or RunOptions()
+    options.check(cfg)
     run = RunDir(out)
     saved = run.prepare(cfg.to_dict(), resume=resume, overwrite=overwrite)
     enable_compilation_cache()
     agent = make_agent(cfg)
     try:
-        drive(agent, cfg, run, saved, progress)
+        drive(agent, cfg, run, saved, progress, options)
     finally:
         agent.close()
     run.mark_finished()
     return Path(out)
 
 
-def drive(agent: Agent, cfg: Config, run: RunDir, saved: dict | None, progress: bool) -> None:
-    """Step ``agent`` from a fresh or ``saved`` state to ``cfg.budget``, writing every row and
-    checkpoint to ``run`` as it goes, with a progress bar unless ``progress`` is False."""
+def drive(agent: Agent, cfg: Config, run: RunDir, saved: dict | None, progress: bool, options: RunOptions | None = None) -> None:
+    """Step ``agent`` from a fresh or ``saved`` state to ``cfg.budget``, writing every row, the
+    run's outputs (:class:`~rp1.run_outputs.RunOutputs`: policy files, ``options``) and the
+    checkpoint to ``run`` as it goes, in that order, with a progress bar unless ``progress`` is False."""
     state = agent.initial_state() if saved is None else restore_state(agent, saved, run)
     run.write_metrics(state.rows)
     last = state.rows[-1] if state.rows else {}
-    with Progress(
+    outputs = RunOutputs(run.path, cfg, agent.task, state.rows, options or RunOptions())
+    with contextlib.closing(outputs), Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         TextColumn("{task.completed:,.0f}/{task.total:,.0f} samples"),
@@ -83,6 +91,7 @@ def drive(agent: Agent, cfg: Config, run: RunDir, saved: dict | None, progress: 
         while state.samples < cfg.budget:
             state, row = agent.step(state)
             run.append_metrics(row)
+            outputs.after_step(agent.policy_snapshot(state), row)
             run.save_checkpoint(agent.checkpoint(state))
             ret = _fmt(row["eval_return"], ".1f") if row.get("eval_return") is not None else ret  # the latest evaluation
             rate = _fmt(row.get("steps_per_s"), ",.0f")  # real env steps per second while collecting

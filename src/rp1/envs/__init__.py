@@ -27,17 +27,22 @@ def names() -> list[str]:
     return list(PAPER_TASKS)
 
 
-def make(name: str, seed: int | None = None, horizon: int | None = None) -> tuple[gym.Env, Task]:
+def make(
+    name: str, seed: int | None = None, horizon: int | None = None, render: tuple[int, int] | None = None
+) -> tuple[gym.Env, Task]:
     """Build the real environment of task ``name`` (limited to its horizon) and its :class:`Task`.
 
     ``name``: a paper task, a Gymnasium id or ``package.module:attribute`` (a :class:`TaskSpec`).
     ``horizon`` (``None`` or 0: the task's own; a Gymnasium id's is its time limit) sets the steps
     per episode. With a ``seed``, the environment's RNG (reset noise) and its action space are
     seeded, so the first ``env.reset()`` and everything after it are reproducible without passing
-    a seed again. Raises :class:`~rp1.errors.ConfigError` (a ``ValueError``) naming the problem for
-    a name that is no task, a package that is not installed or spaces rp1 cannot handle.
+    a seed again. ``render = (width, height)`` makes an environment whose ``render()`` returns
+    ``[height, width, 3]`` frames (``render_mode="rgb_array"``). Raises
+    :class:`~rp1.errors.ConfigError` (a ``ValueError``) naming the problem for a name that is no
+    task, a package that is not installed, spaces rp1 cannot handle or, with ``render``, an
+    environment that cannot render.
     """
-    return build(name, spec_of(name), seed, horizon)
+    return build(name, spec_of(name), seed, horizon, render)
 
 
 def path_name(name: str) -> str:

@@ -49,17 +49,20 @@ class TaskSpec:
             raise ConfigError(f"TaskSpec.horizon must be an int >= 1 or None, got {self.horizon!r}")
 
 
-def build(name: str, spec: TaskSpec, seed: int | None = None, horizon: int | None = None) -> tuple[gym.Env, Task]:
+def build(
+    name: str, spec: TaskSpec, seed: int | None = None, horizon: int | None = None, render: tuple[int, int] | None = None
+) -> tuple[gym.Env, Task]:
     """The environment of ``spec`` limited to its horizon, and its :class:`Task` named ``name``.
 
     ``horizon`` (``None`` or 0: the spec's) overrides the spec's. With a ``seed``, the environment's
     own random stream (``env.unwrapped.np_random``, its reset noise) and its action space are
     seeded. ConfigError (nothing left open) if a package the environment needs is not installed,
     if its spaces are not a 1-D ``Box`` observation and a bounded 1-D ``Box`` action, or if it has
-    no horizon.
+    no horizon. ``render = (width, height)``: made with ``render_mode="rgb_array"`` and that size;
+    ConfigError if ``make_env`` takes no such arguments or the environment has no ``rgb_array`` mode.
     """
     try:
-        env = spec.make_env()
+        env = spec.make_env() if render is None else _make_rendering(name, spec, *render)
     except (gym.error.DependencyNotInstalled, ImportError) as err:
         raise ConfigError(f"cannot make task {name!r}: a package it needs is missing ({err})") from None
     try:
@@ -87,6 +90,18 @@ def build(name: str, spec: TaskSpec, seed: int | None = None, horizon: int | Non
         done_fn=spec.done,
     )
     return limited, task
+
+
+def _make_rendering(name: str, spec: TaskSpec, width: int, height: int) -> gym.Env:
+    """``spec.make_env(render_mode="rgb_array", width=…, height=…)``; ConfigError if it cannot render."""
+    try:
+        env = spec.make_env(render_mode="rgb_array", width=width, height=height)
+    except TypeError as err:
+        raise ConfigError(f"task {name!r} cannot render: its environment takes no render_mode, width and height ({err})") from None
+    if env.render_mode != "rgb_array":
+        env.close()
+        raise ConfigError(f"task {name!r} cannot render: its environment ignores render_mode='rgb_array'")
+    return env
 
 
 def _check_spaces(name: str, env: gym.Env) -> tuple[int, int]:

@@ -19,6 +19,7 @@ run does not stop the others; it is listed with its error and log in the summary
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib.util
 import math
 import multiprocessing
@@ -43,6 +44,7 @@ from rich.table import Table
 
 from rp1.config import Config, env_config, resolve
 from rp1.errors import ConfigError
+from rp1.run_outputs import RunOptions
 from rp1.runs import CONFIG, METRICS, RunDir, config_diff
 from rp1.experiments.figures import write_learning_curve
 from rp1.train import run_training
@@ -80,6 +82,7 @@ class RunJob:
     cfg: Config
     run_dir: Path
     action: str
+    options: RunOptions = RunOptions()  # videos, TensorBoard (rp1.run_outputs)
 
     @property
     def log(self) -> Path:
@@ -104,6 +107,7 @@ def run_sweep(
     scale: str | None = None,
     cpus_per_run: float = 1.0,
     gpus_per_run: float | None = None,
+    options: RunOptions | None = None,
 ) -> int:
     """Run every (preset, seed) of ``names`` × ``seeds`` in ``out/<preset>/seed<k>/``, and every
     (task, method, seed) of ``envs`` × ``methods`` × ``seeds`` in ``out/<task>-<method>/seed<k>/``.
@@ -113,12 +117,18 @@ def run_sweep(
     :func:`rp1.config.with_scale`; local default: one per CPU core, at most one per run; Ray
     default: as many as the cluster's resources allow). ``cpus_per_run`` and ``gpus_per_run``
     are the Ray task requests (``gpus_per_run=None``: :data:`GPU_SHARE` of a GPU if the cluster
-    has GPUs, else 0). Everything is checked before anything runs: a bad preset, override, backend
-    or ``workers``, a run directory holding another config, or Ray not installed raise
-    :class:`ConfigError`. Returns the exit code: 0 if every run finished, 1 otherwise.
+    has GPUs, else 0). ``options``: what every run logs besides (:class:`~rp1.run_outputs.RunOptions`).
+    Everything is checked before anything runs: a bad preset, override, backend or ``workers``, a
+    run directory holding another config, Ray not installed, or ``options`` the machine or a task
+    cannot serve raise :class:`ConfigError` (:class:`~rp1.video.RenderError`: no OpenGL). Returns
+    the exit code: 0 if every run finished, 1 otherwise.
     """
     executor = make_executor(backend, workers, address, cpus_per_run, gpus_per_run)
     jobs = plan_sweep(names, seeds, Path(out), budget=budget, overrides=overrides or {}, scale=scale, envs=envs, methods=methods)
+    if options is not None:
+        for cfg in {(job.cfg.task, job.cfg.horizon): job.cfg for job in jobs}.values():
+            options.check(cfg)
+        jobs = [dataclasses.replace(job, options=options) for job in jobs]
     todo = [job for job in jobs if job.action != "skip"]
     outcomes = {(o.preset, o.seed): o for o in run_jobs(executor, todo, skipped=len(jobs) - len(todo))}
     summary = [outcomes.get((job.cfg.preset, job.cfg.seed)) or job.outcome("skipped") for job in jobs]
@@ -191,7 +201,7 @@ def execute_run(job: RunJob) -> RunOutcome:
         try:
             if job.action == "start":
                 clear_partial_run(RunDir(job.run_dir))
-            run_training(job.cfg, job.run_dir, resume=job.action == "resume", progress=False)
+            run_training(job.cfg, job.run_dir, resume=job.action == "resume", progress=False, options=job.options)
             write_learning_curve(job.run_dir, job.cfg.preset)
         except Exception as error:
             traceback.print_exc()

@@ -70,6 +70,12 @@ def host_actor(policy: Policy, obs_norm: Normalizer) -> Callable[[np.ndarray], n
     return lambda obs: np.tanh(mlp_apply(actor, np.clip((obs - mean) / std, -clip, clip), relu))
 
 
+def device_actor(policy: Policy, obs_norm: Normalizer) -> Callable[[np.ndarray], np.ndarray]:
+    """The deterministic actor of :func:`act_mean` as a NumPy function ``obs [..., obs_dim] ->
+    action [..., act_dim]`` (float32) that runs the compiled JAX function on ``obs`` cast to float32."""
+    return lambda obs: np.asarray(act_mean(policy, obs_norm, obs.astype(np.float32)))
+
+
 @jax.jit
 def value(policy: Policy, obs_norm: Normalizer, obs: jax.Array) -> jax.Array:
     """Critic estimate ``V(s)``: ``obs [..., obs_dim] -> [...]`` (units of normalised return)."""

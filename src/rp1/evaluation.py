@@ -1,0 +1,216 @@
+"""Using a trained run: its kept policies loaded (:func:`load_policy`) and evaluated again in the
+real environment (:func:`evaluate_run`, ``rp1 evaluate``), optionally as a video.
+
+Without a seed, an evaluation replays the one that made the policy best (or last): the same
+episodes (the recorded reset seeds, or the evaluation environment's stream restored), the same
+actor, dtypes and batch shape, through the same code as the run (:mod:`rp1.policy_files`), so its
+mean is the ``eval_return`` in ``metrics.csv``, bit for bit. With ``seed = S``, episode ``k`` is
+reset with seed ``S + k`` (``env.reset(seed=S + k)`` in plain Gymnasium).
+
+Runs written by an rp1 before policy files existed have none; their last policy is read from the
+checkpoint (:func:`checkpoint_policy`), their best is lost.
+
+Example::
+
+    policy = load_policy("runs/halfcheetah-quick/seed0")         # the best policy
+    result = evaluate_run("runs/halfcheetah-quick/seed0", episodes=3, seed=100)
+    result.mean, result.returns
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rp1.errors import ConfigError
+from rp1.policy_files import BEST, LAST, WHICH, Replay, TrainedPolicy, read_policy, returns_summary
+from rp1.runs import POLICY_DIR, RunDir
+
+CHECKPOINT = "last (checkpoint)"  # TrainedPolicy.which of a policy read from a checkpoint
+
+
+def load_policy(run_dir: str | os.PathLike, which: str = BEST) -> TrainedPolicy:
+    """The ``best`` or ``last`` policy kept in run directory ``run_dir``: call it on observations
+    (``policy(obs) -> action``; NumPy, one ``[obs_dim]`` or a batch ``[B, obs_dim]``), read what
+    produced it from its attributes (``task``, ``iteration``, ``samples``, ``eval_return``, …).
+
+    A run of an earlier rp1 (no ``policy/``) serves ``last`` from its checkpoint. ConfigError
+    naming the problem for an unknown ``which``, a directory that holds no run, or a policy the run
+    does not have.
+    """
+    if which not in WHICH:
+        raise ConfigError(f"unknown policy {which!r}; choose {' or '.join(WHICH)}")
+    run = RunDir(run_dir)
+    if not run.path.is_dir():
+        raise ConfigError(f"no run directory {run.path}")
+    path = run.path / POLICY_DIR / f"{which}.msgpack"
+    if path.exists():
+        return read_policy(path)
+    if (run.path / POLICY_DIR).is_dir():
+        if which == BEST:
+            raise ConfigError(f"{run.path} holds no best policy yet: no trained policy has been evaluated (no {path})")
+        raise ConfigError(f"{run.path} holds no last policy ({path} is missing)")
+    if run.read_config() is None:
+        raise ConfigError(f"{run.path} holds no rp1 run (no config.json)")
+    earlier = f"{run.path} has no policy files: it was made by an earlier rp1, which kept none"
+    if which == LAST and run.has_checkpoint():
+        return checkpoint_policy(run)
+    if which == LAST:
+        raise ConfigError(f"{earlier}, and its last policy needs a checkpoint, which it lacks")
+    fallback = "; --policy last evaluates its last policy, from its checkpoint" if run.has_checkpoint() else ""
+    raise ConfigError(f"{earlier}, so its best policy is lost{fallback}")
+
+
+def checkpoint_policy(run: RunDir) -> TrainedPolicy:
+    """The last policy of ``run`` read from its checkpoint (for runs without policy files).
+
+    A model-free checkpoint holds the policy its last evaluation saw, with that evaluation's
+    episodes. A model-based checkpoint's normaliser has already absorbed the last phase, so its
+    policy is not quite the one evaluated last: ``eval_return`` is ``None``, and the episodes are
+    those the run's next evaluation would have run.
+    """
+    from rp1.config import Config
+    from rp1.runs import config_hash
+    from rp1.train import make_agent, restore_state
+
+    config = run.read_config()
+    cfg = Config.from_dict(config)
+    agent = make_agent(cfg)
+    try:
+        state = restore_state(agent, run.load_checkpoint(config), run)
+        snapshot, task = agent.policy_snapshot(state), agent.task
+    finally:
+        agent.close()
+    last = state.rows[-1]
+    return TrainedPolicy(
+        snapshot=snapshot,
+        task=cfg.task,
+        horizon=task.horizon,
+        action_low=task.action_low,
+        action_high=task.action_high,
+        method=cfg.method,
+        preset=cfg.preset,
+        seed=cfg.seed,
+        iteration=last["iteration"],
+        samples=last["samples"],
+        eval_return=last.get("eval_return") if cfg.method == "modelfree" else None,
+        eval_std=last.get("eval_std") if cfg.method == "modelfree" else None,
+        config_hash=config_hash(config),
+        which=CHECKPOINT,
+        path=run.checkpoint_path,
+    )
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What :func:`evaluate_run` measured: ``returns [episodes]`` (the run's dtype), their mean
+    and std, the episodes' :class:`~rp1.policy_files.Replay`, whether they are the recorded
+    evaluation's (``replayed``) and the video written (or ``None``)."""
+
+    run: Path
+    policy: TrainedPolicy
+    returns: np.ndarray
+    mean: float
+    std: float
+    replay: Replay
+    replayed: bool
+    video: Path | None = None
+
+    def to_json(self) -> dict:
+        """Everything, for ``rp1 evaluate --json`` (floats in full precision)."""
+        p = self.policy
+        return {
+            "run": str(self.run),
+            "policy": p.which,
+            "task": p.task,
+            "preset": p.preset,
+            "seed": p.seed,
+            "iteration": p.iteration,
+            "samples": p.samples,
+            "kept_since": p.kept_since,
+            "recorded_return": p.eval_return,
+            "episodes": self.replay.episodes,
+            "replayed": self.replayed,
+            "reset_seeds": None if self.replay.seeds is None else list(self.replay.seeds),
+            "returns": [float(r) for r in self.returns],
+            "mean": self.mean,
+            "std": self.std,
+            "video": None if self.video is None else str(self.video),
+        }
+
+
+def evaluate_run(
+    run_dir: str | os.PathLike,
+    which: str = BEST,
+    episodes: int | None = None,
+    seed: int | None = None,
+    video: Path | None = None,
+    size: tuple[int, int] | None = None,
+) -> Evaluation:
+    """Run the ``which`` policy of ``run_dir`` deterministically for ``episodes`` episodes
+    (default: as many as its evaluation had) in the real environment, replaying its evaluation
+    (``seed`` None) or from seeds ``seed + k``; with ``video``, render them again into that
+    ``.mp4`` or ``.gif`` file of ``size = (width, height)``.
+
+    Every check comes first (ConfigError, or :class:`~rp1.video.RenderError` if the machine cannot
+    render): nothing runs and nothing is written on bad input.
+    """
+    if which not in WHICH:
+        raise ConfigError(f"unknown --policy {which!r}; choose {' or '.join(WHICH)}")
+    if episodes is not None and episodes < 1:
+        raise ConfigError(f"--episodes must be >= 1, got {episodes}")
+    if seed is not None and seed < 0:
+        raise ConfigError(f"--seed must be >= 0, got {seed}")
+    if video is not None:
+        from rp1.video import DEFAULT_SIZE, check_video
+
+        size = size or DEFAULT_SIZE
+        check_video(Path(video), size)
+    policy = load_policy(run_dir, which)
+    if video is not None:
+        from rp1.video import check_rendering
+
+        check_rendering(policy.task, policy.horizon, size)
+    recorded = policy.snapshot.replay
+    count = episodes or recorded.episodes
+    if seed is None:
+        replay = recorded.with_episodes(count)
+    else:
+        replay = Replay(recorded.slots, count, tuple(range(seed, seed + count)))
+    real = replay.envs(policy.task, policy.horizon)
+    try:
+        returns = policy.snapshot.evaluate(real, replay)
+    finally:
+        real.close()
+    if video is not None:
+        from rp1.video import record
+
+        record(policy, replay, Path(video), size, returns)
+    mean, std = returns_summary(returns)
+    replayed = seed is None and policy.eval_return is not None  # the episodes of a recorded evaluation
+    return Evaluation(Path(run_dir), policy, returns, mean, std, replay, replayed, None if video is None else Path(video))
+
+
+def describe(result: Evaluation) -> str:
+    """``rp1 evaluate``'s report: the policy, the episodes, the mean (in full precision: the
+    number to compare with ``metrics.csv``), std and per-episode returns."""
+    p = result.policy
+    recorded = "not evaluated" if p.eval_return is None else f"evaluation return {p.eval_return!r}"
+    lines = [f"{result.run}: {p.which} policy of {p.preset} seed {p.seed}, iteration {p.iteration}, {p.samples:,} samples ({recorded})"]
+    if p.kept_since > 0:
+        lines.append(f"(policies kept from iteration {p.kept_since} on: this run was begun by an earlier rp1, which kept none)")
+    n = result.replay.episodes
+    if result.replayed:
+        lines.append(f"replayed {n} episode{'s' * (n > 1)} of its evaluation")
+    elif result.replay.seeds is not None:
+        lines.append(f"{n} episode{'s' * (n > 1)}, reset seeds {result.replay.seeds[0]}..{result.replay.seeds[-1]}")
+    else:
+        lines.append(f"{n} episode{'s' * (n > 1)} the run's next evaluation would have run")
+    lines.append(f"mean return {result.mean!r}  std {result.std:.4g}")
+    lines.append("returns " + " ".join(f"{r:.2f}" for r in result.returns))
+    if result.video is not None:
+        lines.append(f"video: {result.video}")
+    return "\n".join(lines)

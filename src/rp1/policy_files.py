@@ -1,0 +1,251 @@
+"""A trained policy as an agent evaluates it, and the policy files that keep it:
+``RUN/policy/best.msgpack`` and ``RUN/policy/last.msgpack`` (written by :mod:`rp1.run_outputs`).
+
+:class:`PolicySnapshot` is a policy with its observation normaliser, the way its agent evaluates
+it (:data:`EVALUATORS`: the deterministic actor and the dtype of the returns) and what replays that
+evaluation exactly (:class:`Replay`). Both agents evaluate through :meth:`PolicySnapshot.evaluate`,
+and so does ``rp1 evaluate`` when it replays a kept policy: the same code, the same numbers.
+
+A policy file is msgpack::
+
+    {"meta": JSON text   format, task, horizon, sizes, action bounds, the run (method, preset,
+                         seed, config hash), the iteration and real samples that produced it, its
+                         evaluation (return, std; null where it was not evaluated) and its replay
+     "policy": {...}     the actor-critic parameters (rp1.policy.Policy as a state dict)
+     "obs_norm": {...}}  the normaliser the policy reads (mean, var, count)
+
+:class:`TrainedPolicy` is a file read back (:func:`read_policy`): calling it acts.
+
+Example::
+
+    policy = read_policy(Path("runs/hc/seed0/policy/best.msgpack"))
+    action = policy(obs)                    # [act_dim] for obs [obs_dim]; [B, act_dim] for [B, obs_dim]
+    policy.eval_return, policy.samples      # what its evaluation returned, after how many samples
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Callable
+
+import jax
+import numpy as np
+from flax import serialization
+
+from rp1.checkpoints import restore_pytree
+from rp1.dynamics.normalizer import Normalizer, normalizer_init
+from rp1.errors import ConfigError, StorageError
+from rp1.policy.networks import Policy, device_actor, host_actor, policy_init
+from rp1.realenv import MakeEnv, MeanAction, RealEnvs, episode_seeds, evaluate, mean_policy
+from rp1.runs import write_atomically
+
+FORMAT = 1
+BEST, LAST = "best", "last"
+WHICH = (BEST, LAST)
+
+EVALUATORS: dict[str, tuple[Callable[[Policy, Normalizer], MeanAction], type]] = {
+    "host-float64": (host_actor, np.float64),  # model-based agents: the NumPy actor, returns as float64
+    "device-float32": (device_actor, np.float32),  # model-free PPO: the compiled actor on float32 states, float32 returns
+}
+"""How an agent evaluates a policy: its deterministic actor and the dtype of the returns (which
+fixes the last digits of their mean and std)."""
+
+
+@dataclass(frozen=True)
+class Replay:
+    """How an evaluation's episodes ran, enough to run them again exactly: ``episodes`` episodes in
+    rounds of ``slots`` environments (the batch shape of every actor call), reset either from
+    ``seeds`` (``[episodes]``; ``seed_source = (seed, stream, index)`` of
+    :func:`~rp1.realenv.episode_seeds` gives more), or, where ``seeds`` is ``None``, from the
+    environments' own random streams in the states ``rng_states`` (``[slots]``)."""
+
+    slots: int
+    episodes: int
+    seeds: tuple[int, ...] | None = None
+    seed_source: tuple[int, int, int] | None = None
+    rng_states: tuple[dict[str, Any], ...] | None = None
+
+    @classmethod
+    def seeded(cls, slots: int, seed_source: tuple[int, int, int], episodes: int) -> Replay:
+        """Episodes reset with ``episode_seeds(*seed_source, episodes)``."""
+        return cls(slots, episodes, tuple(int(s) for s in episode_seeds(*seed_source, episodes)), tuple(seed_source))
+
+    def with_episodes(self, episodes: int) -> Replay:
+        """The same evaluation with ``episodes`` episodes: the first ones are this one's, more
+        continue its seeds or streams."""
+        if self.seeds is None:
+            return Replay(self.slots, episodes, rng_states=self.rng_states)
+        if self.seed_source is not None:
+            return Replay.seeded(self.slots, self.seed_source, episodes)
+        if episodes > len(self.seeds):
+            raise ConfigError(f"this evaluation has {len(self.seeds)} seeded episodes; --episodes must be at most that")
+        return Replay(self.slots, episodes, self.seeds[:episodes])
+
+    def envs(self, task: str, horizon: int, make_env: MakeEnv | None = None) -> RealEnvs:
+        """Fresh environments of ``task`` (``horizon`` steps; made by ``make_env``, see
+        :class:`~rp1.realenv.RealEnvs`) to replay in, their streams restored."""
+        real = RealEnvs(task, self.slots, 1, horizon=horizon, make_env=make_env)
+        if self.rng_states is not None:
+            real.set_rng_states(list(self.rng_states))
+        return real
+
+    def to_json(self) -> dict[str, Any]:
+        return {"slots": self.slots, "episodes": self.episodes, "seeds": self.seeds, "seed_source": self.seed_source, "rng_states": self.rng_states}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Replay:
+        tup = lambda v: None if v is None else tuple(v)  # noqa: E731
+        return cls(data["slots"], data["episodes"], tup(data["seeds"]), tup(data["seed_source"]), tup(data["rng_states"]))
+
+
+@dataclass(frozen=True)
+class PolicySnapshot:
+    """A policy as its agent evaluates it: parameters, the normaliser it reads, the evaluator (a
+    key of :data:`EVALUATORS`) and the replay of its evaluation (``None``: none recorded)."""
+
+    policy: Policy
+    obs_norm: Normalizer
+    evaluator: str
+    replay: Replay | None = None
+
+    def actor(self) -> MeanAction:
+        """The deterministic actor ``obs [..., obs_dim] -> action [..., act_dim]`` (unclipped)."""
+        return EVALUATORS[self.evaluator][0](self.policy, self.obs_norm)
+
+    def evaluate(self, real: RealEnvs, replay: Replay | None = None) -> np.ndarray:
+        """True returns ``[episodes]`` of the deterministic policy in ``real``, the episodes of
+        ``replay`` (default: its own; unseeded resets draw from ``real``'s streams as they are), in
+        the evaluator's dtype (:func:`returns_summary` gives mean and std)."""
+        replay = replay or self.replay
+        seeds = None if replay.seeds is None else np.asarray(replay.seeds, np.int64)
+        returns = evaluate(real, mean_policy(self.actor()), replay.episodes, seeds)
+        return returns.astype(EVALUATORS[self.evaluator][1])
+
+
+def returns_summary(returns: np.ndarray) -> tuple[float, float]:
+    """``(mean, std)`` of returns ``[episodes]``, computed in their dtype."""
+    return float(returns.mean()), float(returns.std())
+
+
+@dataclass(frozen=True)
+class TrainedPolicy:
+    """A kept policy and what produced it. ``policy(obs)`` acts: the deterministic action of
+    ``obs [obs_dim]`` (``[act_dim]``) or ``[B, obs_dim]`` (``[B, act_dim]``), with the run's
+    normaliser, clipped to the action bounds; observations are taken as float64, as environments
+    return them (the run's evaluation saw the same)."""
+
+    snapshot: PolicySnapshot
+    task: str
+    horizon: int  # steps per episode
+    action_low: tuple[float, ...]
+    action_high: tuple[float, ...]
+    method: str
+    preset: str
+    seed: int  # the run's seed
+    iteration: int  # the iteration (model-free: PPO update) that produced it
+    samples: int  # real samples it was trained on
+    eval_return: float | None  # mean return of its evaluation (None: not evaluated)
+    eval_std: float | None
+    config_hash: str = ""
+    which: str = ""  # best or last ("" for one not read from a file)
+    kept_since: int = 0  # the first iteration the run's policy files saw (> 0: an earlier rp1's run, resumed)
+    path: Path | None = field(default=None, compare=False)
+
+    @property
+    def obs_dim(self) -> int:
+        return int(self.snapshot.obs_norm.mean.shape[0])
+
+    @property
+    def act_dim(self) -> int:
+        return len(self.action_low)
+
+    @cached_property
+    def _actor(self) -> MeanAction:
+        return self.snapshot.actor()
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        obs = np.asarray(obs, np.float64)
+        if obs.ndim not in (1, 2) or obs.shape[-1] != self.obs_dim:
+            raise ValueError(f"expected an observation [{self.obs_dim}] or a batch [B, {self.obs_dim}], got shape {obs.shape}")
+        action = self._actor(obs[None] if obs.ndim == 1 else obs)
+        action = np.clip(action, np.asarray(self.action_low, np.float32), np.asarray(self.action_high, np.float32))
+        return action[0] if obs.ndim == 1 else action
+
+    def meta(self) -> dict[str, Any]:
+        """Everything but the arrays, as JSON-serialisable values."""
+        return {
+            "format": FORMAT,
+            "which": self.which,
+            "task": self.task,
+            "horizon": self.horizon,
+            "obs_dim": self.obs_dim,
+            "act_dim": self.act_dim,
+            "action_low": list(self.action_low),
+            "action_high": list(self.action_high),
+            "hidden": [int(w.shape[1]) for w, _ in self.snapshot.policy.actor[:-1]],
+            "obs_clip": float(self.snapshot.obs_norm.clip),
+            "method": self.method,
+            "preset": self.preset,
+            "seed": self.seed,
+            "config_hash": self.config_hash,
+            "kept_since": self.kept_since,
+            "iteration": self.iteration,
+            "samples": self.samples,
+            "eval_return": self.eval_return,
+            "eval_std": self.eval_std,
+            "evaluator": self.snapshot.evaluator,
+            "replay": None if self.snapshot.replay is None else self.snapshot.replay.to_json(),
+        }
+
+
+def write_policy(path: Path, policy: TrainedPolicy) -> None:
+    """Write ``policy`` to ``path`` atomically (StorageError naming the file if the machine fails)."""
+    data = {
+        "meta": json.dumps(policy.meta()),
+        "policy": serialization.to_state_dict(jax.device_get(policy.snapshot.policy)),
+        "obs_norm": serialization.to_state_dict(jax.device_get(policy.snapshot.obs_norm)),
+    }
+    write_atomically(path, serialization.msgpack_serialize(data), "policy file")
+
+
+def read_policy(path: Path) -> TrainedPolicy:
+    """The policy :func:`write_policy` wrote to ``path``; ConfigError if the file is not one,
+    StorageError if it cannot be read."""
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise StorageError(f"cannot read policy file {path}: {err.strerror or err}") from err
+    try:
+        data = serialization.msgpack_restore(raw)
+        meta = json.loads(data["meta"])
+        if meta.get("format") != FORMAT:
+            raise ValueError(f"format {meta.get('format')!r}, expected {FORMAT}")
+        template = policy_init(jax.random.PRNGKey(0), meta["obs_dim"], meta["act_dim"], meta["hidden"])
+        policy = restore_pytree(template, data["policy"])
+        obs_norm = restore_pytree(normalizer_init(meta["obs_dim"], meta["obs_clip"]), data["obs_norm"])
+        if meta["evaluator"] not in EVALUATORS:
+            raise ValueError(f"unknown evaluator {meta['evaluator']!r}")
+        replay = None if meta["replay"] is None else Replay.from_json(meta["replay"])
+    except (ValueError, TypeError, KeyError) as err:
+        raise ConfigError(f"{path} is corrupt or not an rp1 policy file ({type(err).__name__}: {err})") from None
+    return TrainedPolicy(
+        snapshot=PolicySnapshot(policy, obs_norm, meta["evaluator"], replay),
+        task=meta["task"],
+        horizon=meta["horizon"],
+        action_low=tuple(meta["action_low"]),
+        action_high=tuple(meta["action_high"]),
+        method=meta["method"],
+        preset=meta["preset"],
+        seed=meta["seed"],
+        iteration=meta["iteration"],
+        samples=meta["samples"],
+        eval_return=meta["eval_return"],
+        eval_std=meta["eval_std"],
+        config_hash=meta["config_hash"],
+        which=meta["which"],
+        kept_since=meta["kept_since"],
+        path=path,
+    )

@@ -1,0 +1,157 @@
+"""What a run writes beside its metrics and checkpoint: the kept policies, and, when asked, videos
+of its best policies and a TensorBoard log.
+
+- ``RUN/policy/last.msgpack`` after every step, ``RUN/policy/best.msgpack`` whenever an evaluation
+  of a trained policy (iteration ≥ 1, as ``rp1 report`` counts) beats the best so far
+  (:mod:`rp1.policy_files`);
+- with ``--video``: one episode of each new best policy's evaluation, rendered again, in
+  ``RUN/videos/best_<samples>.mp4`` (:mod:`rp1.video`);
+- with ``--tensorboard``: ``RUN/tensorboard/`` (:mod:`rp1.tensorboard_log`).
+
+:func:`rp1.train.drive` calls :meth:`RunOutputs.after_step` after appending a step's metrics row
+and before replacing the checkpoint, so after a kill at any moment these files are those of the
+last checkpoint or of the step after it, which a resumed run repeats identically: a resumed run
+ends with the uninterrupted run's files. On resume, the best so far is that of the checkpointed
+rows (so a step repeated after a kill writes its best file and video again); in a run of an earlier
+rp1 (no policy files) resumed by this one, of the rows from the resume on (``kept_since``).
+
+The switches are :class:`RunOptions`, options of the run rather than of its config: they change
+no number, are not in ``config.json``, and a run may be resumed with other options than it
+started with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rp1.config import Config
+from rp1.envs import Task
+from rp1.policy_files import BEST, LAST, PolicySnapshot, TrainedPolicy, read_policy, write_policy
+from rp1.runs import POLICY_DIR, TENSORBOARD_DIR, VIDEO_DIR, config_hash
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a run logs, beyond ``metrics.csv`` and the policy files (``rp1 train/sweep`` options)."""
+
+    video: bool = False  # render one evaluation episode of every new best policy to RUN/videos/
+    tensorboard: bool = False  # write RUN/tensorboard/
+    video_size: tuple[int, int] = (320, 240)  # width, height
+
+    def check(self, cfg: Config) -> None:
+        """Before anything is written: ConfigError if a package these options need is missing or
+        the task cannot render, :class:`~rp1.video.RenderError` if the machine cannot render."""
+        if self.tensorboard:
+            from rp1.tensorboard_log import check_tensorboard
+
+            check_tensorboard()
+        if self.video:
+            from rp1.video import check_packages, check_rendering
+
+            check_packages()
+            check_rendering(cfg.task, cfg.horizon, self.video_size)
+
+
+def beats(row: dict[str, Any], best: float | None) -> bool:
+    """Whether ``row`` holds an evaluation of a trained policy (iteration ≥ 1) that beats ``best``
+    (``None``: none yet)."""
+    value = row.get("eval_return")
+    return row["iteration"] >= 1 and value is not None and (best is None or value > best)
+
+
+class RunOutputs:
+    """The outputs of a run of ``cfg`` on ``task`` in ``run_dir`` (see the module docstring);
+    ``rows`` are the rows already checkpointed (``[]`` for a fresh run)."""
+
+    def __init__(self, run_dir: Path, cfg: Config, task: Task, rows: list[dict[str, Any]], options: RunOptions):
+        self.dir, self.cfg, self.task, self.options = Path(run_dir), cfg, task, options
+        self.hash = config_hash(cfg.to_dict())
+        last = self.dir / POLICY_DIR / f"{LAST}.msgpack"
+        kept = read_policy(last) if last.exists() else None
+        if kept is not None and kept.config_hash == self.hash:
+            self.kept_since = kept.kept_since
+        else:  # a fresh run, or one an earlier rp1 (which kept no policies) checkpointed
+            self.kept_since = rows[-1]["iteration"] + 1 if rows else 0
+        self.best: float | None = None  # of the checkpointed rows: a step repeated after a kill writes its files again
+        for row in rows:
+            if row["iteration"] >= self.kept_since and beats(row, self.best):
+                self.best = row["eval_return"]
+        self.tensorboard = None
+        if options.tensorboard:
+            from rp1.tensorboard_log import TensorBoardLog
+
+            self.tensorboard = TensorBoardLog(self.dir / TENSORBOARD_DIR)
+            self._replay_log(rows)
+
+    def after_step(self, snapshot: PolicySnapshot, row: dict[str, Any]) -> None:
+        """Keep the step's policy (``snapshot``, which ``row`` evaluated, if it did), and, as the
+        options say, its video and the row's TensorBoard entries."""
+        policy = self._trained_policy(snapshot, row)
+        write_policy(self.dir / POLICY_DIR / f"{LAST}.msgpack", dataclasses.replace(policy, which=LAST))
+        new_best = beats(row, self.best)
+        if new_best:
+            policy = dataclasses.replace(policy, which=BEST)
+            write_policy(self.dir / POLICY_DIR / f"{BEST}.msgpack", policy)
+            self.best = row["eval_return"]
+        frames = self._video(policy) if new_best and self.options.video else None
+        if self.tensorboard is not None:
+            self.tensorboard.add_row(row)
+            if frames is not None:
+                self._log_video(frames, row["samples"])
+            self.tensorboard.flush()
+
+    def close(self) -> None:
+        if self.tensorboard is not None:
+            self.tensorboard.close()
+
+    def _trained_policy(self, snapshot: PolicySnapshot, row: dict[str, Any]) -> TrainedPolicy:
+        cfg, task = self.cfg, self.task
+        return TrainedPolicy(
+            snapshot=snapshot,
+            task=cfg.task,
+            horizon=task.horizon,
+            action_low=task.action_low,
+            action_high=task.action_high,
+            method=cfg.method,
+            preset=cfg.preset,
+            seed=cfg.seed,
+            iteration=row["iteration"],
+            samples=row["samples"],
+            eval_return=row.get("eval_return"),
+            eval_std=row.get("eval_std"),
+            config_hash=self.hash,
+            kept_since=self.kept_since,
+        )
+
+    def video_path(self, samples: int) -> Path:
+        return self.dir / VIDEO_DIR / f"best_{samples}.mp4"
+
+    def _video(self, policy: TrainedPolicy) -> list[Any]:
+        """Render the first episode of ``policy``'s evaluation to :meth:`video_path`; its frames."""
+        from rp1.video import record
+
+        replay = policy.snapshot.replay.with_episodes(1)
+        return record(policy, replay, self.video_path(policy.samples), self.options.video_size, keep_frames=True)
+
+    def _log_video(self, frames: list[Any], samples: int) -> None:
+        from rp1.video import frame_rate, gif_bytes
+
+        self.tensorboard.add_video(gif_bytes(frames, frame_rate(self.cfg.task)), self.options.video_size, samples)
+
+    def _replay_log(self, rows: list[dict[str, Any]]) -> None:
+        """The TensorBoard log of the checkpointed ``rows``, with the videos of their bests that
+        ``RUN/videos/`` holds (:mod:`rp1.tensorboard_log`)."""
+        best = None
+        for row in rows:
+            self.tensorboard.add_row(row)
+            if beats(row, best):
+                best = row["eval_return"]
+                video = self.video_path(row["samples"])
+                if video.exists():
+                    from rp1.video import read_video
+
+                    self._log_video(list(read_video(video)), row["samples"])
+        self.tensorboard.flush()
