@@ -80,3 +80,21 @@ def crash_after_steps(monkeypatch, steps: int) -> None:
         return agent
 
     monkeypatch.setattr(rp1.train, "make_agent", crashing)
+
+
+def read_events(directory) -> list:
+    """Every TensorBoard event of the event files in ``directory`` (TFRecords: length, its CRC,
+    data, its CRC), parsed with tensorboardX's protocol buffers."""
+    import struct
+
+    from tensorboardX.proto.event_pb2 import Event
+
+    events = []
+    for path in sorted(directory.glob("events.out.tfevents.*")):
+        data = path.read_bytes()
+        at = 0
+        while at < len(data):
+            (length,) = struct.unpack_from("<Q", data, at)
+            events.append(Event.FromString(data[at + 12 : at + 12 + length]))
+            at += 12 + length + 4
+    return events

@@ -24,3 +24,20 @@ class StorageError(Rp1Error, OSError):
     cannot be read. The message names the file and the operating system's cause."""
 
     exit_code = 1
+
+
+class RenderError(Rp1Error):
+    """The machine cannot render (exit code 1): MuJoCo finds no OpenGL for ``MUJOCO_GL``. The
+    message names the backend, the cause and what to install."""
+
+    exit_code = 1
+    EGL_PACKAGES = "libegl1 libopengl0 libegl-mesa0 libgl1-mesa-dri"  # Debian/Ubuntu: what MuJoCo's EGL loads
+
+    @classmethod
+    def of(cls, what: str, backend: str, cause: BaseException) -> "RenderError":
+        """``what`` failed with MUJOCO_GL=``backend`` because of ``cause``."""
+        return cls(
+            f"{what} with MUJOCO_GL={backend} ({type(cause).__name__}: {cause}); install Mesa's EGL "
+            f"(Debian/Ubuntu: apt-get install {cls.EGL_PACKAGES}) and set MUJOCO_GL=egl, or "
+            "MUJOCO_GL=osmesa with OSMesa (libosmesa6), or run with a display (MUJOCO_GL=glfw)"
+        )

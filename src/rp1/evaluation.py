@@ -155,7 +155,7 @@ def evaluate_run(
     (``seed`` None) or from seeds ``seed + k``; with ``video``, render them again into that
     ``.mp4`` or ``.gif`` file of ``size = (width, height)``.
 
-    Every check comes first (ConfigError, or :class:`~rp1.video.RenderError` if the machine cannot
+    Every check comes first (ConfigError, or :class:`~rp1.errors.RenderError` if the machine cannot
     render): nothing runs and nothing is written on bad input.
     """
     if which not in WHICH:

@@ -43,7 +43,7 @@ class RunOptions:
 
     def check(self, cfg: Config) -> None:
         """Before anything is written: ConfigError if a package these options need is missing or
-        the task cannot render, :class:`~rp1.video.RenderError` if the machine cannot render."""
+        the task cannot render, :class:`~rp1.errors.RenderError` if the machine cannot render."""
         if self.tensorboard:
             from rp1.tensorboard_log import check_tensorboard
 

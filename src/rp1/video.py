@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import sys
 import tempfile
 import warnings
 from io import BytesIO
@@ -32,20 +33,13 @@ import gymnasium as gym
 import numpy as np
 
 from rp1 import envs
-from rp1.errors import ConfigError, Rp1Error
+from rp1.errors import ConfigError, RenderError
 from rp1.policy_files import Replay, TrainedPolicy
 from rp1.runs import check_writable_dir, write_atomically
 
 SUFFIXES = (".mp4", ".gif")
 DEFAULT_SIZE = (320, 240)  # width, height
-EGL_PACKAGES = "libegl1 libopengl0 libegl-mesa0 libgl1-mesa-dri"  # Debian/Ubuntu: what MuJoCo's EGL loads
 PACKAGES = {".mp4": ("imageio_ffmpeg", "imageio-ffmpeg"), ".gif": ("PIL", "Pillow")}
-
-
-class RenderError(Rp1Error):
-    """The machine cannot render (no OpenGL for ``MUJOCO_GL``): exit code 1."""
-
-    exit_code = 1
 
 
 # --- checks (before anything runs or is written) -----------------------------------------------
@@ -68,10 +62,10 @@ def check_video(path: Path, size: tuple[int, int], option: str = "--video") -> N
     directory exists or can be created, and is writable), the package it needs is installed, and
     ``size`` suits it (even sides for ``.mp4``). Touches nothing."""
     suffix = path.suffix.lower()
-    if suffix not in SUFFIXES:
-        raise ConfigError(f"{option} {path}: the file must end in .mp4 or .gif")
     if path.is_dir():
         raise ConfigError(f"{option} {path} is a directory; name a file")
+    if suffix not in SUFFIXES:
+        raise ConfigError(f"{option} {path}: the file must end in .mp4 or .gif")
     if path.exists() and not os.access(path, os.W_OK):
         raise ConfigError(f"{option} {path} is not writable")
     check_writable_dir(path.parent, option)
@@ -105,24 +99,55 @@ def check_rendering(task: str, horizon: int, size: tuple[int, int]) -> None:
 
 
 def make_rendering_env(task: str, seed: int | None, horizon: int, size: tuple[int, int]) -> gym.Env:
-    """The task's environment rendering ``size = (width, height)`` frames (:func:`rp1.envs.make`)."""
+    """The task's environment rendering ``size = (width, height)`` frames (:func:`rp1.envs.make`);
+    a MuJoCo one films through a camera that follows its first body."""
     use_offscreen_gl()
-    return envs.make(task, seed, horizon, render=size)[0]
+    env = envs.make(task, seed, horizon, render=size)[0]
+    _follow_first_body(env)
+    return env
+
+
+def _follow_first_body(env: gym.Env) -> None:
+    """Gymnasium's MuJoCo environments film through a free camera that stays where an episode
+    began (the runner soon leaves the picture); make it track body 1 (the torso of the
+    locomotion tasks) at the environment's own distance and angles."""
+    renderer = getattr(env.unwrapped, "mujoco_renderer", None)
+    if renderer is None or renderer.camera_id not in (-1, None):  # not MuJoCo, or a camera was chosen
+        return
+    import mujoco
+
+    renderer.camera_id = None  # leaves the camera's type to the configuration below
+    tracking = {"type": mujoco.mjtCamera.mjCAMERA_TRACKING, "trackbodyid": 1}
+    renderer.default_cam_config = {**(renderer.default_cam_config or {}), **tracking}
 
 
 def _render(env: gym.Env, task: str) -> np.ndarray:
-    """``env.render()``; :class:`RenderError` naming ``MUJOCO_GL`` if OpenGL fails."""
+    """``env.render()``; :class:`~rp1.errors.RenderError` naming ``MUJOCO_GL`` if OpenGL fails."""
+    with _quiet_failed_viewers():  # the failed viewer is freed when the except block ends
+        try:
+            return np.asarray(env.render())
+        except Exception as err:  # OpenGL fails as ImportError, AttributeError, RuntimeError, … by backend
+            if hasattr(env.unwrapped, "mujoco_renderer"):
+                error: Exception = RenderError.of(f"cannot render {task} offscreen", os.environ.get("MUJOCO_GL", "glfw"), err)
+            else:
+                error = ConfigError(f"task {task!r} cannot render ({type(err).__name__}: {err})")
+    raise error
+
+
+@contextlib.contextmanager
+def _quiet_failed_viewers():
+    """A Gymnasium viewer whose OpenGL context could not be made fails again when it is freed
+    (``OffScreenViewer.__del__``); keep that second failure off stderr."""
+
+    def hook(unraisable):
+        if "Viewer.__del__" not in repr(unraisable.object):
+            previous(unraisable)
+
+    previous, sys.unraisablehook = sys.unraisablehook, hook
     try:
-        return np.asarray(env.render())
-    except Exception as err:  # OpenGL fails as ImportError, AttributeError, RuntimeError, … by backend
-        if hasattr(env.unwrapped, "mujoco_renderer"):
-            backend = os.environ.get("MUJOCO_GL", "glfw")
-            raise RenderError(
-                f"cannot render {task} offscreen with MUJOCO_GL={backend} ({type(err).__name__}: {err}); "
-                f"install Mesa's EGL (Debian/Ubuntu: apt-get install {EGL_PACKAGES}) and set MUJOCO_GL=egl, "
-                "or MUJOCO_GL=osmesa with OSMesa (libosmesa6), or run with a display (MUJOCO_GL=glfw)"
-            ) from None
-        raise ConfigError(f"task {task!r} cannot render ({type(err).__name__}: {err})") from None
+        yield
+    finally:
+        sys.unraisablehook = previous
 
 
 # --- rendering ----------------------------------------------------------------------------------

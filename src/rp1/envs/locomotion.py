@@ -10,9 +10,17 @@ own model and a reward from the velocity of its ``tip`` site. Horizons are appli
 from __future__ import annotations
 
 import logging
+import os
 from importlib import resources
 
-import mujoco
+from rp1.errors import RenderError
+
+try:
+    import mujoco
+except (ImportError, RuntimeError, AttributeError) as err:  # MuJoCo >= 4 sets up OpenGL for MUJOCO_GL on import
+    if not os.environ.get("MUJOCO_GL"):
+        raise
+    raise RenderError.of("MuJoCo cannot set up OpenGL", os.environ["MUJOCO_GL"], err) from None
 import numpy as np
 from gymnasium.envs.mujoco.ant_v5 import AntEnv
 from gymnasium.envs.mujoco.half_cheetah_v5 import HalfCheetahEnv

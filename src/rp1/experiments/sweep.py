@@ -120,7 +120,7 @@ def run_sweep(
     has GPUs, else 0). ``options``: what every run logs besides (:class:`~rp1.run_outputs.RunOptions`).
     Everything is checked before anything runs: a bad preset, override, backend or ``workers``, a
     run directory holding another config, Ray not installed, or ``options`` the machine or a task
-    cannot serve raise :class:`ConfigError` (:class:`~rp1.video.RenderError`: no OpenGL). Returns
+    cannot serve raise :class:`ConfigError` (:class:`~rp1.errors.RenderError`: no OpenGL). Returns
     the exit code: 0 if every run finished, 1 otherwise.
     """
     executor = make_executor(backend, workers, address, cpus_per_run, gpus_per_run)

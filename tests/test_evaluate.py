@@ -1,0 +1,270 @@
+"""Kept policies: ``rp1 evaluate`` replays the evaluation that made a policy best (bit for bit, as
+in metrics.csv), ``load_policy`` acts as the run's own policy, a resumed run keeps the same policy
+files as an uninterrupted one, and bad input is one line, exit code 2, nothing written."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import TINY, Crash, crash_after_steps
+
+import rp1
+from rp1.cli import main
+from rp1.config import resolve
+from rp1.train import run_training
+
+CASES = {
+    # 4 iterations (α = 0: phases of 300 samples), every one evaluated
+    "rp1": ("halfcheetah-rp1", 1200, {**TINY, "collect.alpha": "0"}),
+    # 5 updates of 2 episodes in 2 slots, evaluated after updates 2, 4 and 5
+    "modelfree": ("halfcheetah-modelfree", 1000, {"policy.hidden": "16,16", "policy.batch_steps": "200", "modelfree.envs": "2", "eval_episodes": "2", "modelfree.eval_every": "2"}),
+}
+
+
+def config(case: str, **extra: str):
+    preset, budget, sets = CASES[case]
+    return resolve(preset, seed=3, budget=budget, overrides={**sets, **extra})
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """A finished tiny run of each case."""
+    root = tmp_path_factory.mktemp("runs")
+    return {case: run_training(config(case), root / case, progress=False) for case in CASES}
+
+
+def metrics(run: Path) -> list[dict[str, str]]:
+    with open(run / "metrics.csv") as f:
+        return list(csv.DictReader(f))
+
+
+def evaluated(run: Path) -> list[dict[str, str]]:
+    """Rows with an evaluation of a trained policy (iteration >= 1), as the best counts them."""
+    return [r for r in metrics(run) if r["eval_return"] and int(r["iteration"]) >= 1]
+
+
+def run_cli(args, capsys):
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err.strip().splitlines()
+
+
+def snapshot(path: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_evaluate_replays_the_best_return_in_metrics_csv(case, runs, capsys):
+    run = runs[case]
+    best = max(evaluated(run), key=lambda r: float(r["eval_return"]))
+    code, out, _ = run_cli(["evaluate", run, "--json"], capsys)
+    result = json.loads(out)
+    assert code == 0 and result["replayed"] and result["policy"] == "best"
+    assert (result["iteration"], result["samples"]) == (int(best["iteration"]), int(best["samples"]))
+    assert result["mean"] == float(best["eval_return"])  # bit for bit: the text metrics.csv holds
+    assert result["std"] == float(best["eval_std"])
+    assert len(result["returns"]) == 2  # the run's eval_episodes
+
+    code, out, _ = run_cli(["evaluate", run], capsys)  # text: the same number in full precision
+    assert code == 0 and f"mean return {best['eval_return']} " in out
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_evaluate_last_and_more_episodes_and_seeds(case, runs, capsys):
+    run = runs[case]
+    last = metrics(run)[-1]  # the last step of both cases is evaluated
+    _, out, _ = run_cli(["evaluate", run, "--policy", "last", "--json"], capsys)
+    assert json.loads(out)["mean"] == float(last["eval_return"])
+
+    # more episodes: the recorded ones first, then more of the same stream or seeds
+    _, out, _ = run_cli(["evaluate", run, "--policy", "last", "--episodes", "3", "--json"], capsys)
+    three = json.loads(out)
+    _, out, _ = run_cli(["evaluate", run, "--policy", "last", "--episodes", "2", "--json"], capsys)
+    assert three["returns"][:2] == json.loads(out)["returns"] and len(three["returns"]) == 3
+
+    # --seed S: episode k reset with seed S + k, whatever the batch
+    _, out, _ = run_cli(["evaluate", run, "--episodes", "3", "--seed", "40", "--json"], capsys)
+    seeded = json.loads(out)
+    _, out, _ = run_cli(["evaluate", run, "--episodes", "1", "--seed", "42", "--json"], capsys)
+    assert seeded["reset_seeds"] == [40, 41, 42] and not seeded["replayed"]
+    assert seeded["returns"][2] == json.loads(out)["returns"][0]
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_load_policy_acts_as_the_runs_own_policy(case, tmp_path, monkeypatch):
+    """The actions the run's evaluations took (recorded as they ran) are what the loaded best
+    policy gives: bit for bit on the batch shape the run used, to float precision one by one."""
+    import rp1.policy_files
+
+    calls = []  # per evaluation: [(obs [slots, obs_dim], action [slots, act_dim]), ...]
+    evaluate = rp1.policy_files.evaluate
+
+    def recording(real, act_fn, count, seeds=None):
+        steps = []
+        calls.append(steps)
+
+        def act(obs, episode, t):
+            action, logp = act_fn(obs, episode, t)
+            steps.append((obs.copy(), np.asarray(action).copy()))
+            return action, logp
+
+        return evaluate(real, act, count, seeds)
+
+    monkeypatch.setattr(rp1.policy_files, "evaluate", recording)
+    run = run_training(config(case), tmp_path / "run", progress=False)
+    monkeypatch.undo()
+
+    rows = [r for r in metrics(run) if r["eval_return"]]
+    assert len(calls) == len(rows)
+    best = max(evaluated(run), key=lambda r: float(r["eval_return"]))
+    policy = rp1.load_policy(run)  # exported by the package
+    assert (policy.task, policy.iteration, policy.samples, policy.eval_return) == ("halfcheetah", int(best["iteration"]), int(best["samples"]), float(best["eval_return"]))
+    low, high = np.asarray(policy.action_low, np.float32), np.asarray(policy.action_high, np.float32)
+    steps = calls[rows.index(best)]
+    for obs, action in steps[::17]:
+        np.testing.assert_array_equal(policy(obs), np.clip(action, low, high))
+        single = policy(obs[0])
+        assert single.shape == (policy.act_dim,)
+        np.testing.assert_allclose(single, np.clip(action[0], low, high), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("crash", ["in a step", "before the checkpoint"])
+def test_resumed_run_keeps_the_uninterrupted_runs_policy_files(case, crash, tmp_path, monkeypatch):
+    """Killed inside a step, or after a step's policy files were written but before its
+    checkpoint: the resumed run ends with the uninterrupted run's policy files, byte for byte."""
+    from rp1.runs import RunDir
+
+    cfg = config(case)
+    reference = run_training(cfg, tmp_path / "reference", progress=False)
+    if crash == "in a step":
+        crash_after_steps(monkeypatch, 2)
+    else:
+        save, saved = RunDir.save_checkpoint, []
+
+        def crashing(self, state):
+            if len(saved) == 2:
+                raise Crash
+            saved.append(1)
+            save(self, state)
+
+        monkeypatch.setattr(RunDir, "save_checkpoint", crashing)
+    with pytest.raises(Crash):
+        run_training(cfg, tmp_path / "resumed", progress=False)
+    monkeypatch.undo()
+    run_training(cfg, tmp_path / "resumed", resume=True, progress=False)
+    for which in ("best", "last"):
+        name = f"policy/{which}.msgpack"
+        assert (tmp_path / "resumed" / name).read_bytes() == (reference / name).read_bytes(), which
+
+
+def test_overwrite_deletes_the_policy_files(runs, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(runs["rp1"], run)
+    from rp1.runs import RunDir
+
+    RunDir(run).prepare(config("rp1").to_dict(), overwrite=True)
+    assert not (run / "policy").exists()
+
+
+# --- runs of an earlier rp1 (no policy files) -----------------------------------------------------
+
+
+@pytest.fixture
+def old_runs(runs, tmp_path):
+    """The tiny runs as an rp1 before policy files would have left them."""
+    old = {}
+    for case, run in runs.items():
+        old[case] = tmp_path / case
+        shutil.copytree(run, old[case])
+        shutil.rmtree(old[case] / "policy")
+    return old
+
+
+def test_earlier_rp1_run_best_is_lost_last_comes_from_the_checkpoint(old_runs, capsys):
+    code, _, err = run_cli(["evaluate", old_runs["rp1"]], capsys)
+    assert code == 2 and len(err) == 1 and "earlier rp1" in err[0] and "--policy last" in err[0]
+
+    # model-free: the checkpoint holds the last evaluated policy: its evaluation is replayed exactly
+    code, out, _ = run_cli(["evaluate", old_runs["modelfree"], "--policy", "last", "--json"], capsys)
+    result = json.loads(out)
+    assert code == 0 and result["replayed"] and result["mean"] == float(metrics(old_runs["modelfree"])[-1]["eval_return"])
+    # model-based: the checkpoint's normaliser has absorbed the last phase: evaluated, not a replay
+    code, out, _ = run_cli(["evaluate", old_runs["rp1"], "--policy", "last", "--json"], capsys)
+    result = json.loads(out)
+    assert code == 0 and not result["replayed"] and result["recorded_return"] is None
+
+    shutil.rmtree(old_runs["rp1"] / "checkpoint")
+    code, _, err = run_cli(["evaluate", old_runs["rp1"], "--policy", "last"], capsys)
+    assert code == 2 and len(err) == 1 and "needs a checkpoint" in err[0]
+
+
+def test_resuming_an_earlier_rp1_run_keeps_policies_from_there_on(tmp_path, monkeypatch):
+    """A run an earlier rp1 checkpointed, resumed now: the best is the best since the resume."""
+    cfg = config("rp1")
+    run = tmp_path / "run"
+    crash_after_steps(monkeypatch, 2)
+    with pytest.raises(Crash):
+        run_training(cfg, run, progress=False)
+    monkeypatch.undo()
+    shutil.rmtree(run / "policy")  # as an earlier rp1 left it
+    run_training(cfg, run, resume=True, progress=False)
+    policy = rp1.load_policy(run)
+    later = [r for r in evaluated(run) if int(r["iteration"]) >= 2]
+    assert policy.kept_since == 2
+    assert policy.eval_return == max(float(r["eval_return"]) for r in later)
+
+
+# --- bad input ----------------------------------------------------------------------------------
+
+
+BAD = {
+    "unknown policy": (["--policy", "worst"], 2, "unknown --policy 'worst'"),
+    "no episodes": (["--episodes", "0"], 2, "--episodes must be >= 1"),
+    "negative seed": (["--seed", "-1"], 2, "--seed must be >= 0"),
+    "video suffix": (["--video", "{tmp}/v.avi"], 2, "must end in .mp4 or .gif"),
+    "video under a file": (["--video", "{tmp}/file/v.mp4"], 2, "file is not a directory"),
+    "video is a directory": (["--video", "{tmp}"], 2, "is a directory"),
+    "odd mp4 size": (["--video", "{tmp}/v.mp4", "--size", "321x240"], 2, "even width and height"),
+    "bad size": (["--video", "{tmp}/v.mp4", "--size", "big"], 2, "WIDTHxHEIGHT"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_input_one_line_exit_2_nothing_written(case, runs, tmp_path, capsys):
+    extra, exit_code, message = BAD[case]
+    (tmp_path / "file").write_text("not a directory")
+    before, around = snapshot(runs["rp1"]), snapshot(tmp_path)
+    args = ["evaluate", runs["rp1"], *(a.replace("{tmp}", str(tmp_path)) for a in extra)]
+    code, out, err = run_cli(args, capsys)
+    assert code == exit_code and out == ""
+    assert len(err) == 1 and err[0].startswith("rp1: error:") and message in err[0], err
+    assert snapshot(runs["rp1"]) == before and snapshot(tmp_path) == around
+
+
+def test_no_run_there(tmp_path, capsys):
+    code, _, err = run_cli(["evaluate", tmp_path / "none"], capsys)
+    assert code == 2 and len(err) == 1 and "no run directory" in err[0]
+    code, _, err = run_cli(["evaluate", tmp_path], capsys)
+    assert code == 2 and len(err) == 1 and "no config.json" in err[0]
+
+
+def test_no_best_yet(runs, tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(runs["rp1"], run)
+    (run / "policy" / "best.msgpack").unlink()
+    code, _, err = run_cli(["evaluate", run], capsys)
+    assert code == 2 and len(err) == 1 and "no best policy yet" in err[0]
+
+
+def test_corrupt_policy_file(runs, tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(runs["rp1"], run)
+    (run / "policy" / "best.msgpack").write_bytes(b"\x00not msgpack")
+    code, _, err = run_cli(["evaluate", run], capsys)
+    assert code == 2 and len(err) == 1 and "not an rp1 policy file" in err[0]
