@@ -74,15 +74,11 @@ class Replay:
         return cls(slots, episodes, tuple(int(s) for s in episode_seeds(*seed_source, episodes)), tuple(seed_source))
 
     def with_episodes(self, episodes: int) -> Replay:
-        """The same evaluation with ``episodes`` episodes: the first ones are this one's, more
-        continue its seeds or streams."""
-        if self.seeds is None:
-            return Replay(self.slots, episodes, rng_states=self.rng_states)
+        """The same evaluation (as an agent records it: seeds with their source, or streams) with
+        ``episodes`` episodes: the first ones are this one's, more continue its seeds or streams."""
         if self.seed_source is not None:
             return Replay.seeded(self.slots, self.seed_source, episodes)
-        if episodes > len(self.seeds):
-            raise ConfigError(f"this evaluation has {len(self.seeds)} seeded episodes; --episodes must be at most that")
-        return Replay(self.slots, episodes, self.seeds[:episodes])
+        return Replay(self.slots, episodes, rng_states=self.rng_states)
 
     def envs(self, task: str, horizon: int, make_env: MakeEnv | None = None) -> RealEnvs:
         """Fresh environments of ``task`` (``horizon`` steps; made by ``make_env``, see

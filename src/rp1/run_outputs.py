@@ -31,6 +31,7 @@ from rp1.config import Config
 from rp1.envs import Task
 from rp1.policy_files import BEST, LAST, PolicySnapshot, TrainedPolicy, read_policy, write_policy
 from rp1.runs import POLICY_DIR, TENSORBOARD_DIR, VIDEO_DIR, config_hash
+from rp1.video import DEFAULT_SIZE
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class RunOptions:
 
     video: bool = False  # render one evaluation episode of every new best policy to RUN/videos/
     tensorboard: bool = False  # write RUN/tensorboard/
-    video_size: tuple[int, int] = (320, 240)  # width, height
+    video_size: tuple[int, int] = DEFAULT_SIZE  # width, height
 
     def check(self, cfg: Config) -> None:
         """Before anything is written: ConfigError if a package these options need is missing or
