@@ -38,9 +38,9 @@ from rp1.dynamics.fit import (
 )
 from rp1.dynamics.losses import model_error
 from rp1.dynamics.store import TransitionStore
-from rp1.imagination import train_policy
+from rp1.imagination import PolicyTraining, make_imagination, train_policy
 from rp1.policy.networks import Policy, host_actor, policy_init
-from rp1.policy.ppo import make_policy_optimizer
+from rp1.policy.ppo import PPOSettings, make_policy_optimizer
 from rp1.realenv import Phase, RealEnvs, collect_phase, evaluate, mean_policy
 from rp1.seeding import int_seed, spawn_streams
 
@@ -87,6 +87,16 @@ class ModelBasedAgent:
         # where the model's reward and termination come from: "known" (the task's) or "learned"
         self.outcome = {what: self.task.source(what, getattr(cfg.model, what)) for what in ("reward", "done")}
         self.rollouts = max(1, cfg.policy.batch_steps // self.task.horizon)
+        p = cfg.policy
+        self.training = PolicyTraining(
+            imagination=make_imagination(self.task, bonus=cfg.bonus, **self.outcome),
+            ppo=PPOSettings(epochs=p.epochs, advantage=p.advantage),
+            batch_steps=p.batch_steps,
+            max_updates=p.max_updates,
+            first_check=p.first_check,
+            action_std=p.action_std,
+            restore_best=p.restore_best,
+        )
 
     def close(self) -> None:
         """Close the environments."""
@@ -218,26 +228,11 @@ class ModelBasedAgent:
         return s, {"val_loss": result.val_loss, "model_epochs": result.epochs, "fit_s": time.perf_counter() - t}
 
     def _train_policy(self, s: AgentState) -> tuple[AgentState, dict[str, Any]]:
-        p = self.cfg.policy
         t = time.perf_counter()
         key, k = jax.random.split(s.learner.key)
+        learner = s.learner
         policy, policy_opt, info = train_policy(
-            s.learner.model,
-            s.learner.policy,
-            s.learner.policy_opt,
-            s.start_obs,
-            k,
-            s.lam,
-            task=self.task,
-            bonus=self.cfg.bonus,
-            batch_steps=p.batch_steps,
-            max_updates=p.max_updates,
-            first_check=p.first_check,
-            action_std=p.action_std,
-            epochs=p.epochs,
-            advantage=p.advantage,
-            restore=p.restore_best,
-            **self.outcome,
+            self.training, learner.model, learner.policy, learner.policy_opt, s.start_obs, k, s.lam
         )
         s.learner = s.learner.replace(key=key, policy=policy, policy_opt=policy_opt)
         return s, {

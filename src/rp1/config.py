@@ -34,7 +34,7 @@ from rp1.envs import Task, path_name
 from rp1.envs.task import SOURCES
 from rp1.errors import ConfigError
 from rp1.imagination import rollouts
-from rp1.imagination import train as policy_training
+from rp1.imagination import policy_training
 from rp1.policy import networks, ppo
 
 BONUSES = tuple(rollouts.BONUSES)

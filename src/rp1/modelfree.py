@@ -41,7 +41,7 @@ from rp1.config import Config
 from rp1.dynamics.ensemble import STATE_CLIP
 from rp1.dynamics.normalizer import Normalizer, normalizer_init, normalizer_update
 from rp1.policy.networks import Policy, act_mean, act_sample, policy_init
-from rp1.policy.ppo import make_policy_optimizer, ppo_update
+from rp1.policy.ppo import PPOSettings, make_policy_optimizer, ppo_update
 from rp1.realenv import ActFn, RealEnvs, collect, episode_seeds, evaluate, mean_policy
 
 TRAIN_STREAM, EVAL_STREAM = 0, 1  # second entry of the seed triple of an episode (episode_seeds)
@@ -97,6 +97,7 @@ class ModelFreeAgent:
         self.task = self.real.task
         self.episodes = max(1, cfg.policy.batch_steps // self.task.horizon)
         self._std = jnp.float32(cfg.policy.action_std)
+        self.ppo = PPOSettings(epochs=cfg.policy.epochs, advantage=cfg.policy.advantage)
 
     def close(self) -> None:
         """Close the environments (and stop their worker processes)."""
@@ -169,15 +170,7 @@ class ModelFreeAgent:
 
         t = time.perf_counter()
         learner = s.learner
-        policy, policy_opt, _ = ppo_update(
-            learner.policy,
-            learner.policy_opt,
-            batch,
-            learner.obs_norm,
-            epochs=cfg.policy.epochs,
-            action_std=self._std,
-            advantage=cfg.policy.advantage,
-        )
+        policy, policy_opt, _ = ppo_update(learner.policy, learner.policy_opt, batch, learner.obs_norm, self._std, self.ppo)
         obs_norm = normalizer_update(learner.obs_norm, jnp.asarray(batch.obs[batch.valid]))
         s.learner = learner.replace(policy=policy, policy_opt=policy_opt, obs_norm=obs_norm)
         policy_s = time.perf_counter() - t

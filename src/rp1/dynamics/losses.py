@@ -15,7 +15,7 @@ from rp1.dynamics.ensemble import Ensemble, model_inputs, next_normalized_states
 from rp1.dynamics.heads import head_row_errors
 from rp1.dynamics.normalizer import normalize
 from rp1.dynamics.store import Dataset, padded_dataset
-from rp1.nn import Params, mlp_apply
+from rp1.nn import Params, member_count, mlp_apply
 
 VAL_CHUNK = 8192
 
@@ -68,8 +68,7 @@ def masked_member_losses(
             )
         return jax.tree_util.tree_map(lambda t, e: t + masked_sum(e, row), totals, (err, head_err)), None
 
-    members = params[0][0].shape[0]
-    zeros = jnp.zeros((members,))
+    zeros = jnp.zeros((member_count(params),))
     xs = tuple(split(x) for x in (data.obs, data.act, data.next_obs, data.rew, data.done, jnp.arange(capacity)))
     totals, _ = jax.lax.scan(add_chunk, (zeros, None if heads is None else zeros), xs)
     return jax.tree_util.tree_map(lambda t: t / jnp.maximum(data.count, 1), totals)

@@ -14,6 +14,7 @@ from rp1.policy.networks import (
 )
 from rp1.policy.ppo import (
     PPOBatch,
+    PPOSettings,
     PPOMetrics,
     discounted_returns,
     make_batch,
@@ -25,6 +26,7 @@ from rp1.policy.ppo import (
 
 __all__ = [
     "PPOBatch",
+    "PPOSettings",
     "PPOMetrics",
     "Policy",
     "act_mean",
