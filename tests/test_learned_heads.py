@@ -14,6 +14,7 @@ from conftest import TINY, Crash, crash_after_steps, metrics_without_timing
 from rp1 import envs
 from rp1.config import env_config, resolve
 from rp1.dynamics import (
+    FitSettings,
     TransitionStore,
     ensemble_init,
     fit,
@@ -56,9 +57,8 @@ def fitted_model(store: TransitionStore, obs_dim: int, act_dim: int, key: int = 
     model = refresh_delta_normalizer(model, t.obs, t.next_obs)
     model = refresh_reward_normalizer(model, t.rew)
     train = store.train_set(np.random.default_rng(0))
-    model, _, result = fit(
-        model, init_model_opt_state(model), train, store.val_set(), k_fit, batch_size=256, max_epochs=300
-    )
+    settings = FitSettings(batch_size=256, max_epochs=300)
+    model, _, result = fit(model, init_model_opt_state(model), train, store.val_set(), k_fit, settings)
     assert result.head_val_losses.shape == (2,) and np.isfinite(result.head_val_losses).all()
     return model
 

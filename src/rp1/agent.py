@@ -31,6 +31,7 @@ from rp1.checkpoints import pack_checkpoint, unpack_checkpoint
 from rp1.config import Config
 from rp1.dynamics import Ensemble, ensemble_init, refresh_reward_normalizer, with_heads
 from rp1.dynamics.fit import (
+    FitSettings,
     fit,
     init_model_opt_state,
     refresh_delta_normalizer,
@@ -87,7 +88,8 @@ class ModelBasedAgent:
         # where the model's reward and termination come from: "known" (the task's) or "learned"
         self.outcome = {what: self.task.source(what, getattr(cfg.model, what)) for what in ("reward", "done")}
         self.rollouts = max(1, cfg.policy.batch_steps // self.task.horizon)
-        p = cfg.policy
+        m, p = cfg.model, cfg.policy
+        self.fitting = FitSettings(m.lr, m.batch_size, m.check_every, m.patience, m.max_epochs, m.stop_on)
         self.training = PolicyTraining(
             imagination=make_imagination(self.task, bonus=cfg.bonus, **self.outcome),
             ppo=PPOSettings(epochs=p.epochs, advantage=p.advantage),
@@ -205,25 +207,12 @@ class ModelBasedAgent:
         return s, row
 
     def _fit(self, s: AgentState) -> tuple[AgentState, dict[str, Any]]:
-        m = self.cfg.model
         t = time.perf_counter()
         key, k = jax.random.split(s.learner.key)
-        train = s.store.train_set(s.rngs["subsample"], m.max_train_samples)
+        train = s.store.train_set(s.rngs["subsample"], self.cfg.model.max_train_samples)
         # a first phase of a single rollout leaves no validation data: then validate on training data
         val = s.store.val_set() if s.store.n_val else train
-        model, model_opt, result = fit(
-            s.learner.model,
-            s.learner.model_opt,
-            train,
-            val,
-            k,
-            lr=m.lr,
-            batch_size=m.batch_size,
-            check_every=m.check_every,
-            patience=m.patience,
-            max_epochs=m.max_epochs,
-            stop_on=m.stop_on,
-        )
+        model, model_opt, result = fit(s.learner.model, s.learner.model_opt, train, val, k, self.fitting)
         s.learner = s.learner.replace(key=key, model=model, model_opt=model_opt)
         return s, {"val_loss": result.val_loss, "model_epochs": result.epochs, "fit_s": time.perf_counter() - t}
 
