@@ -11,13 +11,20 @@ the bandit's window (``lam.first_feedback``, SPEC §6). Every later iteration fi
 trains the policy in it with λ, evaluates it in the real env and collects a phase.
 
 Randomness: one ``SeedSequence(cfg.seed)`` spawns an independent stream per consumer
-(:data:`STREAMS`, :mod:`rp1.seeding`); the checkpoint keeps every stream's state.
+(:data:`STREAMS`, :mod:`rp1.seeding`). The JAX key lives in the :class:`Learner`; every NumPy
+stream lives in :attr:`AgentState.rngs` (the environments and the bandit draw from those very
+generators), so the state holds all of a run's randomness and the checkpoint keeps it.
+
+:meth:`ModelBasedAgent.step` is pure on the host side too: it returns a new state and leaves the
+one it was given as it was (:meth:`AgentState.copy`), so a state can be stepped twice, compared or
+kept.
 """
 
 from __future__ import annotations
 
+import copy
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import jax
@@ -60,9 +67,18 @@ class Learner:
     policy_opt: optax.OptState
 
 
+HOST_STREAMS = ("env", "eval_env", "noise", "subsample", "bandit")
+"""The streams of :data:`STREAMS` that are NumPy generators in :attr:`AgentState.rngs`."""
+
+
 @dataclass
 class AgentState:
-    """Everything that changes during a run; :meth:`ModelBasedAgent.checkpoint` saves all of it."""
+    """Everything that changes during a run; :meth:`ModelBasedAgent.checkpoint` saves all of it.
+
+    ``rngs``: the generator of every stream of :data:`HOST_STREAMS`: the real and evaluation
+    environments' resets (``env``, ``eval_env``), collection noise, subsampling and the bandit
+    (which draws from ``rngs["bandit"]`` itself).
+    """
 
     iteration: int
     samples: int
@@ -74,6 +90,14 @@ class AgentState:
     bandit: ExpWeights | None
     rows: list[dict[str, Any]] = field(default_factory=list)
 
+    def copy(self) -> AgentState:
+        """A copy whose host-side parts (generators, bandit, store, rows) can change without
+        touching this state; the JAX parts (learner, start states) are immutable and shared. The
+        copy's bandit draws from the copy's ``rngs["bandit"]``."""
+        rngs, bandit = copy.deepcopy((self.rngs, self.bandit))  # one memo: the generator stays shared
+        # the store replaces its arrays when it grows, never writes into them: a shallow copy will do
+        return replace(self, store=copy.copy(self.store), rngs=rngs, bandit=bandit, rows=list(self.rows))
+
 
 class ModelBasedAgent:
     """Builds the environments and compiled pieces for ``cfg`` and advances an :class:`AgentState`."""
@@ -84,6 +108,9 @@ class ModelBasedAgent:
         # one environment each, episodes one after another (rp1.realenv: the random streams)
         self.real = RealEnvs(cfg.task, 1, seed=int_seed(self.streams["env"]), horizon=cfg.horizon)
         self.eval_real = RealEnvs(cfg.task, 1, seed=int_seed(self.streams["eval_env"]), horizon=cfg.horizon)
+        # the environments' generators as seeded; a state's copies of them drive the environments
+        self._seeded = {"env": self.real.generators()[0], "eval_env": self.eval_real.generators()[0]}
+        self._seeded = copy.deepcopy(self._seeded)
         self.task = self.real.task
         # where the model's reward and termination come from: "known" (the task's) or "learned"
         self.outcome = {what: self.task.source(what, getattr(cfg.model, what)) for what in ("reward", "done")}
@@ -119,11 +146,13 @@ class ModelBasedAgent:
         start_env, _ = envs.make(cfg.task, seed=int_seed(streams["start_states"]))
         start_obs = np.stack([start_env.reset()[0] for _ in range(self.rollouts)]).astype(np.float32)
         start_env.close()
+        rngs = {name: np.random.default_rng(streams[name]) for name in ("noise", "subsample", "bandit")}
+        rngs |= copy.deepcopy(self._seeded)
         bandit = None
         if cfg.lam.mode == "adaptive":
             lam = cfg.lam
             bandit = ExpWeights(
-                lam.arms, lam.lr, lam.eps, lam.decay, seed=streams["bandit"], window=lam.window,
+                lam.arms, lam.lr, lam.eps, lam.decay, seed=rngs["bandit"], window=lam.window,
                 weighting=lam.weighting, baseline=lam.baseline,
             )
         return AgentState(
@@ -139,7 +168,7 @@ class ModelBasedAgent:
             ),
             store=TransitionStore(task.obs_dim, task.act_dim),
             start_obs=start_obs,
-            rngs={name: np.random.default_rng(streams[name]) for name in ("noise", "subsample")},
+            rngs=rngs,
             bandit=bandit,
         )
 
@@ -150,21 +179,20 @@ class ModelBasedAgent:
             "samples": s.samples,
             "lam": s.lam,
             "rngs": {k: g.bit_generator.state for k, g in s.rngs.items()},
-            "env_rng": self.real.rng_states()[0],
-            "eval_env_rng": self.eval_real.rng_states()[0],
             "bandit": s.bandit.state_dict() if s.bandit else None,
             "rows": s.rows,
         }
         return pack_checkpoint(meta, s.learner, {"store": s.store.state_dict(), "start_obs": s.start_obs})
 
     def restore(self, data: dict[str, Any]) -> AgentState:
-        """The state saved by :meth:`checkpoint`; also restores the environments' RNGs."""
+        """The state saved by :meth:`checkpoint` (also by rp1 before 2026-11-24, which kept the
+        environments' streams apart and the bandit's in the bandit alone)."""
         s = self.initial_state()
         meta, s.learner, host = unpack_checkpoint(data, s.learner)
+        saved = {"env": meta.get("env_rng"), "eval_env": meta.get("eval_env_rng"), **meta["rngs"]}
         for name, gen in s.rngs.items():
-            gen.bit_generator.state = meta["rngs"][name]
-        self.real.set_rng_states([meta["env_rng"]])
-        self.eval_real.set_rng_states([meta["eval_env_rng"]])
+            if name in saved:  # an older checkpoint's bandit stream: in the bandit's state below
+                gen.bit_generator.state = saved[name]
         if s.bandit is not None:
             s.bandit.load_state_dict(meta["bandit"])
         s.iteration, s.samples, s.lam, s.rows = meta["iteration"], meta["samples"], meta["lam"], meta["rows"]
@@ -174,16 +202,19 @@ class ModelBasedAgent:
 
     # --- one outer iteration -------------------------------------------------------------------
 
-    def step(self, s: AgentState) -> tuple[AgentState, dict[str, Any]]:
-        """One iteration of Algorithm 3; returns the new state and its metrics row."""
+    def step(self, state: AgentState) -> tuple[AgentState, dict[str, Any]]:
+        """One iteration of Algorithm 3: the new state and its metrics row (also appended to the new
+        state's ``rows``). ``state`` is left as it was: the iteration works on its copy, and the
+        environments draw from the copy's generators."""
         cfg = self.cfg
         start = time.perf_counter()
+        s = state.copy()
+        self.real.use_generators([s.rngs["env"]])
+        self.eval_real.use_generators([s.rngs["eval_env"]])
         row: dict[str, Any] = {"iteration": s.iteration, "samples": s.samples}
         if s.iteration > 0:
-            s, fit_row = self._fit(s)
-            row |= fit_row
-            s, policy_row = self._train_policy(s)
-            row |= policy_row
+            row |= self._fit(s)
+            row |= self._train_policy(s)
         mean_action = host_actor(s.learner.policy, s.learner.model.obs_norm)
         returns = evaluate(self.eval_real, mean_policy(mean_action), cfg.eval_episodes).astype(np.float64)
         row["eval_return"], row["eval_std"] = float(returns.mean()), float(returns.std())
@@ -198,15 +229,16 @@ class ModelBasedAgent:
             share=cfg.collect.share,
         )
         row["collect_s"] = time.perf_counter() - t
-        s, data_row = self._absorb(s, phase)
-        row |= data_row
-        s, row["g_hat"] = self.update_lambda(s, row["model_error"], row.get("val_loss"))
+        row |= self._absorb(s, phase)
+        row["g_hat"] = self._feed_bandit(s, row["model_error"], row.get("val_loss"))
         row["wall_s"] = time.perf_counter() - start
         s.iteration += 1
         s.rows = s.rows + [row]
         return s, row
 
-    def _fit(self, s: AgentState) -> tuple[AgentState, dict[str, Any]]:
+    # The helpers below change the step's own copy of the state in place and return row entries.
+
+    def _fit(self, s: AgentState) -> dict[str, Any]:
         t = time.perf_counter()
         key, k = jax.random.split(s.learner.key)
         train = s.store.train_set(s.rngs["subsample"], self.cfg.model.max_train_samples)
@@ -214,9 +246,9 @@ class ModelBasedAgent:
         val = s.store.val_set() if s.store.n_val else train
         model, model_opt, result = fit(s.learner.model, s.learner.model_opt, train, val, k, self.fitting)
         s.learner = s.learner.replace(key=key, model=model, model_opt=model_opt)
-        return s, {"val_loss": result.val_loss, "model_epochs": result.epochs, "fit_s": time.perf_counter() - t}
+        return {"val_loss": result.val_loss, "model_epochs": result.epochs, "fit_s": time.perf_counter() - t}
 
-    def _train_policy(self, s: AgentState) -> tuple[AgentState, dict[str, Any]]:
+    def _train_policy(self, s: AgentState) -> dict[str, Any]:
         t = time.perf_counter()
         key, k = jax.random.split(s.learner.key)
         learner = s.learner
@@ -224,7 +256,7 @@ class ModelBasedAgent:
             self.training, learner.model, learner.policy, learner.policy_opt, s.start_obs, k, s.lam
         )
         s.learner = s.learner.replace(key=key, policy=policy, policy_opt=policy_opt)
-        return s, {
+        return {
             "lambda": s.lam,
             "model_return": info.model_return,
             "bonus": info.bonus,
@@ -232,7 +264,7 @@ class ModelBasedAgent:
             "policy_s": time.perf_counter() - t,
         }
 
-    def _absorb(self, s: AgentState, phase: Phase) -> tuple[AgentState, dict[str, Any]]:
+    def _absorb(self, s: AgentState, phase: Phase) -> dict[str, Any]:
         """Fold the phase into the input normalisers, store it, refresh the delta (and reward)
         normaliser from all stored data, and measure G on the phase with the model weights as they
         were before the refit (SPEC §6: every normaliser already refreshed, the reference's order,
@@ -248,27 +280,29 @@ class ModelBasedAgent:
         model = refresh_reward_normalizer(refreshed, everything.rew)  # no-op without learned heads
         s.learner = s.learner.replace(model=model)
         s.samples += phase.samples
-        return s, {
+        return {
             "model_error": g,
             "phase_samples": phase.samples,
             "residual": phase.residual,
             "steps_per_s": phase.steps_per_s,
         }
 
-    def update_lambda(self, s: AgentState, g: float, val_loss: float | None) -> tuple[AgentState, float | None]:
-        """Feed the phase's G to the bandit and draw the next λ (SPEC §6); returns ``Ĝ`` (``None``
-        in iteration 0 and for fixed-λ methods, which keep their λ).
+    def update_lambda(self, state: AgentState, g: float, val_loss: float | None) -> tuple[AgentState, float | None]:
+        """Feed a phase's G to the bandit and draw the next λ (SPEC §6): the new state and ``Ĝ``
+        (``None`` in iteration 0 and for fixed-λ methods, which keep their λ); ``state`` is left as
+        it was. Iteration 0's G was measured on the untrained model; it enters the bandit's window
+        only with ``lam.first_feedback = "include"`` (the reference), and λ = 0 is played next."""
+        s = state.copy()
+        return s, self._feed_bandit(s, g, val_loss)
 
-        Iteration 0's G was measured on the untrained model; it enters the bandit's window only
-        with ``lam.first_feedback = "include"`` (the reference), and λ = 0 is played next.
-        """
+    def _feed_bandit(self, s: AgentState, g: float, val_loss: float | None) -> float | None:
         if s.bandit is None:
-            return s, None
+            return None
         if s.iteration == 0:
             if self.cfg.lam.first_feedback == "include":
                 s.bandit.update(g)  # no arm played yet: only recorded in the window
             s.lam = s.bandit.choose(0.0)
-            return s, None
+            return None
         g_hat = s.bandit.update(g, norm=val_loss if val_loss else 1.0)
         s.lam = s.bandit.sample()
-        return s, g_hat
+        return g_hat

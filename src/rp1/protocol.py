@@ -30,7 +30,9 @@ class Agent(Protocol[S]):
         """A fresh run's state."""
 
     def step(self, state: S) -> tuple[S, dict[str, Any]]:
-        """Advance one step (an outer iteration, a PPO update); the new state and its metrics row."""
+        """Advance one step (an outer iteration, a PPO update): the new state and its metrics row
+        (the new state's ``rows`` end with it). Pure: ``state`` is left as it was, so it can be
+        stepped again, compared or kept."""
 
     def checkpoint(self, state: S) -> dict[str, Any]:
         """``state`` as nested dicts of arrays and strings (:func:`rp1.checkpoints.pack_checkpoint`)."""

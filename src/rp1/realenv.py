@@ -13,8 +13,9 @@ called once per step; the environments step ``clip(action)`` to the task's bound
 
 Seeds: episode ``k`` of a call resets its environment with ``seeds[k]``, or, where that is
 :data:`UNSEEDED`, from the environment's own random stream (seeded once by ``RealEnvs(…, seed=…)``;
-:meth:`RealEnvs.rng_states` reads it for a checkpoint). Model-free PPO seeds every episode
-(:func:`episode_seeds`), so which episodes run depends neither on ``slots`` nor on ``workers``
+:meth:`RealEnvs.generators` gives the generators, :meth:`RealEnvs.use_generators` makes the
+environments draw from others, e.g. an agent state's). Model-free PPO seeds every episode
+(:func:`rp1.seeding.episode_seeds`), so which episodes run depends neither on ``slots`` nor on ``workers``
 (``slots`` is still the batch shape of every policy call, so it moves the last digits). Model-based
 runs use one slot and unseeded resets, one episode after another: a phase must stop before the next
 episode starts, and every draw (action noise, reset noise) keeps its place in its stream.
@@ -60,13 +61,6 @@ MeanAction = Callable[[np.ndarray], np.ndarray]
 """``mean_action(obs [..., obs_dim]) -> action [..., act_dim]`` (NumPy)."""
 
 
-def episode_seeds(seed: int, stream: int, index: int, count: int) -> np.ndarray:
-    """Reset seeds ``[count]`` of episodes ``0 … count−1`` of batch ``index`` of ``stream`` under
-    run seed ``seed``; independent of how the episodes are spread over environments."""
-    seq = np.random.SeedSequence([seed, stream, index])
-    return np.array([int(s) for s in seq.generate_state(count, np.uint32) % (2**31 - 1)], np.int64)
-
-
 # --- environments -------------------------------------------------------------------------------
 
 
@@ -109,14 +103,14 @@ class EnvGroup(gym.Env):
         self._running &= ~(terminated | truncated)
         return self._obs.copy(), reward, terminated, truncated, {}
 
-    def rng_states(self) -> list[dict[str, Any]]:
-        """The bit-generator state of every environment's own random stream."""
-        return [env.unwrapped.np_random.bit_generator.state for env in self.envs]
+    def generators(self) -> list[np.random.Generator]:
+        """The generator every environment draws its reset noise from (the objects themselves)."""
+        return [env.unwrapped.np_random for env in self.envs]
 
-    def set_rng_states(self, states: list[dict[str, Any]]) -> None:
-        """Restore :meth:`rng_states`."""
-        for env, state in zip(self.envs, states, strict=True):
-            env.unwrapped.np_random.bit_generator.state = state
+    def use_generators(self, generators: list[np.random.Generator]) -> None:
+        """Make environment ``i`` draw from ``generators[i]`` from now on (the object, not a copy)."""
+        for env, generator in zip(self.envs, generators, strict=True):
+            env.unwrapped.np_random = generator
 
     def close(self):
         for env in self.envs:
@@ -154,16 +148,18 @@ class RealEnvs:
 
     def _group(self) -> EnvGroup:
         if not isinstance(self._env, EnvGroup):
-            raise ValueError("the environments' random streams are readable with workers == 1 only")
+            raise ValueError("the environments' random streams are reachable with workers == 1 only")
         return self._env
 
-    def rng_states(self) -> list[dict[str, Any]]:
-        """The state of every slot's own random stream, ``[slots]`` (``workers == 1`` only)."""
-        return self._group().rng_states()
+    def generators(self) -> list[np.random.Generator]:
+        """Every slot's own random stream, ``[slots]`` (:meth:`EnvGroup.generators`; ``workers ==
+        1`` only)."""
+        return self._group().generators()
 
-    def set_rng_states(self, states: list[dict[str, Any]]) -> None:
-        """Restore :meth:`rng_states` (``workers == 1`` only)."""
-        self._group().set_rng_states(states)
+    def use_generators(self, generators: list[np.random.Generator]) -> None:
+        """Make every slot draw from ``generators [slots]`` (:meth:`EnvGroup.use_generators`;
+        ``workers == 1`` only)."""
+        self._group().use_generators(generators)
 
     def close(self) -> None:
         self._env.close()
