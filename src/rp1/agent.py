@@ -185,7 +185,7 @@ class ModelBasedAgent:
         return pack_checkpoint(meta, s.learner, {"store": s.store.state_dict(), "start_obs": s.start_obs})
 
     def restore(self, data: dict[str, Any]) -> AgentState:
-        """The state saved by :meth:`checkpoint` (also by rp1 before 2026-11-24, which kept the
+        """The state saved by :meth:`checkpoint`, also by an earlier rp1 (whose checkpoints kept the
         environments' streams apart and the bandit's in the bandit alone)."""
         s = self.initial_state()
         meta, s.learner, host = unpack_checkpoint(data, s.learner)
