@@ -36,9 +36,9 @@ from rp1 import envs
 from rp1.acquisition import ExpWeights
 from rp1.checkpoints import pack_checkpoint, unpack_checkpoint
 from rp1.config import Config
+from rp1.config.settings import fit_settings, lambda_bandit, outcome_sources, policy_training
 from rp1.dynamics import Ensemble, ensemble_init, refresh_reward_normalizer, with_heads
 from rp1.dynamics.fit import (
-    FitSettings,
     fit,
     init_model_opt_state,
     refresh_delta_normalizer,
@@ -46,9 +46,10 @@ from rp1.dynamics.fit import (
 )
 from rp1.dynamics.losses import model_error
 from rp1.dynamics.store import TransitionStore
-from rp1.imagination import PolicyTraining, make_imagination, train_policy
+from rp1.envs.task import LEARNED
+from rp1.imagination import train_policy
 from rp1.policy.networks import Policy, host_actor, policy_init
-from rp1.policy.ppo import PPOSettings, make_policy_optimizer
+from rp1.policy.ppo import make_policy_optimizer
 from rp1.realenv import Phase, RealEnvs, collect_phase, evaluate, mean_policy
 from rp1.seeding import int_seed, spawn_streams
 
@@ -112,20 +113,9 @@ class ModelBasedAgent:
         self._seeded = {"env": self.real.generators()[0], "eval_env": self.eval_real.generators()[0]}
         self._seeded = copy.deepcopy(self._seeded)
         self.task = self.real.task
-        # where the model's reward and termination come from: "known" (the task's) or "learned"
-        self.outcome = {what: self.task.source(what, getattr(cfg.model, what)) for what in ("reward", "done")}
         self.rollouts = max(1, cfg.policy.batch_steps // self.task.horizon)
-        m, p = cfg.model, cfg.policy
-        self.fitting = FitSettings(m.lr, m.batch_size, m.check_every, m.patience, m.max_epochs, m.stop_on)
-        self.training = PolicyTraining(
-            imagination=make_imagination(self.task, bonus=cfg.bonus, **self.outcome),
-            ppo=PPOSettings(epochs=p.epochs, advantage=p.advantage),
-            batch_steps=p.batch_steps,
-            max_updates=p.max_updates,
-            first_check=p.first_check,
-            action_std=p.action_std,
-            restore_best=p.restore_best,
-        )
+        self.fitting = fit_settings(cfg)
+        self.training = policy_training(cfg, self.task)
 
     def close(self) -> None:
         """Close the environments."""
@@ -140,7 +130,7 @@ class ModelBasedAgent:
         key = jax.random.PRNGKey(int_seed(streams["jax"]))
         key, k_model, k_policy = jax.random.split(key, 3)
         model = ensemble_init(k_model, task.obs_dim, task.act_dim, cfg.model.members, cfg.model.hidden)
-        if "learned" in self.outcome.values():  # a key of its own: the known path's draws stay as they were
+        if LEARNED in outcome_sources(cfg, task).values():  # a key of its own: the known path's draws stay as they were
             model = with_heads(model, jax.random.fold_in(k_model, 1), cfg.model.head_hidden)
         policy = policy_init(k_policy, task.obs_dim, task.act_dim, cfg.policy.hidden)
         start_env, _ = envs.make(cfg.task, seed=int_seed(streams["start_states"]))
@@ -148,13 +138,7 @@ class ModelBasedAgent:
         start_env.close()
         rngs = {name: np.random.default_rng(streams[name]) for name in ("noise", "subsample", "bandit")}
         rngs |= copy.deepcopy(self._seeded)
-        bandit = None
-        if cfg.lam.mode == "adaptive":
-            lam = cfg.lam
-            bandit = ExpWeights(
-                lam.arms, lam.lr, lam.eps, lam.decay, seed=rngs["bandit"], window=lam.window,
-                weighting=lam.weighting, baseline=lam.baseline,
-            )
+        bandit = lambda_bandit(cfg, rngs["bandit"]) if cfg.lam.mode == "adaptive" else None
         return AgentState(
             iteration=0,
             samples=0,

@@ -38,10 +38,11 @@ from flax import struct
 
 from rp1.checkpoints import pack_checkpoint, unpack_checkpoint
 from rp1.config import Config
+from rp1.config.settings import ppo_settings
 from rp1.dynamics.ensemble import STATE_CLIP
 from rp1.dynamics.normalizer import Normalizer, normalizer_init, normalizer_update
 from rp1.policy.networks import Policy, act_mean, act_sample, policy_init
-from rp1.policy.ppo import PPOSettings, make_policy_optimizer, ppo_update
+from rp1.policy.ppo import make_policy_optimizer, ppo_update
 from rp1.realenv import ActFn, RealEnvs, collect, evaluate, mean_policy
 from rp1.seeding import episode_seeds, run_key
 
@@ -98,7 +99,7 @@ class ModelFreeAgent:
         self.task = self.real.task
         self.episodes = max(1, cfg.policy.batch_steps // self.task.horizon)
         self._std = jnp.float32(cfg.policy.action_std)
-        self.ppo = PPOSettings(epochs=cfg.policy.epochs, advantage=cfg.policy.advantage)
+        self.ppo = ppo_settings(cfg)
 
     def close(self) -> None:
         """Close the environments (and stop their worker processes)."""
