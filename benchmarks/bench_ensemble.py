@@ -34,6 +34,7 @@ from rp1.dynamics import (
     with_heads,
 )
 from rp1.dynamics.fit import FitState, model_weights, train_epochs
+from rp1.dynamics.parts import ModelParts
 
 OBS_DIM, ACT_DIM, MEMBERS, BATCH = 18, 6, 5, 1024
 PREDICT_ROWS = 50_000
@@ -67,7 +68,7 @@ def main() -> None:
         model_weights(model),
         init_model_opt_state(model),
         model_weights(model),
-        (member_losses(model, val), None),
+        ModelParts(member_losses(model, val)),
         jax.random.key(1),
     )
     predict = jax.jit(predict_all)

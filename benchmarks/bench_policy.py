@@ -19,7 +19,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -28,7 +27,15 @@ from timing import report
 
 from rp1 import envs
 from rp1.dynamics import ensemble_init, with_heads
-from rp1.imagination import TrainState, imagine, member_returns, stop_rule_init, train_step
+from rp1.imagination import (
+    PolicyTraining,
+    TrainState,
+    imagine,
+    make_imagination,
+    make_train_step,
+    member_returns,
+    stop_rule_init,
+)
 from rp1.policy import make_policy_optimizer, policy_init, ppo_update
 
 
@@ -54,26 +61,23 @@ def main() -> None:
     opt_state = make_policy_optimizer().init(policy)
     start = 0.1 * jax.random.normal(k_obs, (args.rollouts, task.obs_dim))
     lam = jnp.float32(0.2)
-    sources = {"reward": source, "done": source}
-    run_imagine = partial(imagine, task=task, horizon=horizon, **sources)
+    imagination = make_imagination(task, reward=source, done=source)
+    # first_check 0: the stop rule's check runs in every update, as from update 11 on in a run
+    step = make_train_step(PolicyTraining(imagination, batch_steps=args.rollouts * horizon, first_check=0))
 
     @jax.jit
     def imagine_and_update(policy, opt_state, key):
-        traj, _ = run_imagine(model, policy, model.obs_norm, start, key, lam)
+        traj, _ = imagine(imagination, model, policy, start, key, lam)
         return ppo_update(policy, opt_state, traj, model.obs_norm)
 
-    traj, _ = run_imagine(model, policy, model.obs_norm, start, k_run, lam)
+    traj, _ = imagine(imagination, model, policy, start, k_run, lam)
     state = TrainState(policy, opt_state, stop_rule_init(policy, args.members), k_run, jnp.zeros((), jnp.int32))
     pieces = {
-        "imagine": lambda: run_imagine(model, policy, model.obs_norm, start, k_run, lam),
+        "imagine": lambda: imagine(imagination, model, policy, start, k_run, lam),
         "ppo_update": lambda: ppo_update(policy, opt_state, traj, model.obs_norm),
         "imagine+update": lambda: imagine_and_update(policy, opt_state, k_run),
-        "member_returns": lambda: member_returns(
-            model, policy, model.obs_norm, start, task=task, horizon=horizon, **sources
-        ),
-        "train_step (imagine+update+check)": lambda: train_step(
-            state, model, start, lam, 0, 0.5, task=task, horizon=horizon, bonus="reward", **sources
-        ),
+        "member_returns": lambda: member_returns(imagination, model, policy, start),
+        "train_step (imagine+update+check)": lambda: step(state, model, start, lam),
     }
     workload = (
         f"{args.rollouts} rollouts × {horizon} steps, {args.members} members of "

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import copy
 import csv
 
+import jax
 import numpy as np
 import pytest
 
 from rp1.acquisition.bandit import ARMS
 from rp1.config import MODEL_BASED_METHODS, resolve
-from rp1.runs import METRIC_COLUMNS
+from rp1.runs import METRIC_COLUMNS, TIMING_COLUMNS
 from rp1.train import run_training
 from conftest import TINY
 
@@ -96,38 +98,48 @@ def test_untrained_models_feedback_does_not_drive_the_bandit():
     assert included.min() < scores.min() - 2
 
 
-def env_stream(real) -> np.random.Generator:
-    """A copy of the one environment's own random stream in ``real`` (drawing leaves the env alone)."""
-    gen = np.random.default_rng()
-    (gen.bit_generator.state,) = real.rng_states()
-    return gen
+def test_every_stream_lives_in_the_state_and_survives_a_checkpoint():
+    from rp1.agent import HOST_STREAMS, ModelBasedAgent
 
-
-def test_streams_are_independent_and_survive_a_checkpoint():
-    from rp1.agent import ModelBasedAgent
-    from rp1.realenv import UNSEEDED, collect, mean_policy
-
-    cfg = resolve("halfcheetah-rp1", seed=7, overrides=TINY)
+    cfg = resolve("halfcheetah-rp1", seed=7, overrides={**TINY, "collect.alpha": "0"})
     agent = ModelBasedAgent(cfg)
     s = agent.initial_state()
-    gens = {**s.rngs, "bandit": s.bandit.rng, "env": env_stream(agent.real), "eval": env_stream(agent.eval_real)}
-    draws = {name: g.random(4).tolist() for name, g in gens.items()}
+    assert set(s.rngs) == set(HOST_STREAMS) and s.bandit.rng is s.rngs["bandit"]
+    draws = {name: copy.deepcopy(g).random(4).tolist() for name, g in s.rngs.items()}
     draws["seed"] = np.random.default_rng(7).random(4).tolist()
     assert len({tuple(d) for d in draws.values()}) == len(draws)  # no two streams coincide
 
-    for real in (agent.real, agent.eval_real):  # a reset draws from the environment's stream
-        collect(real, mean_policy(lambda obs: np.zeros((len(obs), 6))), np.array([UNSEEDED]), max_steps=1)
-    saved = agent.checkpoint(s)
+    s1, _ = agent.step(s)
+    # the environments drew their resets from the state's generators: evaluation and collection
+    for name in ("env", "eval_env", "noise"):  # the bandit draws from iteration 1 on
+        assert copy.deepcopy(s1.rngs[name]).random() != copy.deepcopy(s.rngs[name]).random(), name
     again = ModelBasedAgent(cfg)
-    r = again.restore(saved)
-    after = {**r.rngs, "bandit": r.bandit.rng}
-    for name, g in after.items():
-        assert gens[name].random(3).tolist() == g.random(3).tolist(), name
-    for real, restored in ((agent.real, again.real), (agent.eval_real, again.eval_real)):
-        assert env_stream(real).random(3).tolist() == env_stream(restored).random(3).tolist()
-    assert env_stream(again.real).random(3).tolist() != env_stream(ModelBasedAgent(cfg).real).random(3).tolist()
+    r = again.restore(agent.checkpoint(s1))
+    assert r.bandit.rng is r.rngs["bandit"]
+    for name, g in r.rngs.items():
+        assert g.random(3).tolist() == s1.rngs[name].random(3).tolist(), name
     agent.close()
     again.close()
+
+
+def test_step_returns_a_new_state_and_leaves_its_input_as_it_was():
+    """The same state stepped twice gives the same row and state: stepping changed nothing in it
+    (generators, bandit, store, rows), and the environments drew from each copy's generators."""
+    from rp1.agent import ModelBasedAgent
+
+    cfg = resolve("halfcheetah-rp1", seed=3, budget=900, overrides={**TINY, "collect.alpha": "0"})
+    agent = ModelBasedAgent(cfg)
+    s0, _ = agent.step(agent.initial_state())
+    before = agent.checkpoint(s0)
+    s1, row1 = agent.step(s0)
+    s2, row2 = agent.step(s0)
+    assert agent.checkpoint(s0)["meta"] == before["meta"] and s0.store.n_total == 300 and len(s0.rows) == 1
+    untimed = lambda row: {k: v for k, v in row.items() if k not in TIMING_COLUMNS}  # noqa: E731
+    assert untimed(row1) == untimed(row2) and s1.rows[-1] is row1 and len(s1.rows) == 2
+    assert s1.store.n_total == s2.store.n_total == 600 and s1.iteration == s2.iteration == 2
+    for a, b in zip(jax.tree_util.tree_leaves(s1.learner), jax.tree_util.tree_leaves(s2.learner)):
+        np.testing.assert_array_equal(a, b)
+    agent.close()
 
 
 def test_small_scale_greedy_collects_full_phases():

@@ -7,6 +7,7 @@ import pytest
 
 from rp1.dynamics import (
     Ensemble,
+    FitSettings,
     NonFiniteLossError,
     TransitionStore,
     ensemble_init,
@@ -55,14 +56,14 @@ def model_for(store: TransitionStore, seed: int = 0) -> Ensemble:
 
 def run_fit(store: TransitionStore, model: Ensemble | None = None, **kwargs):
     model = model_for(store) if model is None else model
-    kwargs = {"batch_size": 256, **kwargs}
+    settings = FitSettings(**{"batch_size": 256, **kwargs})
     return fit(
         model,
         init_model_opt_state(model),
         store.train_set(np.random.default_rng(0)),
         store.val_set(),
         jax.random.key(1),
-        **kwargs,
+        settings,
     )
 
 
@@ -154,9 +155,7 @@ def test_adam_state_skips_empty_minibatches_and_carries_over():
             train,
             val,
             jax.random.key(2),
-            batch_size=128,
-            max_epochs=5,
-            patience=100,
+            FitSettings(batch_size=128, max_epochs=5, patience=100),
         )
     # ⌈600/128⌉ = 5 non-empty minibatches of the 8 the bucket holds, per epoch, over 2 × 5 epochs.
     assert np.all(np.asarray(opt_state[0].count) == 2 * 5 * 5)
@@ -175,8 +174,7 @@ def test_padding_rows_do_not_affect_the_fit(small_store):
             t,
             val,
             jax.random.key(3),
-            batch_size=256,
-            max_epochs=5,
+            FitSettings(batch_size=256, max_epochs=5),
         )
         for t in (train, garbage)
     ]
@@ -195,7 +193,7 @@ def test_compiles_the_epoch_function_once_per_size_bucket():
         train, val = store.train_set(np.random.default_rng(0)), store.val_set()
         buckets.add((train.obs.shape[0], val.obs.shape[0]))
         model, opt_state, _ = fit(
-            model, opt_state, train, val, jax.random.key(0), batch_size=512, max_epochs=5
+            model, opt_state, train, val, jax.random.key(0), FitSettings(batch_size=512, max_epochs=5)
         )
     assert len(buckets) == 3  # the last store shares the third one's buckets
     assert TRACES["train_epochs"] - before <= len(buckets)
@@ -259,7 +257,7 @@ def test_non_finite_training_data_raises_naming_member_and_epoch(small_store):
             train,
             small_store.val_set(),
             jax.random.key(0),
-            max_epochs=5,
+            FitSettings(max_epochs=5),
         )
 
 

@@ -13,7 +13,7 @@ from rp1 import envs
 from rp1.dynamics import ensemble_init, predict_all, predict_member
 from rp1.dynamics.normalizer import standardize
 from rp1.errors import ConfigError
-from rp1.imagination import clip_action, imagine, member_returns
+from rp1.imagination import clip_action, imagine, make_imagination, member_returns
 from rp1.policy import act_mean, policy_init
 
 H, N, M = 6, 16, 5
@@ -46,7 +46,7 @@ def setup(cheetah):
 def run(setup, task, lam, bonus="reward", model=None):
     base, policy, start = setup
     model = base if model is None else model
-    return imagine(model, policy, model.obs_norm, start, jax.random.key(1), lam, task=task, horizon=H, bonus=bonus)
+    return imagine(make_imagination(task, horizon=H, bonus=bonus), model, policy, start, jax.random.key(1), lam)
 
 
 def all_members_next(model, task, traj):
@@ -90,10 +90,8 @@ def test_state_variance_bonus_is_not_capped_by_the_normaliser_clip():
     model = toy_model([-20.0, -10.0, 0.0, 10.0, 20.0], obs_dim=1)
     policy = policy_init(jax.random.key(0), 1, 1)
     start = jnp.zeros((4, 1))
-    traj, _ = imagine(
-        model, policy, model.obs_norm, start, jax.random.key(1), 1.0,
-        task=POINT_MASS, horizon=1, bonus="state", predict=sink_predict,
-    )
+    imagination = make_imagination(POINT_MASS, horizon=1, bonus="state", predict=sink_predict)
+    traj, _ = imagine(imagination, model, policy, start, jax.random.key(1), 1.0)
     np.testing.assert_allclose(traj.bonus[0], 200.0, rtol=1e-6)
 
 
@@ -125,10 +123,7 @@ def test_member_draws_are_uniform_and_independent_across_rollouts(cheetah):
     model = toy_model(np.arange(M), cheetah.obs_dim)
     policy = policy_init(jax.random.key(2), cheetah.obs_dim, cheetah.act_dim)
     start = jnp.zeros((rollouts, cheetah.obs_dim))
-    traj, _ = imagine(
-        model, policy, model.obs_norm, start, jax.random.key(3), 0.0,
-        task=cheetah, horizon=steps, predict=sink_predict,
-    )
+    traj, _ = imagine(make_imagination(cheetah, horizon=steps, predict=sink_predict), model, policy, start, jax.random.key(3), 0.0)
     member = np.asarray(traj.member)
     np.testing.assert_array_equal(-np.diff(np.asarray(traj.obs[:, :, 0]), axis=0), member[:-1])
     counts = np.bincount(member.ravel(), minlength=M)
@@ -156,9 +151,8 @@ def test_termination_masks_every_reward_after_the_first_done(ant):
     steps, rollouts = 12, 64
     model = toy_model(0.04 * (np.arange(M) + 1), ant.obs_dim)
     traj, stats_ = imagine(
-        model, policy_init(jax.random.key(5), ant.obs_dim, ant.act_dim), model.obs_norm,
-        sinking_ant_start(ant, rollouts), jax.random.key(6), 0.5,
-        task=ant, horizon=steps, predict=sink_predict,
+        make_imagination(ant, horizon=steps, predict=sink_predict), model,
+        policy_init(jax.random.key(5), ant.obs_dim, ant.act_dim), sinking_ant_start(ant, rollouts), jax.random.key(6), 0.5,
     )
     z_next = 0.5 - np.cumsum(0.04 * (np.asarray(traj.member) + 1), axis=0)  # [H, N] as if never stopped
     first = np.argmax(z_next < 0.2, axis=0)  # every rollout sinks within 12 steps
@@ -178,8 +172,7 @@ def test_member_returns_mask_after_termination_hand_computed(ant):
     drops = np.array([0.045, 0.07, 0.11, 0.026, 0.0])  # no step lands on z = 0.2 exactly
     model = toy_model(drops, ant.obs_dim)
     returns = member_returns(
-        model, zero_action_policy(ant), model.obs_norm, sinking_ant_start(ant, 3),
-        task=ant, horizon=20, predict=sink_predict,
+        make_imagination(ant, horizon=20, predict=sink_predict), model, zero_action_policy(ant), sinking_ant_start(ant, 3)
     )
     expected = []
     for d in drops:
@@ -191,7 +184,7 @@ def test_member_returns_mask_after_termination_hand_computed(ant):
 
 def test_member_returns_follow_each_member_alone(setup, cheetah):
     model, policy, start = setup
-    returns = member_returns(model, policy, model.obs_norm, start, task=cheetah, horizon=H)
+    returns = member_returns(make_imagination(cheetah, horizon=H), model, policy, start)
     expected = []
     for j in range(M):
         obs, total = start, 0.0

@@ -14,6 +14,7 @@ from conftest import TINY, Crash, crash_after_steps, metrics_without_timing
 from rp1 import envs
 from rp1.config import env_config, resolve
 from rp1.dynamics import (
+    FitSettings,
     TransitionStore,
     ensemble_init,
     fit,
@@ -29,7 +30,7 @@ from rp1.dynamics.store import Transitions
 from rp1.envs import rewards
 from rp1.envs.task import Task
 from rp1.errors import ConfigError
-from rp1.imagination import imagine, member_returns
+from rp1.imagination import imagine, make_imagination, member_returns
 from rp1.nn import mlp_apply
 from rp1.policy import policy_init
 from rp1.realenv import RealEnvs, collect, noisy_policy
@@ -56,9 +57,8 @@ def fitted_model(store: TransitionStore, obs_dim: int, act_dim: int, key: int = 
     model = refresh_delta_normalizer(model, t.obs, t.next_obs)
     model = refresh_reward_normalizer(model, t.rew)
     train = store.train_set(np.random.default_rng(0))
-    model, _, result = fit(
-        model, init_model_opt_state(model), train, store.val_set(), k_fit, batch_size=256, max_epochs=300
-    )
+    settings = FitSettings(batch_size=256, max_epochs=300)
+    model, _, result = fit(model, init_model_opt_state(model), train, store.val_set(), k_fit, settings)
     assert result.head_val_losses.shape == (2,) and np.isfinite(result.head_val_losses).all()
     return model
 
@@ -145,17 +145,15 @@ def test_imagination_uses_each_members_own_head_for_reward_bonus_and_termination
     model = constant_heads_model([1.0, 3.0], [False, True])
     policy = policy_init(jax.random.key(2), 3, 2, (8,))
     start = jax.random.normal(jax.random.key(3), (32, 3))
-    traj, _ = imagine(
-        model, policy, model.obs_norm, start, jax.random.key(4), 0.5,
-        task=UNKNOWN, horizon=4, reward="learned", done="learned",
-    )
+    imagination = make_imagination(UNKNOWN, reward="learned", done="learned")
+    traj, _ = imagine(imagination, model, policy, start, jax.random.key(4), 0.5)
     first = np.asarray(traj.member[0])
     assert 0 < first.sum() < len(first)  # both members drawn
     np.testing.assert_allclose(traj.task_reward[0], np.where(first == 1, 3.0, 1.0))
     np.testing.assert_allclose(traj.bonus[0], 2.0 / math.sqrt(2.0), rtol=1e-6)  # |3 − 1| / sqrt(2)
     np.testing.assert_array_equal(traj.done[0], first == 1)
     np.testing.assert_array_equal(traj.valid[1], first == 0)
-    returns = member_returns(model, policy, model.obs_norm, start, task=UNKNOWN, horizon=4, reward="learned", done="learned")
+    returns = member_returns(imagination, model, policy, start)
     np.testing.assert_allclose(returns, [4 * 1.0, 3.0])  # member 1 terminates at its first step
 
 

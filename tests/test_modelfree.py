@@ -19,7 +19,8 @@ from rp1.config import resolve
 from rp1.errors import ConfigError
 from rp1 import envs
 from rp1.modelfree import ModelFreeAgent
-from rp1.realenv import Episodes, RealEnvs, collect, episode_seeds
+from rp1.realenv import Episodes, RealEnvs, collect
+from rp1.seeding import episode_seeds
 from rp1.runs import TIMING_COLUMNS
 from rp1.train import run_training
 
@@ -142,7 +143,7 @@ def test_first_steps_keeps_the_first_steps_episode_by_episode():
     assert batch.first_steps(100).valid.sum() == 10
 
 
-def test_checkpoint_round_trip_continues_identically():
+def test_checkpoint_round_trip_continues_identically_and_step_leaves_its_input():
     cfg = tiny_config(budget=1200)
     agent = ModelFreeAgent(cfg)
     state, _ = agent.step(agent.initial_state())
@@ -150,7 +151,9 @@ def test_checkpoint_round_trip_continues_identically():
     strip = lambda row: {k: v for k, v in row.items() if k not in TIMING_COLUMNS}  # noqa: E731
     _, a = agent.step(state)
     _, b = agent.step(restored)
-    assert strip(a) == strip(b)
+    _, c = agent.step(state)  # step is pure: the state stepped before is as it was
+    assert strip(a) == strip(b) == strip(c)
+    assert (state.update, state.samples, len(state.rows)) == (1, 400, 1)
     assert all(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(restored.learner))
     agent.close()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -10,13 +12,15 @@ from policy_toys import POINT_MASS, point_mass_predict, toy_model
 
 from rp1.errors import ConfigError
 from rp1.imagination import (
+    PolicyTraining,
     TrainState,
     improved,
+    make_imagination,
+    make_train_step,
     restore_best,
     stop_rule_init,
     stop_rule_update,
     train_policy,
-    train_step,
 )
 from rp1.policy import Policy, make_policy_optimizer, policy_init
 
@@ -93,26 +97,27 @@ def fresh(learning_rate):
     return policy, make_policy_optimizer(learning_rate).init(policy)
 
 
+TRAINING = PolicyTraining(
+    make_imagination(POINT_MASS, predict=point_mass_predict),
+    batch_steps=START.shape[0] * POINT_MASS.horizon,
+    first_check=FIRST_CHECK,
+)
+STEP = make_train_step(TRAINING)
+
+
 def train(policy, opt_state, **kw):
-    return train_policy(
-        MODEL, policy, opt_state, START, jax.random.key(1), 0.0, task=POINT_MASS,
-        batch_steps=START.shape[0] * POINT_MASS.horizon, first_check=FIRST_CHECK,
-        predict=point_mass_predict, **kw,
-    )
+    return train_policy(replace(TRAINING, **kw), MODEL, policy, opt_state, START, jax.random.key(1), 0.0)
 
 
 @pytest.mark.slow
 def test_train_policy_stops_by_the_rule_and_restores_the_best_update():
-    """Replay the same updates with train_step to find the last improving one; train_policy must
+    """Replay the same updates with the train step to find the last improving one; train_policy must
     stop 5 checks later and return exactly that update's weights."""
     policy, opt_state = fresh(1e-2)
     state = TrainState(policy, opt_state, stop_rule_init(policy, 3), jax.random.key(1), jnp.zeros((), jnp.int32))
     history = []
     for _ in range(60):
-        state, _ = train_step(
-            state, MODEL, START, 0.0, FIRST_CHECK, 0.5, task=POINT_MASS, horizon=POINT_MASS.horizon,
-            bonus="reward", predict=point_mass_predict,
-        )
+        state, _ = STEP(state, MODEL, START, 0.0)
         history.append((state.policy, bool(state.updates >= FIRST_CHECK and state.rule.recent[-1])))
         if bool(state.rule.stop):
             break
@@ -127,23 +132,20 @@ def test_train_policy_stops_by_the_rule_and_restores_the_best_update():
     assert int(opt_state.inner_state[0].count) == 10 * info.updates  # continues, not restored
     assert np.isfinite([info.model_return, info.imagined_return, info.bonus, info.loss]).all()
 
-    last, _, info = train(*fresh(1e-2), max_updates=60, restore=False)  # the reference's no-op restore
+    last, _, info = train(*fresh(1e-2), max_updates=60, restore_best=False)  # the reference's no-op restore
     assert info.stopped and info.updates == len(history)
     for got, want in zip(jax.tree_util.tree_leaves(last), jax.tree_util.tree_leaves(history[-1][0])):
         np.testing.assert_array_equal(got, want)
 
 
 def test_train_policy_without_restore_keeps_the_last_weights():
-    """``restore=False`` (``policy.restore_best=false``): the policy after the last update, replayed
-    with train_step; with restore, the weights of the last improving check."""
+    """``restore_best=False`` (``policy.restore_best=false``): the policy after the last update,
+    replayed with the train step; with restore, the weights of the last improving check."""
     policy, opt_state = fresh(1e-2)
     state = TrainState(policy, opt_state, stop_rule_init(policy, 3), jax.random.key(1), jnp.zeros((), jnp.int32))
     for _ in range(FIRST_CHECK + 2):
-        state, _ = train_step(
-            state, MODEL, START, 0.0, FIRST_CHECK, 0.5, task=POINT_MASS, horizon=POINT_MASS.horizon,
-            bonus="reward", predict=point_mass_predict,
-        )
-    last, _, _ = train(policy, opt_state, max_updates=FIRST_CHECK + 2, restore=False)
+        state, _ = STEP(state, MODEL, START, 0.0)
+    last, _, _ = train(policy, opt_state, max_updates=FIRST_CHECK + 2, restore_best=False)
     for got, want in zip(jax.tree_util.tree_leaves(last), jax.tree_util.tree_leaves(state.policy)):
         np.testing.assert_array_equal(got, want)
     best, _, _ = train(policy, opt_state, max_updates=FIRST_CHECK + 2)
@@ -168,7 +170,4 @@ def test_train_policy_stops_at_max_updates():
 def test_train_policy_rejects_too_few_start_states():
     policy, opt_state = fresh(3e-4)
     with pytest.raises(ConfigError, match="start observations"):
-        train_policy(
-            MODEL, policy, opt_state, START, jax.random.key(1), 0.0, task=POINT_MASS,
-            batch_steps=10 * START.shape[0] * POINT_MASS.horizon, predict=point_mass_predict,
-        )
+        train(policy, opt_state, batch_steps=10 * START.shape[0] * POINT_MASS.horizon)

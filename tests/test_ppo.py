@@ -11,9 +11,10 @@ import pytest
 from policy_toys import POINT_MASS, point_mass_predict, toy_model
 
 from rp1.dynamics import normalizer_init
-from rp1.imagination import imagine
+from rp1.imagination import imagine, make_imagination
 from rp1.policy import (
     PPOBatch,
+    PPOSettings,
     act_mean,
     act_sample,
     discounted_returns,
@@ -25,6 +26,8 @@ from rp1.policy import (
     ppo_update,
     value,
 )
+
+POINT_MASS_WORLD = make_imagination(POINT_MASS, predict=point_mass_predict)
 
 
 def test_policy_shapes_bounds_and_log_prob():
@@ -95,11 +98,8 @@ def test_optimizer_learning_rate_is_state_and_counts_epochs():
     opt_state = make_policy_optimizer(1e-3).init(policy)
     assert float(opt_state.hyperparams["learning_rate"]) == pytest.approx(1e-3)
     model = toy_model(np.ones(3), 1)
-    traj, _ = imagine(
-        model, policy, model.obs_norm, jnp.zeros((8, 1)), jax.random.key(7), 0.0,
-        task=POINT_MASS, horizon=POINT_MASS.horizon, predict=point_mass_predict,
-    )
-    _, opt_state, metrics = ppo_update(policy, opt_state, traj, model.obs_norm, epochs=4)
+    traj, _ = imagine(POINT_MASS_WORLD, model, policy, jnp.zeros((8, 1)), jax.random.key(7), 0.0)
+    _, opt_state, metrics = ppo_update(policy, opt_state, traj, model.obs_norm, 0.5, PPOSettings(epochs=4))
     assert int(opt_state.inner_state[0].count) == 4
     assert all(np.isfinite(np.asarray(x)) for x in metrics)
 
@@ -107,10 +107,7 @@ def test_optimizer_learning_rate_is_state_and_counts_epochs():
 @jax.jit
 def point_mass_iteration(policy, opt_state, model, key):
     """Imagine 64 point-mass rollouts, then one PPO update; returns the imagined task return."""
-    traj, stats = imagine(
-        model, policy, model.obs_norm, jnp.zeros((64, 1)), key, 0.0,
-        task=POINT_MASS, horizon=POINT_MASS.horizon, predict=point_mass_predict,
-    )
+    traj, stats = imagine(POINT_MASS_WORLD, model, policy, jnp.zeros((64, 1)), key, 0.0)
     policy, opt_state, _ = ppo_update(policy, opt_state, traj, model.obs_norm)
     return policy, opt_state, stats.model_return
 
@@ -157,11 +154,9 @@ def test_advantage_is_fixed_per_update_or_recomputed_each_epoch(advantage):
     model = toy_model(np.ones(3), 1)
     policy = policy_init(jax.random.key(10), 1, 1)
     optimizer = make_policy_optimizer(1e-2)
-    traj, _ = imagine(
-        model, policy, model.obs_norm, jnp.zeros((16, 1)), jax.random.key(11), 0.0,
-        task=POINT_MASS, horizon=POINT_MASS.horizon, predict=point_mass_predict,
-    )
-    got, _, _ = ppo_update(policy, optimizer.init(policy), traj, model.obs_norm, epochs=3, advantage=advantage)
+    traj, _ = imagine(POINT_MASS_WORLD, model, policy, jnp.zeros((16, 1)), jax.random.key(11), 0.0)
+    settings = PPOSettings(epochs=3, advantage=advantage)
+    got, _, _ = ppo_update(policy, optimizer.init(policy), traj, model.obs_norm, 0.5, settings)
 
     batch = make_batch(policy, model.obs_norm, traj)
     params, state, advantages = policy, optimizer.init(policy), []
@@ -178,12 +173,6 @@ def test_advantage_is_fixed_per_update_or_recomputed_each_epoch(advantage):
     assert moved > 1e-4 if advantage == "per-epoch" else moved == 0.0
 
 
-def test_ppo_update_refuses_an_unknown_advantage():
-    model = toy_model(np.ones(3), 1)
-    policy = policy_init(jax.random.key(10), 1, 1)
-    traj, _ = imagine(
-        model, policy, model.obs_norm, jnp.zeros((4, 1)), jax.random.key(11), 0.0,
-        task=POINT_MASS, horizon=POINT_MASS.horizon, predict=point_mass_predict,
-    )
+def test_ppo_settings_refuse_an_unknown_advantage():
     with pytest.raises(ValueError, match="advantage"):
-        ppo_update(policy, make_policy_optimizer().init(policy), traj, model.obs_norm, advantage="gae")
+        PPOSettings(advantage="gae")

@@ -4,6 +4,8 @@ episode's rewards (SPEC §5, §7)."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -26,10 +28,10 @@ def test_unseeded_episodes_continue_the_environment_stream_and_resume_from_its_s
     unseeded = np.array([UNSEEDED])
     first = collect(real, mean_policy(zero_action), unseeded, max_steps=5)
     np.testing.assert_array_equal(first.obs, collect(other, mean_policy(zero_action), unseeded, max_steps=5).obs)
-    saved = real.rng_states()
+    saved = copy.deepcopy(real.generators())
     second = collect(real, mean_policy(zero_action), unseeded, max_steps=5)
     assert not np.array_equal(first.obs[0], second.obs[0])  # a new reset draw
-    other.set_rng_states(saved)
+    other.use_generators(saved)
     np.testing.assert_array_equal(second.obs, collect(other, mean_policy(zero_action), unseeded, max_steps=5).obs)
     other.close()
 

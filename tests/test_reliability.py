@@ -23,7 +23,7 @@ from conftest import metrics_without_timing
 from rp1.cli import main
 from rp1.config import resolve
 from rp1.errors import ConfigError
-from rp1.experiments.sweep import plan_sweep
+from rp1.experiments.sweep_plan import plan_sweep
 from rp1.runs import CHECKPOINT, CONFIG, FINISHED, METRIC_COLUMNS, METRICS
 from test_cli_train import run_cli, snapshot, train_cmd
 

@@ -12,7 +12,8 @@ from conftest import TINY
 from rp1.config import resolve
 from rp1.errors import ConfigError
 from rp1.experiments.report import write_report
-from rp1.experiments.sweep import SINGLE_THREAD_XLA_FLAG, run_sweep, worker_env
+from rp1.experiments.sweep import run_sweep
+from rp1.experiments.sweep_worker import SINGLE_THREAD_XLA_FLAG, worker_env
 from rp1.runs import RunDir
 from rp1.train import run_training
 

@@ -11,13 +11,20 @@ the bandit's window (``lam.first_feedback``, SPEC §6). Every later iteration fi
 trains the policy in it with λ, evaluates it in the real env and collects a phase.
 
 Randomness: one ``SeedSequence(cfg.seed)`` spawns an independent stream per consumer
-(:data:`STREAMS`, :mod:`rp1.seeding`); the checkpoint keeps every stream's state.
+(:data:`STREAMS`, :mod:`rp1.seeding`). The JAX key lives in the :class:`Learner`; every NumPy
+stream lives in :attr:`AgentState.rngs` (the environments and the bandit draw from those very
+generators), so the state holds all of a run's randomness and the checkpoint keeps it.
+
+:meth:`ModelBasedAgent.step` is pure on the host side too: it returns a new state and leaves the
+one it was given as it was (:meth:`AgentState.copy`), so a state can be stepped twice, compared or
+kept.
 """
 
 from __future__ import annotations
 
+import copy
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import jax
@@ -29,6 +36,7 @@ from rp1 import envs
 from rp1.acquisition import ExpWeights
 from rp1.checkpoints import pack_checkpoint, unpack_checkpoint
 from rp1.config import Config
+from rp1.config.settings import fit_settings, lambda_bandit, outcome_sources, policy_training
 from rp1.dynamics import Ensemble, ensemble_init, refresh_reward_normalizer, with_heads
 from rp1.dynamics.fit import (
     fit,
@@ -38,6 +46,7 @@ from rp1.dynamics.fit import (
 )
 from rp1.dynamics.losses import model_error
 from rp1.dynamics.store import TransitionStore
+from rp1.envs.task import LEARNED
 from rp1.imagination import train_policy
 from rp1.policy.networks import Policy, host_actor, policy_init
 from rp1.policy.ppo import make_policy_optimizer
@@ -63,9 +72,18 @@ class Learner:
     policy_opt: optax.OptState
 
 
+HOST_STREAMS = ("env", "eval_env", "noise", "subsample", "bandit")
+"""The streams of :data:`STREAMS` that are NumPy generators in :attr:`AgentState.rngs`."""
+
+
 @dataclass
 class AgentState:
-    """Everything that changes during a run; :meth:`ModelBasedAgent.checkpoint` saves all of it."""
+    """Everything that changes during a run; :meth:`ModelBasedAgent.checkpoint` saves all of it.
+
+    ``rngs``: the generator of every stream of :data:`HOST_STREAMS`: the real and evaluation
+    environments' resets (``env``, ``eval_env``), collection noise, subsampling and the bandit
+    (which draws from ``rngs["bandit"]`` itself).
+    """
 
     iteration: int
     samples: int
@@ -78,6 +96,14 @@ class AgentState:
     rows: list[dict[str, Any]] = field(default_factory=list)
     evaluated: PolicySnapshot | None = None  # the policy the last step evaluated (not checkpointed)
 
+    def copy(self) -> AgentState:
+        """A copy whose host-side parts (generators, bandit, store, rows) can change without
+        touching this state; the JAX parts (learner, start states) are immutable and shared. The
+        copy's bandit draws from the copy's ``rngs["bandit"]``."""
+        rngs, bandit = copy.deepcopy((self.rngs, self.bandit))  # one memo: the generator stays shared
+        # the store replaces its arrays when it grows, never writes into them: a shallow copy will do
+        return replace(self, store=copy.copy(self.store), rngs=rngs, bandit=bandit, rows=list(self.rows))
+
 
 class ModelBasedAgent:
     """Builds the environments and compiled pieces for ``cfg`` and advances an :class:`AgentState`."""
@@ -88,10 +114,13 @@ class ModelBasedAgent:
         # one environment each, episodes one after another (rp1.realenv: the random streams)
         self.real = RealEnvs(cfg.task, 1, seed=int_seed(self.streams["env"]), horizon=cfg.horizon)
         self.eval_real = RealEnvs(cfg.task, 1, seed=int_seed(self.streams["eval_env"]), horizon=cfg.horizon)
+        # the environments' generators as seeded; a state's copies of them drive the environments
+        self._seeded = {"env": self.real.generators()[0], "eval_env": self.eval_real.generators()[0]}
+        self._seeded = copy.deepcopy(self._seeded)
         self.task = self.real.task
-        # where the model's reward and termination come from: "known" (the task's) or "learned"
-        self.outcome = {what: self.task.source(what, getattr(cfg.model, what)) for what in ("reward", "done")}
         self.rollouts = max(1, cfg.policy.batch_steps // self.task.horizon)
+        self.fitting = fit_settings(cfg)
+        self.training = policy_training(cfg, self.task)
 
     def close(self) -> None:
         """Close the environments."""
@@ -106,19 +135,15 @@ class ModelBasedAgent:
         key = jax.random.PRNGKey(int_seed(streams["jax"]))
         key, k_model, k_policy = jax.random.split(key, 3)
         model = ensemble_init(k_model, task.obs_dim, task.act_dim, cfg.model.members, cfg.model.hidden)
-        if "learned" in self.outcome.values():  # a key of its own: the known path's draws stay as they were
+        if LEARNED in outcome_sources(cfg, task).values():  # a key of its own: the known path's draws stay as they were
             model = with_heads(model, jax.random.fold_in(k_model, 1), cfg.model.head_hidden)
         policy = policy_init(k_policy, task.obs_dim, task.act_dim, cfg.policy.hidden)
         start_env, _ = envs.make(cfg.task, seed=int_seed(streams["start_states"]))
         start_obs = np.stack([start_env.reset()[0] for _ in range(self.rollouts)]).astype(np.float32)
         start_env.close()
-        bandit = None
-        if cfg.lam.mode == "adaptive":
-            lam = cfg.lam
-            bandit = ExpWeights(
-                lam.arms, lam.lr, lam.eps, lam.decay, seed=streams["bandit"], window=lam.window,
-                weighting=lam.weighting, baseline=lam.baseline,
-            )
+        rngs = {name: np.random.default_rng(streams[name]) for name in ("noise", "subsample", "bandit")}
+        rngs |= copy.deepcopy(self._seeded)
+        bandit = lambda_bandit(cfg, rngs["bandit"]) if cfg.lam.mode == "adaptive" else None
         return AgentState(
             iteration=0,
             samples=0,
@@ -132,7 +157,7 @@ class ModelBasedAgent:
             ),
             store=TransitionStore(task.obs_dim, task.act_dim),
             start_obs=start_obs,
-            rngs={name: np.random.default_rng(streams[name]) for name in ("noise", "subsample")},
+            rngs=rngs,
             bandit=bandit,
         )
 
@@ -143,21 +168,20 @@ class ModelBasedAgent:
             "samples": s.samples,
             "lam": s.lam,
             "rngs": {k: g.bit_generator.state for k, g in s.rngs.items()},
-            "env_rng": self.real.rng_states()[0],
-            "eval_env_rng": self.eval_real.rng_states()[0],
             "bandit": s.bandit.state_dict() if s.bandit else None,
             "rows": s.rows,
         }
         return pack_checkpoint(meta, s.learner, {"store": s.store.state_dict(), "start_obs": s.start_obs})
 
     def restore(self, data: dict[str, Any]) -> AgentState:
-        """The state saved by :meth:`checkpoint`; also restores the environments' RNGs."""
+        """The state saved by :meth:`checkpoint`, also by an earlier rp1 (whose checkpoints kept the
+        environments' streams apart and the bandit's in the bandit alone)."""
         s = self.initial_state()
         meta, s.learner, host = unpack_checkpoint(data, s.learner)
+        saved = {"env": meta.get("env_rng"), "eval_env": meta.get("eval_env_rng"), **meta["rngs"]}
         for name, gen in s.rngs.items():
-            gen.bit_generator.state = meta["rngs"][name]
-        self.real.set_rng_states([meta["env_rng"]])
-        self.eval_real.set_rng_states([meta["eval_env_rng"]])
+            if name in saved:  # an older checkpoint's bandit stream: in the bandit's state below
+                gen.bit_generator.state = saved[name]
         if s.bandit is not None:
             s.bandit.load_state_dict(meta["bandit"])
         s.iteration, s.samples, s.lam, s.rows = meta["iteration"], meta["samples"], meta["lam"], meta["rows"]
@@ -167,16 +191,19 @@ class ModelBasedAgent:
 
     # --- one outer iteration -------------------------------------------------------------------
 
-    def step(self, s: AgentState) -> tuple[AgentState, dict[str, Any]]:
-        """One iteration of Algorithm 3; returns the new state and its metrics row."""
+    def step(self, state: AgentState) -> tuple[AgentState, dict[str, Any]]:
+        """One iteration of Algorithm 3: the new state and its metrics row (also appended to the new
+        state's ``rows``). ``state`` is left as it was: the iteration works on its copy, and the
+        environments draw from the copy's generators."""
         cfg = self.cfg
         start = time.perf_counter()
+        s = state.copy()
+        self.real.use_generators([s.rngs["env"]])
+        self.eval_real.use_generators([s.rngs["eval_env"]])
         row: dict[str, Any] = {"iteration": s.iteration, "samples": s.samples}
         if s.iteration > 0:
-            s, fit_row = self._fit(s)
-            row |= fit_row
-            s, policy_row = self._train_policy(s)
-            row |= policy_row
+            row |= self._fit(s)
+            row |= self._train_policy(s)
         s.evaluated = self._to_evaluate(s)
         row["eval_return"], row["eval_std"] = returns_summary(s.evaluated.evaluate(self.eval_real))
         mean_action = host_actor(s.learner.policy, s.learner.model.obs_norm)
@@ -191,18 +218,17 @@ class ModelBasedAgent:
             share=cfg.collect.share,
         )
         row["collect_s"] = time.perf_counter() - t
-        s, data_row = self._absorb(s, phase)
-        row |= data_row
-        s, row["g_hat"] = self.update_lambda(s, row["model_error"], row.get("val_loss"))
+        row |= self._absorb(s, phase)
+        row["g_hat"] = self._feed_bandit(s, row["model_error"], row.get("val_loss"))
         row["wall_s"] = time.perf_counter() - start
         s.iteration += 1
         s.rows = s.rows + [row]
         return s, row
 
     def _to_evaluate(self, s: AgentState) -> PolicySnapshot:
-        """The policy of ``s`` as it is evaluated now: with the evaluation environment's stream
-        state from just before, which replays the evaluation (:mod:`rp1.policy_files`)."""
-        replay = Replay(1, self.cfg.eval_episodes, rng_states=tuple(self.eval_real.rng_states()))
+        """The policy of ``s`` as it is evaluated now, with the state of the evaluation
+        environment's stream from just before, which replays the evaluation (:mod:`rp1.policy_files`)."""
+        replay = Replay(1, self.cfg.eval_episodes, rng_states=(s.rngs["eval_env"].bit_generator.state,))
         return PolicySnapshot(s.learner.policy, s.learner.model.obs_norm, EVALUATOR, replay)
 
     def policy_snapshot(self, s: AgentState) -> PolicySnapshot:
@@ -212,53 +238,27 @@ class ModelBasedAgent:
         evaluation would run."""
         return s.evaluated or self._to_evaluate(s)
 
-    def _fit(self, s: AgentState) -> tuple[AgentState, dict[str, Any]]:
-        m = self.cfg.model
+    # The helpers below change the step's own copy of the state in place and return row entries.
+
+    def _fit(self, s: AgentState) -> dict[str, Any]:
         t = time.perf_counter()
         key, k = jax.random.split(s.learner.key)
-        train = s.store.train_set(s.rngs["subsample"], m.max_train_samples)
+        train = s.store.train_set(s.rngs["subsample"], self.cfg.model.max_train_samples)
         # a first phase of a single rollout leaves no validation data: then validate on training data
         val = s.store.val_set() if s.store.n_val else train
-        model, model_opt, result = fit(
-            s.learner.model,
-            s.learner.model_opt,
-            train,
-            val,
-            k,
-            lr=m.lr,
-            batch_size=m.batch_size,
-            check_every=m.check_every,
-            patience=m.patience,
-            max_epochs=m.max_epochs,
-            stop_on=m.stop_on,
-        )
+        model, model_opt, result = fit(s.learner.model, s.learner.model_opt, train, val, k, self.fitting)
         s.learner = s.learner.replace(key=key, model=model, model_opt=model_opt)
-        return s, {"val_loss": result.val_loss, "model_epochs": result.epochs, "fit_s": time.perf_counter() - t}
+        return {"val_loss": result.val_loss, "model_epochs": result.epochs, "fit_s": time.perf_counter() - t}
 
-    def _train_policy(self, s: AgentState) -> tuple[AgentState, dict[str, Any]]:
-        p = self.cfg.policy
+    def _train_policy(self, s: AgentState) -> dict[str, Any]:
         t = time.perf_counter()
         key, k = jax.random.split(s.learner.key)
+        learner = s.learner
         policy, policy_opt, info = train_policy(
-            s.learner.model,
-            s.learner.policy,
-            s.learner.policy_opt,
-            s.start_obs,
-            k,
-            s.lam,
-            task=self.task,
-            bonus=self.cfg.bonus,
-            batch_steps=p.batch_steps,
-            max_updates=p.max_updates,
-            first_check=p.first_check,
-            action_std=p.action_std,
-            epochs=p.epochs,
-            advantage=p.advantage,
-            restore=p.restore_best,
-            **self.outcome,
+            self.training, learner.model, learner.policy, learner.policy_opt, s.start_obs, k, s.lam
         )
         s.learner = s.learner.replace(key=key, policy=policy, policy_opt=policy_opt)
-        return s, {
+        return {
             "lambda": s.lam,
             "model_return": info.model_return,
             "bonus": info.bonus,
@@ -266,7 +266,7 @@ class ModelBasedAgent:
             "policy_s": time.perf_counter() - t,
         }
 
-    def _absorb(self, s: AgentState, phase: Phase) -> tuple[AgentState, dict[str, Any]]:
+    def _absorb(self, s: AgentState, phase: Phase) -> dict[str, Any]:
         """Fold the phase into the input normalisers, store it, refresh the delta (and reward)
         normaliser from all stored data, and measure G on the phase with the model weights as they
         were before the refit (SPEC §6: every normaliser already refreshed, the reference's order,
@@ -282,27 +282,29 @@ class ModelBasedAgent:
         model = refresh_reward_normalizer(refreshed, everything.rew)  # no-op without learned heads
         s.learner = s.learner.replace(model=model)
         s.samples += phase.samples
-        return s, {
+        return {
             "model_error": g,
             "phase_samples": phase.samples,
             "residual": phase.residual,
             "steps_per_s": phase.steps_per_s,
         }
 
-    def update_lambda(self, s: AgentState, g: float, val_loss: float | None) -> tuple[AgentState, float | None]:
-        """Feed the phase's G to the bandit and draw the next λ (SPEC §6); returns ``Ĝ`` (``None``
-        in iteration 0 and for fixed-λ methods, which keep their λ).
+    def update_lambda(self, state: AgentState, g: float, val_loss: float | None) -> tuple[AgentState, float | None]:
+        """Feed a phase's G to the bandit and draw the next λ (SPEC §6): the new state and ``Ĝ``
+        (``None`` in iteration 0 and for fixed-λ methods, which keep their λ); ``state`` is left as
+        it was. Iteration 0's G was measured on the untrained model; it enters the bandit's window
+        only with ``lam.first_feedback = "include"`` (the reference), and λ = 0 is played next."""
+        s = state.copy()
+        return s, self._feed_bandit(s, g, val_loss)
 
-        Iteration 0's G was measured on the untrained model; it enters the bandit's window only
-        with ``lam.first_feedback = "include"`` (the reference), and λ = 0 is played next.
-        """
+    def _feed_bandit(self, s: AgentState, g: float, val_loss: float | None) -> float | None:
         if s.bandit is None:
-            return s, None
+            return None
         if s.iteration == 0:
             if self.cfg.lam.first_feedback == "include":
                 s.bandit.update(g)  # no arm played yet: only recorded in the window
             s.lam = s.bandit.choose(0.0)
-            return s, None
+            return None
         g_hat = s.bandit.update(g, norm=val_loss if val_loss else 1.0)
         s.lam = s.bandit.sample()
-        return s, g_hat
+        return g_hat

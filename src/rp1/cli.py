@@ -140,7 +140,8 @@ def train(
     Ctrl-C (SIGINT) or SIGTERM stops the run at once (exit code 130 or 143); --resume continues it.
     """
     from rp1.experiments.figures import write_learning_curve
-    from rp1.train import exit_on_signals, run_training
+    from rp1.signals import exit_on_signals
+    from rp1.train import run_training
 
     overrides = cli_overrides(set_, workers=workers, horizon=horizon)
     cfg = config_of(preset, env, method, seed=seed, budget=budget, overrides=overrides, scale=scale)
@@ -287,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     An :class:`~rp1.errors.Rp1Error` or ``OSError`` becomes one line ``rp1: error: …`` on stderr
     and its exit code (``OSError``: 1); with ``RP1_DEBUG=1`` it propagates with its traceback. A
     Ctrl-C while the command starts up (before a run stops on signals itself,
-    :func:`rp1.train.exit_on_signals`) is one line and exit code 130.
+    :func:`rp1.signals.exit_on_signals`) is one line and exit code 130.
     """
     try:
         app(args=argv, prog_name="rp1")

@@ -10,7 +10,7 @@ budget.
 
 Collection runs ``envs`` episodes side by side in ``workers`` processes (:mod:`rp1.realenv`),
 seeding episode ``k`` of update ``u`` from ``(seed, u, k)`` and drawing its action noise from a key
-folded from the same numbers (:func:`~rp1.realenv.episode_seeds`, :func:`step_keys`), so a run
+folded from the same numbers (:func:`~rp1.seeding.episode_seeds`, :func:`step_keys`), so a run
 does not depend on ``workers``. Per real step the policy is one jitted call over all slots.
 
 Every update writes a metrics row (``samples`` = real steps so far, ``steps_per_s`` = real steps
@@ -27,7 +27,7 @@ Example::
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import jax
@@ -38,12 +38,14 @@ from flax import struct
 
 from rp1.checkpoints import pack_checkpoint, unpack_checkpoint
 from rp1.config import Config
+from rp1.config.settings import ppo_settings
 from rp1.dynamics.ensemble import STATE_CLIP
 from rp1.dynamics.normalizer import Normalizer, normalizer_init, normalizer_update
 from rp1.policy.networks import Policy, act_sample, policy_init
 from rp1.policy.ppo import make_policy_optimizer, ppo_update
 from rp1.policy_files import PolicySnapshot, Replay, returns_summary
-from rp1.realenv import ActFn, RealEnvs, collect, episode_seeds
+from rp1.realenv import ActFn, RealEnvs, collect
+from rp1.seeding import episode_seeds, run_key
 
 TRAIN_STREAM, EVAL_STREAM = 0, 1  # second entry of the seed triple of an episode (episode_seeds)
 EVALUATOR = "device-float32"
@@ -100,6 +102,7 @@ class ModelFreeAgent:
         self.task = self.real.task
         self.episodes = max(1, cfg.policy.batch_steps // self.task.horizon)
         self._std = jnp.float32(cfg.policy.action_std)
+        self.ppo = ppo_settings(cfg)
 
     def close(self) -> None:
         """Close the environments (and stop their worker processes)."""
@@ -109,7 +112,7 @@ class ModelFreeAgent:
 
     def initial_state(self) -> ModelFreeState:
         cfg, task = self.cfg, self.task
-        key, k_policy = jax.random.split(jax.random.PRNGKey(cfg.seed))
+        key, k_policy = jax.random.split(run_key(cfg.seed))
         policy = policy_init(k_policy, task.obs_dim, task.act_dim, cfg.policy.hidden)
         learner = PolicyLearner(
             key=key,
@@ -160,11 +163,13 @@ class ModelFreeAgent:
         """
         return returns_summary(self.policy_snapshot(s).evaluate(self.real))
 
-    def step(self, s: ModelFreeState) -> tuple[ModelFreeState, dict[str, Any]]:
+    def step(self, state: ModelFreeState) -> tuple[ModelFreeState, dict[str, Any]]:
         """Collect one batch, one PPO update, fold the states into the normaliser; evaluate every
-        ``eval_every`` updates and when the budget is reached. Returns the new state and its row."""
+        ``eval_every`` updates and when the budget is reached. Returns the new state and its row
+        (also appended to the new state's ``rows``); ``state`` is left as it was."""
         cfg = self.cfg
         start = time.perf_counter()
+        s = replace(state, rows=list(state.rows))  # the learner is immutable
         seeds = episode_seeds(cfg.seed, TRAIN_STREAM, s.update, self.episodes)
         batch = collect(self.real, self.sampling(s), seeds).first_steps(cfg.budget - s.samples)
         collect_s = time.perf_counter() - start
@@ -172,15 +177,7 @@ class ModelFreeAgent:
 
         t = time.perf_counter()
         learner = s.learner
-        policy, policy_opt, _ = ppo_update(
-            learner.policy,
-            learner.policy_opt,
-            batch,
-            learner.obs_norm,
-            epochs=cfg.policy.epochs,
-            action_std=self._std,
-            advantage=cfg.policy.advantage,
-        )
+        policy, policy_opt, _ = ppo_update(learner.policy, learner.policy_opt, batch, learner.obs_norm, self._std, self.ppo)
         obs_norm = normalizer_update(learner.obs_norm, jnp.asarray(batch.obs[batch.valid]))
         s.learner = learner.replace(policy=policy, policy_opt=policy_opt, obs_norm=obs_norm)
         policy_s = time.perf_counter() - t
@@ -199,5 +196,5 @@ class ModelFreeAgent:
         if s.update % cfg.modelfree.eval_every == 0 or s.samples >= cfg.budget:
             row["eval_return"], row["eval_std"] = self.evaluate(s)
         row["wall_s"] = time.perf_counter() - start
-        s.rows = s.rows + [row]
+        s.rows.append(row)
         return s, row

@@ -41,3 +41,9 @@ def mlp_apply(params: Params, x: jax.Array, activation: Callable = jax.nn.relu) 
         x = activation(x @ w + b)
     w, b = params[-1]
     return x @ w + b
+
+
+def member_count(params) -> int:
+    """``M``, the leading (member) axis of stacked parameters (``jax.vmap`` of :func:`mlp_init`);
+    static, read from the first leaf."""
+    return jax.tree_util.tree_leaves(params)[0].shape[0]

@@ -39,8 +39,9 @@ from rp1.checkpoints import restore_pytree
 from rp1.dynamics.normalizer import Normalizer, normalizer_init
 from rp1.errors import ConfigError, StorageError
 from rp1.policy.networks import Policy, device_actor, host_actor, policy_init
-from rp1.realenv import MakeEnv, MeanAction, RealEnvs, episode_seeds, evaluate, mean_policy
+from rp1.realenv import MakeEnv, MeanAction, RealEnvs, evaluate, mean_policy
 from rp1.runs import write_atomically
+from rp1.seeding import episode_seeds
 
 FORMAT = 1
 BEST, LAST = "best", "last"
@@ -59,7 +60,7 @@ class Replay:
     """How an evaluation's episodes ran, enough to run them again exactly: ``episodes`` episodes in
     rounds of ``slots`` environments (the batch shape of every actor call), reset either from
     ``seeds`` (``[episodes]``; ``seed_source = (seed, stream, index)`` of
-    :func:`~rp1.realenv.episode_seeds` gives more), or, where ``seeds`` is ``None``, from the
+    :func:`~rp1.seeding.episode_seeds` gives more), or, where ``seeds`` is ``None``, from the
     environments' own random streams in the states ``rng_states`` (``[slots]``)."""
 
     slots: int
@@ -85,7 +86,7 @@ class Replay:
         :class:`~rp1.realenv.RealEnvs`) to replay in, their streams restored."""
         real = RealEnvs(task, self.slots, 1, horizon=horizon, make_env=make_env)
         if self.rng_states is not None:
-            real.set_rng_states(list(self.rng_states))
+            real.use_generators([_generator(state) for state in self.rng_states])
         return real
 
     def to_json(self) -> dict[str, Any]:
@@ -95,6 +96,13 @@ class Replay:
     def from_json(cls, data: dict[str, Any]) -> Replay:
         tup = lambda v: None if v is None else tuple(v)  # noqa: E731
         return cls(data["slots"], data["episodes"], tup(data["seeds"]), tup(data["seed_source"]), tup(data["rng_states"]))
+
+
+def _generator(state: dict[str, Any]) -> np.random.Generator:
+    """A generator in the bit-generator ``state`` (``Generator.bit_generator.state``)."""
+    generator = np.random.Generator(getattr(np.random, state["bit_generator"])())
+    generator.bit_generator.state = state
+    return generator
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,7 @@ as it carries ``samples`` (real environment steps so far) and ``rows`` (every me
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
-
-if TYPE_CHECKING:  # for annotations only: this module sits below both
-    from rp1.envs import Task
-    from rp1.policy_files import PolicySnapshot
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 
 @runtime_checkable
@@ -34,13 +30,16 @@ class Agent(Protocol[S]):
         """A fresh run's state."""
 
     def step(self, state: S) -> tuple[S, dict[str, Any]]:
-        """Advance one step (an outer iteration, a PPO update); the new state and its metrics row."""
+        """Advance one step (an outer iteration, a PPO update): the new state and its metrics row
+        (the new state's ``rows`` end with it). Pure: ``state`` is left as it was, so it can be
+        stepped again, compared or kept."""
 
-    task: Task  # the task it trains on (rp1.envs.Task)
+    task: Any  # the rp1.envs.Task it trains on (this module sits below rp1.envs)
 
-    def policy_snapshot(self, state: S) -> PolicySnapshot:
+    def policy_snapshot(self, state: S) -> Any:
         """The policy of ``state`` as the last step evaluated it, with what replays that
-        evaluation (:mod:`rp1.policy_files`); :func:`rp1.train.drive` keeps it in ``RUN/policy/``."""
+        evaluation (an :class:`rp1.policy_files.PolicySnapshot`); :func:`rp1.train.drive` keeps it
+        in ``RUN/policy/``."""
 
     def checkpoint(self, state: S) -> dict[str, Any]:
         """``state`` as nested dicts of arrays and strings (:func:`rp1.checkpoints.pack_checkpoint`)."""

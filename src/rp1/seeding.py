@@ -6,6 +6,11 @@ its own child sequence, so no random choice is a function of another consumer's 
 more collection noise, say, never changes which λ the bandit picks. Children are spawned in the
 order of the ``names`` given, so a name keeps its stream as long as the names before it stay.
 
+Model-based runs (:mod:`rp1.agent`) draw every random choice from such streams. Model-free runs
+(:mod:`rp1.modelfree`) need no stream that carries over between updates: their key is
+``jax.random.PRNGKey(seed)`` (:func:`run_key`) and every episode has its own reset seed
+(:func:`episode_seeds`), so a batch of episodes is the same however it is spread over processes.
+
 Example::
 
     streams = spawn_streams(seed, ("env", "noise", "bandit"))
@@ -30,3 +35,17 @@ def int_seed(stream: np.random.SeedSequence) -> int:
     """A 31-bit integer seed drawn from ``stream``, for APIs that take an int (Gymnasium's
     ``reset(seed=…)``, ``jax.random.PRNGKey``)."""
     return int(stream.generate_state(1)[0] >> 1)
+
+
+def run_key(seed: int):
+    """The JAX key of a model-free run: ``jax.random.PRNGKey(seed)``."""
+    import jax
+
+    return jax.random.PRNGKey(seed)
+
+
+def episode_seeds(seed: int, stream: int, index: int, count: int) -> np.ndarray:
+    """Reset seeds ``[count]`` of episodes ``0 … count−1`` of batch ``index`` of ``stream`` under
+    run seed ``seed``; independent of how the episodes are spread over environments."""
+    seq = np.random.SeedSequence([seed, stream, index])
+    return np.array([int(s) for s in seq.generate_state(count, np.uint32) % (2**31 - 1)], np.int64)

@@ -67,13 +67,13 @@ class ExpWeights:
         baseline: str = BASELINE,
     ):
         if len(arms) < 1:
-            raise ValueError("ExpWeights needs at least one arm")
-        if not 0.0 <= eps <= 1.0:
-            raise ValueError(f"eps must be in [0, 1], got {eps}")
-        if weighting not in WEIGHTINGS:
-            raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
-        if baseline not in BASELINES:
-            raise ValueError(f"baseline must be one of {BASELINES}, got {baseline!r}")
+            raise ValueError(f"arms must hold at least one value, got {tuple(arms)}")
+        for name, value in (("eps", eps), ("decay", decay)):
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {value}")
+        for name, value, allowed in (("weighting", weighting, WEIGHTINGS), ("baseline", baseline, BASELINES)):
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
         self.arms = tuple(float(a) for a in arms)
         self.lr, self.eps, self.decay, self.weighting, self.baseline = lr, eps, decay, weighting, baseline
         self.scores = np.zeros(len(self.arms))

@@ -13,6 +13,7 @@ from rp1.dynamics.ensemble import (
 )
 from rp1.dynamics.fit import (
     FitResult,
+    FitSettings,
     FitState,
     NonFiniteLossError,
     fit,
@@ -29,6 +30,7 @@ from rp1.dynamics.heads import (
     with_heads,
 )
 from rp1.dynamics.losses import member_losses, model_error
+from rp1.dynamics.parts import ModelParts
 from rp1.dynamics.normalizer import (
     Normalizer,
     denormalize,
@@ -52,7 +54,9 @@ __all__ = [
     "Dataset",
     "Ensemble",
     "FitResult",
+    "FitSettings",
     "FitState",
+    "ModelParts",
     "NonFiniteLossError",
     "Normalizer",
     "TransitionStore",

@@ -15,6 +15,10 @@ when any member improved either; with ``stop_on="dynamics"`` only the dynamics c
 stops when a model without heads would and the heads keep their best weights up to then.
 ``l_val`` (``FitResult.val_loss``) stays the dynamics MSE, comparable across reward modes.
 
+The settings (learning rate, minibatch size, the stop rule's cadence, patience and cap) are one
+frozen :class:`FitSettings`; what the fit tracks per part of the model (dynamics, heads) is a
+:class:`~rp1.dynamics.parts.ModelParts`.
+
 Example::
 
     opt_state = init_model_opt_state(model)
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import jax
@@ -39,8 +44,9 @@ from rp1.dynamics.ensemble import Ensemble
 from rp1.dynamics.heads import head_row_errors
 from rp1.dynamics.losses import masked_member_losses, row_errors
 from rp1.dynamics.normalizer import normalize, normalizer_fit, normalizer_update
+from rp1.dynamics.parts import ModelParts
 from rp1.dynamics.store import Dataset
-from rp1.nn import Params
+from rp1.nn import member_count
 
 LEARNING_RATE = 1e-3  # SPEC §3
 BATCH_SIZE = 1024
@@ -58,21 +64,39 @@ class NonFiniteLossError(FloatingPointError):
     """A member's training or validation loss became inf or NaN."""
 
 
-Weights = tuple[Params, Params | None]
-"""What the fit trains, stacked over members (leading axis ``M``): ``(params, heads)``, the
-dynamics MLPs and the learned heads (``None`` in a model without heads)."""
+@dataclass(frozen=True)
+class FitSettings:
+    """How the ensemble is fitted (SPEC §3): Adam's learning rate ``lr``, minibatches of
+    ``batch_size`` rows, a validation every ``check_every`` epochs, a stop after ``patience`` checks
+    without improvement or at ``max_epochs``; ``stop_on`` (:data:`STOP_RULES`) says what counts as
+    an improvement in a model with heads. Checked when built (``ValueError``)."""
+
+    lr: float = LEARNING_RATE
+    batch_size: int = BATCH_SIZE
+    check_every: int = CHECK_EVERY
+    patience: int = PATIENCE
+    max_epochs: int = MAX_EPOCHS
+    stop_on: str = STOP_RULES[0]
+
+    def __post_init__(self):
+        if self.stop_on not in STOP_RULES:
+            raise ValueError(f"stop_on must be one of {', '.join(STOP_RULES)}, got {self.stop_on!r}")
+        for name, low in (("batch_size", 1), ("check_every", 1), ("patience", 1), ("max_epochs", 0)):
+            if getattr(self, name) < low:
+                raise ValueError(f"{name} must be >= {low}, got {getattr(self, name)}")
 
 
 @struct.dataclass
 class FitState:
-    """What the compiled training carries: current and best :data:`Weights`, the per-member Adam
-    state, each member's best validation losses ``(dynamics MSE [M], head loss [M] or None)`` and
-    the RNG key."""
+    """What the compiled training carries, stacked over members (leading axis ``M``): the current
+    and best weights (:class:`ModelParts` of the dynamics MLPs and the heads), the per-member Adam
+    state, each member's best validation losses (dynamics MSE ``[M]``, head loss ``[M]`` or
+    ``None``) and the RNG key."""
 
-    weights: Weights
+    weights: ModelParts
     opt_state: optax.OptState
-    best_weights: Weights
-    best_losses: tuple[jax.Array, jax.Array | None]
+    best_weights: ModelParts
+    best_losses: ModelParts
     key: jax.Array
 
 
@@ -98,14 +122,14 @@ def make_model_optimizer(lr: float = LEARNING_RATE) -> optax.GradientTransformat
     return optax.adam(lr)
 
 
-def model_weights(model: Ensemble) -> Weights:
-    """The :data:`Weights` of ``model``: ``(params, heads)``."""
-    return model.params, model.heads
+def model_weights(model: Ensemble) -> ModelParts:
+    """What the fit trains of ``model``: its dynamics MLPs and its heads."""
+    return ModelParts(model.params, model.heads)
 
 
 def init_model_opt_state(model: Ensemble) -> optax.OptState:
-    """Fresh Adam state for every member's :data:`Weights` (leading axis ``M``, step counts
-    included). Its structure does not depend on the learning rate."""
+    """Fresh Adam state for every member's weights (:func:`model_weights`, leading axis ``M``, step
+    counts included). Its structure does not depend on the learning rate."""
     return jax.vmap(make_model_optimizer().init)(model_weights(model))
 
 
@@ -137,14 +161,13 @@ def _shuffles(key: jax.Array, members: int, data: Dataset, length: int) -> jax.A
     return jnp.pad(order, ((0, 0), (0, length - order.shape[1])))
 
 
-def _row_losses(weights: Weights, model: Ensemble, data: Dataset, idx: jax.Array) -> jax.Array:
+def _row_losses(weights: ModelParts, model: Ensemble, data: Dataset, idx: jax.Array) -> jax.Array:
     """One member's training loss on rows ``idx [B]`` of ``data``: the dynamics squared error, plus
     the head loss when the member has heads -> ``[B]``."""
-    params, heads = weights
     obs, act, next_obs = data.obs[idx], data.act[idx], data.next_obs[idx]
-    err = row_errors(params, model, obs, act, next_obs)
-    if heads is not None:
-        err = err + head_row_errors(heads, model, obs, act, next_obs, data.rew[idx], data.done[idx])
+    err = row_errors(weights.dynamics, model, obs, act, next_obs)
+    if weights.heads is not None:
+        err = err + head_row_errors(weights.heads, model, obs, act, next_obs, data.rew[idx], data.done[idx])
     return err
 
 
@@ -152,9 +175,9 @@ def _minibatch_update(
     optimizer: optax.GradientTransformation,
     model: Ensemble,
     data: Dataset,
-    carry: tuple[Weights, optax.OptState],
+    carry: tuple[ModelParts, optax.OptState],
     batch: tuple[jax.Array, jax.Array],
-) -> tuple[tuple[Weights, optax.OptState], jax.Array]:
+) -> tuple[tuple[ModelParts, optax.OptState], jax.Array]:
     """One Adam step per member on its minibatch; ``batch = (start position, rows [M, B])``.
 
     Positions ``>= data.count`` are padding and weigh nothing; a minibatch with no valid position
@@ -164,8 +187,8 @@ def _minibatch_update(
     start, rows = batch
     mask = start + jnp.arange(rows.shape[1]) < data.count
 
-    def member_step(weights: Weights, opt_state: optax.OptState, idx: jax.Array):
-        def loss(w: Weights) -> tuple[jax.Array, jax.Array]:
+    def member_step(weights: ModelParts, opt_state: optax.OptState, idx: jax.Array):
+        def loss(w: ModelParts) -> tuple[jax.Array, jax.Array]:
             err_sum = jnp.sum(jnp.where(mask, _row_losses(w, model, data, idx), 0.0))
             return err_sum / jnp.sum(mask), err_sum
 
@@ -173,11 +196,11 @@ def _minibatch_update(
         updates, opt_state = optimizer.update(grads, opt_state, weights)
         return optax.apply_updates(weights, updates), opt_state, err_sum
 
-    def step(carry: tuple[Weights, optax.OptState]):
+    def step(carry: tuple[ModelParts, optax.OptState]):
         weights, opt_state, err_sum = jax.vmap(member_step)(*carry, rows)
         return (weights, opt_state), err_sum
 
-    def skip(carry: tuple[Weights, optax.OptState]):
+    def skip(carry: tuple[ModelParts, optax.OptState]):
         return carry, jnp.zeros((rows.shape[0],))
 
     return jax.lax.cond(start < data.count, step, skip, carry)
@@ -200,11 +223,11 @@ def train_epochs(
     ``[epochs, M]`` (zeros for skipped epochs). Compiled once per dataset bucket and settings."""
     TRACES["train_epochs"] += 1
     optimizer = make_model_optimizer(lr)
-    members = state.best_losses[0].shape[0]
+    members = member_count(state.weights.dynamics)
     n_batches = -(-train.obs.shape[0] // batch_size)
     starts = jnp.arange(n_batches) * batch_size
 
-    def epoch(carry: tuple[Weights, optax.OptState, jax.Array]):
+    def epoch(carry: tuple[ModelParts, optax.OptState, jax.Array]):
         weights, opt_state, key = carry
         key, sub = jax.random.split(key)
         rows = _shuffles(sub, members, train, n_batches * batch_size)
@@ -213,10 +236,10 @@ def train_epochs(
         (weights, opt_state), err_sums = jax.lax.scan(update, (weights, opt_state), (starts, rows))
         return (weights, opt_state, key), err_sums.sum(0) / train.count
 
-    def skip(carry: tuple[Weights, optax.OptState, jax.Array]):
+    def skip(carry: tuple[ModelParts, optax.OptState, jax.Array]):
         return carry, jnp.zeros((members,))
 
-    def maybe_epoch(carry: tuple[Weights, optax.OptState, jax.Array], index: jax.Array):
+    def maybe_epoch(carry: tuple[ModelParts, optax.OptState, jax.Array], index: jax.Array):
         return jax.lax.cond(index < n_epochs, epoch, skip, carry)
 
     init = (state.weights, state.opt_state, state.key)
@@ -227,15 +250,24 @@ def train_epochs(
 _validation_losses = jax.jit(masked_member_losses)
 
 
+class Check(NamedTuple):
+    """One validation of the fit: the state with the improved members' weights kept, the
+    validation losses and whether each member improved, per part (:class:`ModelParts` of
+    ``[M]`` arrays, heads ``None`` without heads)."""
+
+    state: FitState
+    losses: ModelParts
+    improved: ModelParts
+
+
 @jax.jit
-def _check(state: FitState, model: Ensemble, val: Dataset):
+def _check(state: FitState, model: Ensemble, val: Dataset) -> Check:
     """Validate every member; keep each part of the weights (dynamics, heads) of the members whose
-    loss of that part beats their best so far. Returns the state, the validation losses and
-    whether each member improved, each as ``(dynamics [M], heads [M] or None)``."""
+    loss of that part beats their best so far."""
     losses = _validation_losses(state.weights, model, val)
     improved = jax.tree_util.tree_map(jnp.less, losses, state.best_losses)
 
-    def keep(better: jax.Array, best: Params, current: Params) -> Params:
+    def keep(better: jax.Array, best, current):
         def pick(b: jax.Array, c: jax.Array) -> jax.Array:
             return jnp.where(better.reshape(-1, *[1] * (c.ndim - 1)), c, b)
 
@@ -243,7 +275,7 @@ def _check(state: FitState, model: Ensemble, val: Dataset):
 
     best_weights = jax.tree_util.tree_map(keep, improved, state.best_weights, state.weights)
     best_losses = jax.tree_util.tree_map(jnp.where, improved, losses, state.best_losses)
-    return state.replace(best_weights=best_weights, best_losses=best_losses), losses, improved
+    return Check(state.replace(best_weights=best_weights, best_losses=best_losses), losses, improved)
 
 
 def _raise_if_non_finite(losses: np.ndarray, first_epoch: int, what: str) -> None:
@@ -259,34 +291,16 @@ def _raise_if_non_finite(losses: np.ndarray, first_epoch: int, what: str) -> Non
         )
 
 
-def _raise_if_non_finite_parts(losses: tuple[np.ndarray, np.ndarray | None], epoch: int) -> None:
-    """:func:`_raise_if_non_finite` on the validation losses ``(dynamics [M], heads [M] or None)``
-    of the check after ``epoch`` epochs."""
-    for loss, what in zip(losses, ("validation", "head validation")):
+def _raise_if_non_finite_parts(losses: ModelParts, epoch: int) -> None:
+    """:func:`_raise_if_non_finite` on the validation losses (dynamics ``[M]``, heads ``[M]`` or
+    ``None``) of the check after ``epoch`` epochs."""
+    for loss, what in ((losses.dynamics, "validation"), (losses.heads, "head validation")):
         if loss is not None:
             _raise_if_non_finite(np.asarray(loss)[None], epoch, what)
 
 
-def _check_arguments(
-    train: Dataset,
-    val: Dataset,
-    batch_size: int,
-    check_every: int,
-    patience: int,
-    max_epochs: int,
-    stop_on: str,
-) -> None:
-    """``ValueError`` for empty data or out-of-range settings."""
-    if stop_on not in STOP_RULES:
-        raise ValueError(f"stop_on must be one of {', '.join(STOP_RULES)}, got {stop_on!r}")
-    for name, value, low in (
-        ("batch_size", batch_size, 1),
-        ("check_every", check_every, 1),
-        ("patience", patience, 1),
-        ("max_epochs", max_epochs, 0),
-    ):
-        if value < low:
-            raise ValueError(f"{name} must be >= {low}, got {value}")
+def _check_data(train: Dataset, val: Dataset) -> None:
+    """``ValueError`` for an empty training or validation set."""
     for name, data in (("training", train), ("validation", val)):
         if int(data.count) < 1:
             raise ValueError(
@@ -300,49 +314,44 @@ def fit(
     train: Dataset,
     val: Dataset,
     key: jax.Array,
-    *,
-    lr: float = LEARNING_RATE,
-    batch_size: int = BATCH_SIZE,
-    check_every: int = CHECK_EVERY,
-    patience: int = PATIENCE,
-    max_epochs: int = MAX_EPOCHS,
-    stop_on: str = "any",
+    settings: FitSettings = FitSettings(),
 ) -> tuple[Ensemble, optax.OptState, FitResult]:
     """Fit the ensemble's parameters, starting from ``model`` and ``opt_state`` (SPEC §3).
 
     Loss: MSE between predicted and actual ``norm(s')``. Every member is validated before training
-    and every ``check_every`` epochs; training stops once no member improved in ``patience``
-    consecutive checks, or at ``max_epochs`` (never later); each member's best weights are then
-    restored. With learned heads, ``stop_on`` (:data:`STOP_RULES`) says what an improvement is:
-    ``"any"`` part of any member, or ``"dynamics"`` only (the heads then stop with the dynamics).
-    The normalisers are inputs and stay unchanged. The returned Adam state is the one reached by
-    the last epoch trained (for the next fit to continue from).
+    and every ``settings.check_every`` epochs; training stops once no member improved in
+    ``settings.patience`` consecutive checks, or at ``settings.max_epochs`` (never later); each
+    member's best weights are then restored. With learned heads, ``settings.stop_on``
+    (:data:`STOP_RULES`) says what an improvement is: ``"any"`` part of any member, or
+    ``"dynamics"`` only (the heads then stop with the dynamics). The normalisers are inputs and
+    stay unchanged. The returned Adam state is the one reached by the last epoch trained (for the
+    next fit to continue from).
 
     Raises :class:`NonFiniteLossError` (a ``FloatingPointError``) naming the member and epoch
     (0 = before training) when a loss becomes inf or NaN, and ``ValueError`` on empty data.
     """
-    _check_arguments(train, val, batch_size, check_every, patience, max_epochs, stop_on)
+    _check_data(train, val)
     train, val = jax.device_put((train, val))
     weights = model_weights(model)
     losses = _validation_losses(weights, model, val)
     state = FitState(weights, opt_state, weights, losses, key)
     _raise_if_non_finite_parts(jax.device_get(losses), 0)
-    history = [np.asarray(losses[0])]
+    history = [np.asarray(losses.dynamics)]
     epochs, stale = 0, 0
-    while epochs < max_epochs and stale < patience:
-        n = min(check_every, max_epochs - epochs)
+    while epochs < settings.max_epochs and stale < settings.patience:
+        n = min(settings.check_every, settings.max_epochs - epochs)
         state, train_losses = train_epochs(
-            state, model, train, n, lr=lr, batch_size=batch_size, epochs=check_every
+            state, model, train, n, lr=settings.lr, batch_size=settings.batch_size, epochs=settings.check_every
         )
         state, losses, improved = _check(state, model, val)
         train_losses, losses, improved = jax.device_get((train_losses, losses, improved))
         _raise_if_non_finite(train_losses[:n], epochs + 1, "training")
         epochs += n
         _raise_if_non_finite_parts(losses, epochs)
-        history.append(losses[0])
-        counted = improved[0] if stop_on == "dynamics" else jax.tree_util.tree_leaves(improved)
+        history.append(losses.dynamics)
+        counted = improved.dynamics if settings.stop_on == "dynamics" else jax.tree_util.tree_leaves(improved)
         stale = 0 if np.any(counted) else stale + 1
-    best, best_heads = jax.device_get(state.best_losses)
-    result = FitResult(float(best.min()), epochs, best, np.stack(history), best_heads)
-    params, heads = state.best_weights
-    return model.replace(params=params, heads=heads), state.opt_state, result
+    best = jax.device_get(state.best_losses)
+    result = FitResult(float(best.dynamics.min()), epochs, best.dynamics, np.stack(history), best.heads)
+    weights = state.best_weights
+    return model.replace(params=weights.dynamics, heads=weights.heads), state.opt_state, result

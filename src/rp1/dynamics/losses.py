@@ -14,8 +14,9 @@ import numpy as np
 from rp1.dynamics.ensemble import Ensemble, model_inputs, next_normalized_states
 from rp1.dynamics.heads import head_row_errors
 from rp1.dynamics.normalizer import normalize
+from rp1.dynamics.parts import ModelParts
 from rp1.dynamics.store import Dataset, padded_dataset
-from rp1.nn import Params, mlp_apply
+from rp1.nn import Params, member_count, mlp_apply
 
 VAL_CHUNK = 8192
 
@@ -33,16 +34,14 @@ def row_errors(
     return jnp.mean(err**2, axis=-1)
 
 
-def masked_member_losses(
-    weights: tuple[Params, Params | None], model: Ensemble, data: Dataset
-) -> tuple[jax.Array, jax.Array | None]:
+def masked_member_losses(weights: ModelParts, model: Ensemble, data: Dataset) -> ModelParts:
     """Every member's mean dynamics MSE ``[M]`` and mean head loss ``[M]`` (``None`` without heads,
     see :func:`~rp1.dynamics.heads.head_row_errors`) over the valid rows of ``data``.
 
-    ``weights = (params, heads)``, both stacked (leading axis ``M``). Rows are processed in chunks
-    of :data:`VAL_CHUNK` so that memory stays bounded on large validation sets.
+    ``weights``: the dynamics MLPs and heads, both stacked (leading axis ``M``). Rows are processed
+    in chunks of :data:`VAL_CHUNK` so that memory stays bounded on large validation sets.
     """
-    params, heads = weights
+    params, heads = weights.dynamics, weights.heads
     capacity = data.obs.shape[0]
     chunk = min(capacity, VAL_CHUNK)
     if capacity % chunk:
@@ -66,12 +65,11 @@ def masked_member_losses(
             head_err = jax.vmap(head_row_errors, in_axes=(0, None, None, None, None, None, None))(
                 heads, model, obs, act, next_obs, rew, done
             )
-        return jax.tree_util.tree_map(lambda t, e: t + masked_sum(e, row), totals, (err, head_err)), None
+        return jax.tree_util.tree_map(lambda t, e: t + masked_sum(e, row), totals, ModelParts(err, head_err)), None
 
-    members = params[0][0].shape[0]
-    zeros = jnp.zeros((members,))
+    zeros = jnp.zeros((member_count(params),))
     xs = tuple(split(x) for x in (data.obs, data.act, data.next_obs, data.rew, data.done, jnp.arange(capacity)))
-    totals, _ = jax.lax.scan(add_chunk, (zeros, None if heads is None else zeros), xs)
+    totals, _ = jax.lax.scan(add_chunk, ModelParts(zeros, None if heads is None else zeros), xs)
     return jax.tree_util.tree_map(lambda t: t / jnp.maximum(data.count, 1), totals)
 
 
@@ -79,7 +77,7 @@ def masked_member_losses(
 def member_losses(model: Ensemble, data: Dataset) -> jax.Array:
     """Per-member validation MSE of ``model`` on ``data`` -> ``[M]`` (what the fit's early stopping
     compares, SPEC §3)."""
-    return masked_member_losses((model.params, None), model, data)[0]
+    return masked_member_losses(ModelParts(model.params), model, data).dynamics
 
 
 def model_error(model: Ensemble, obs: np.ndarray, act: np.ndarray, next_obs: np.ndarray) -> float:

@@ -9,9 +9,13 @@ import numpy as np
 
 from rp1.errors import ConfigError
 
-SOURCES = ("auto", "known", "learned")
+KNOWN, LEARNED = "known", "learned"
+RESOLVED_SOURCES = (KNOWN, LEARNED)
 """Where the model's reward / termination come from: ``known`` the task's function, ``learned``
-the world model's heads, ``auto`` the task's function where it has one, else the heads."""
+the world model's heads."""
+SOURCES = ("auto", *RESOLVED_SOURCES)
+"""What ``model.reward`` / ``model.done`` may say: a resolved source, or ``auto``, the task's
+function where it has one, else the heads (:meth:`Task.source`)."""
 
 
 @dataclass(frozen=True)
@@ -55,12 +59,12 @@ class Task:
         if mode not in SOURCES:
             raise ConfigError(f"model.{what} must be one of {', '.join(SOURCES)}, got {mode!r}")
         has_fn = (self.reward_fn if what == "reward" else self.done_fn) is not None
-        if mode == "known" and not has_fn:
+        if mode == KNOWN and not has_fn:
             noun = "reward" if what == "reward" else "termination"
             raise ConfigError(
                 f"task {self.name} has no {noun} function; use model.{what}=learned or auto"
             )
-        return "known" if mode == "known" or (mode == "auto" and has_fn) else "learned"
+        return KNOWN if mode == KNOWN or (mode == "auto" and has_fn) else LEARNED
 
     @property
     def action_bounds(self) -> tuple[np.ndarray, np.ndarray]:

@@ -1,39 +1,44 @@
 """Imagination: rollouts of the policy in the ensemble with the exploration bonus
 (:mod:`~rp1.imagination.rollouts`), and training the policy on them with ME-TRPO's stop rule
-(:mod:`~rp1.imagination.train`) (SPEC §4). Built on ``rp1.dynamics`` and ``rp1.policy``."""
+(:mod:`~rp1.imagination.policy_training`) (SPEC §4). Built on ``rp1.dynamics`` and ``rp1.policy``."""
 
+from rp1.imagination.policy_training import (
+    PolicyTraining,
+    StepMetrics,
+    StopRule,
+    TrainInfo,
+    TrainState,
+    improved,
+    make_train_step,
+    restore_best,
+    stop_rule_init,
+    stop_rule_update,
+    train_policy,
+)
 from rp1.imagination.rollouts import (
     BONUSES,
+    Imagination,
     ImagineStats,
+    Outcomes,
     RolloutState,
     Trajectory,
     advance,
     bonus_function,
     clip_action,
     imagine,
-    member_count,
+    make_imagination,
     member_returns,
-    outcomes,
     predict_each_member,
     reward_variance_bonus,
     state_variance_bonus,
 )
-from rp1.imagination.train import (
-    StepMetrics,
-    StopRule,
-    TrainInfo,
-    TrainState,
-    improved,
-    restore_best,
-    stop_rule_init,
-    stop_rule_update,
-    train_policy,
-    train_step,
-)
 
 __all__ = [
     "BONUSES",
+    "Imagination",
     "ImagineStats",
+    "Outcomes",
+    "PolicyTraining",
     "RolloutState",
     "StepMetrics",
     "StopRule",
@@ -45,9 +50,9 @@ __all__ = [
     "clip_action",
     "imagine",
     "improved",
-    "member_count",
+    "make_imagination",
+    "make_train_step",
     "member_returns",
-    "outcomes",
     "predict_each_member",
     "restore_best",
     "reward_variance_bonus",
@@ -55,5 +60,4 @@ __all__ = [
     "stop_rule_init",
     "stop_rule_update",
     "train_policy",
-    "train_step",
 ]

@@ -1,5 +1,9 @@
 """Imagined rollouts in the ensemble with the exploration bonus, and the per-member check (SPEC §4).
 
+Everything static about imagining is one frozen, hashable :class:`Imagination` (a ``jax.jit``
+static argument), built once with :func:`make_imagination`: the task, the horizon, the bonus and
+where rewards and terminations come from, already resolved to functions.
+
 :func:`imagine` produces the batch PPO trains on: ``N`` rollouts of ``H`` steps, each step taking a
 sampled action (clipped to the action bounds), predicting with all ``M`` members, moving to the
 prediction of one member drawn uniformly per rollout and step, and earning
@@ -9,26 +13,27 @@ check and the logged in-model return).
 
 ``predict(model, obs [..., obs_dim], act [..., act_dim]) -> [M, ..., obs_dim]`` is any function with
 the signature of :func:`rp1.dynamics.predict_all` (the default). ``model`` is any pytree with a
-``params`` field whose leaves carry the leading member axis ``M ≥ 2`` and a ``replace`` method (a
-``flax.struct`` dataclass such as :class:`rp1.dynamics.Ensemble`).
+``params`` field whose leaves carry the leading member axis ``M ≥ 2``, an ``obs_norm`` (the state
+normaliser the policy reads) and a ``replace`` method (a ``flax.struct`` dataclass such as
+:class:`rp1.dynamics.Ensemble`).
 
 Rewards and termination come from the task's functions (``reward="known"``, ``done="known"``) or
 from the model's learned heads (``"learned"``, :func:`rp1.dynamics.predict_heads`): member ``j``'s
-reward / flag is then its own head's on its own predicted next state (static switches, one code
-path: :func:`outcomes`). A rollout ends at the first step whose drawn member's next state is
-terminal. That step's reward counts; every later step is invalid (``valid`` False, rewards 0) and
-its state is frozen at the last state before termination, so masked steps stay finite.
+reward / flag is then its own head's on its own predicted next state (:class:`Outcomes`). A
+rollout ends at the first step whose drawn member's next state is terminal. That step's reward
+counts; every later step is invalid (``valid`` False, rewards 0) and its state is frozen at the
+last state before termination, so masked steps stay finite.
 
 Example::
 
-    traj, stats = imagine(model, policy, model.obs_norm, start_obs, key, 0.2,
-                          task=task, horizon=task.horizon)
-    returns = member_returns(model, policy, model.obs_norm, start_obs, task=task,
-                             horizon=task.horizon)             # [M]
+    imagination = make_imagination(task)
+    traj, stats = imagine(imagination, model, policy, start_obs, key, 0.2)
+    returns = member_returns(imagination, model, policy, start_obs)             # [M]
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 from typing import Callable, NamedTuple
 
@@ -37,12 +42,15 @@ import jax.numpy as jnp
 
 from rp1.dynamics.ensemble import predict_all
 from rp1.dynamics.heads import predict_heads
-from rp1.dynamics.normalizer import Normalizer, standardize
-from rp1.envs.task import Task
+from rp1.dynamics.normalizer import standardize
+from rp1.envs.task import KNOWN, LEARNED, RESOLVED_SOURCES, Task
 from rp1.errors import ConfigError
+from rp1.nn import member_count
 from rp1.policy.networks import DEFAULT_ACTION_STD, Policy, act_mean, act_sample
 
 Predict = Callable[..., jax.Array]
+BonusFn = Callable[[jax.Array, jax.Array], jax.Array]
+"""``bonus(rewards [M, N], next_norm [M, N, obs_dim]) -> u [N]``."""
 
 
 class Trajectory(NamedTuple):
@@ -94,11 +102,11 @@ def state_variance_bonus(rewards: jax.Array, next_norm: jax.Array) -> jax.Array:
     return (_deviations(next_norm) ** 2).mean(0).sum(-1)
 
 
-BONUSES = {"reward": reward_variance_bonus, "state": state_variance_bonus}
+BONUSES: dict[str, BonusFn] = {"reward": reward_variance_bonus, "state": state_variance_bonus}
 BONUS = "reward"  # RP1's bonus; "state" is the ablation
 
 
-def bonus_function(name: str) -> Callable[[jax.Array, jax.Array], jax.Array]:
+def bonus_function(name: str) -> BonusFn:
     """The bonus called ``name`` (``"reward"`` or ``"state"``); ``ConfigError`` otherwise."""
     if name not in BONUSES:
         raise ConfigError(f"unknown bonus {name!r}; valid bonuses: {', '.join(BONUSES)}")
@@ -110,24 +118,72 @@ def clip_action(task: Task, act: jax.Array) -> jax.Array:
     return jnp.clip(act, jnp.asarray(task.action_low), jnp.asarray(task.action_high))
 
 
-SOURCES = ("known", "learned")
-
-
-def outcomes(
-    model, task: Task, obs: jax.Array, act: jax.Array, next_obs: jax.Array, *, reward: str, done: str
-) -> tuple[jax.Array, jax.Array]:
+@dataclass(frozen=True)
+class Outcomes:
     """Every member's reward ``[M, ...]`` and termination flag ``[M, ...]`` (bool) at its own next
     state ``next_obs [M, ..., obs_dim]``, reached from ``obs`` with ``act`` (``[..., dim]``, shared,
-    or ``[M, ..., dim]``, per member). ``reward`` / ``done`` (static): ``"known"`` the task's
-    function, ``"learned"`` the model's heads (the model must have them). ``ConfigError`` otherwise.
+    or ``[M, ..., dim]``, per member): ``outcomes(model, obs, act, next_obs)``.
+
+    ``reward`` / ``done``: :data:`~rp1.envs.task.KNOWN` the task's function,
+    :data:`~rp1.envs.task.LEARNED` the model's heads (the model must have them); checked when
+    built (``ConfigError``; resolve ``auto`` first with :meth:`~rp1.envs.task.Task.source`).
+    Hashable and compared by value, so equal settings share compiled code.
     """
-    for what, source in (("reward", reward), ("done", done)):
-        if source not in SOURCES:
-            raise ConfigError(f"{what} must be one of {', '.join(SOURCES)}, got {source!r}")
-    heads = predict_heads(model, obs, act, next_obs) if "learned" in (reward, done) else None
-    rewards = heads[0] if reward == "learned" else task.reward(next_obs, act)
-    dones = heads[1] if done == "learned" else task.done(next_obs)
-    return rewards, dones
+
+    task: Task
+    reward: str = KNOWN
+    done: str = KNOWN
+
+    def __post_init__(self):
+        for what in ("reward", "done"):
+            source = getattr(self, what)
+            if source not in RESOLVED_SOURCES:
+                raise ConfigError(f"{what} must be one of {', '.join(RESOLVED_SOURCES)}, got {source!r}")
+
+    def __call__(self, model, obs: jax.Array, act: jax.Array, next_obs: jax.Array) -> tuple[jax.Array, jax.Array]:
+        heads = predict_heads(model, obs, act, next_obs) if LEARNED in (self.reward, self.done) else None
+        rewards = heads[0] if self.reward == LEARNED else self.task.reward(next_obs, act)
+        dones = heads[1] if self.done == LEARNED else self.task.done(next_obs)
+        return rewards, dones
+
+
+@dataclass(frozen=True)
+class Imagination:
+    """How imagined rollouts are made (SPEC §4), static and hashable: build it once with
+    :func:`make_imagination` and pass it to :func:`imagine` and :func:`member_returns`.
+
+    ``task``: actions are clipped to its bounds; ``horizon``: steps per rollout; ``bonus``: the
+    exploration bonus (:data:`BONUSES`); ``outcomes``: rewards and terminations
+    (:class:`Outcomes`); ``predict``: every member's next state (:data:`Predict`). Equal
+    settings compare equal (the functions are module-level), so they share compiled code.
+    """
+
+    task: Task
+    horizon: int
+    bonus: BonusFn
+    outcomes: Outcomes
+    predict: Predict = predict_all
+
+
+def make_imagination(
+    task: Task,
+    *,
+    horizon: int | None = None,
+    bonus: str = BONUS,
+    reward: str = KNOWN,
+    done: str = KNOWN,
+    predict: Predict = predict_all,
+) -> Imagination:
+    """:class:`Imagination` of ``task`` with the switches resolved: ``horizon`` (default the
+    task's), ``bonus`` by name (:func:`bonus_function`), the reward and termination sources
+    (:class:`Outcomes`) and ``predict``. ``ConfigError`` for an unknown switch."""
+    return Imagination(
+        task=task,
+        horizon=task.horizon if horizon is None else horizon,
+        bonus=bonus_function(bonus),
+        outcomes=Outcomes(task, reward, done),
+        predict=predict,
+    )
 
 
 def advance(state: RolloutState, next_obs: jax.Array, done: jax.Array) -> tuple[RolloutState, jax.Array]:
@@ -142,11 +198,6 @@ def advance(state: RolloutState, next_obs: jax.Array, done: jax.Array) -> tuple[
     return RolloutState(jnp.where(alive[..., None], next_obs, state.obs), alive), done
 
 
-def member_count(model) -> int:
-    """``M``, the leading axis of the model's stacked parameters (static)."""
-    return jax.tree_util.tree_leaves(model.params)[0].shape[0]
-
-
 def predict_each_member(predict: Predict, model, obs: jax.Array, act: jax.Array) -> jax.Array:
     """Member ``j`` predicts from its own ``obs[j], act[j]``: ``[M, ..., dim]`` -> ``[M, ..., obs_dim]``.
 
@@ -158,45 +209,39 @@ def predict_each_member(predict: Predict, model, obs: jax.Array, act: jax.Array)
     return jax.vmap(one)(single, obs, act)
 
 
-@partial(jax.jit, static_argnames=("task", "horizon", "bonus", "predict", "reward", "done"))
+@partial(jax.jit, static_argnums=0)
 def imagine(
+    imagination: Imagination,
     model,
     policy: Policy,
-    obs_norm: Normalizer,
     start_obs: jax.Array,
     key: jax.Array,
     lam: jax.Array | float,
-    *,
-    task: Task,
-    horizon: int,
-    bonus: str = BONUS,
     action_std: jax.Array | float = DEFAULT_ACTION_STD,
-    predict: Predict = predict_all,
-    reward: str = "known",
-    done: str = "known",
 ) -> tuple[Trajectory, ImagineStats]:
-    """Roll the stochastic policy ``horizon`` steps through the ensemble from ``start_obs [N, obs_dim]``.
+    """Roll the stochastic policy ``imagination.horizon`` steps through the ensemble from
+    ``start_obs [N, obs_dim]``; the policy reads states through ``model.obs_norm``.
 
     Each step (SPEC §4): ``a ~ N(mean(s), action_std²)`` clipped to the action bounds; all members
     predict ``s'_j``; a member is drawn uniformly, independently per rollout and step, and its
-    prediction becomes the next state; ``r_j = task.reward(s'_j, a)`` (or member ``j``'s learned
-    reward, ``reward="learned"``, :func:`outcomes`); ``u`` is the bonus named by ``bonus`` (static);
-    the trained-on reward is ``(1 − λ)·r_sel + λ·u`` with ``lam`` a traced scalar; the rollout
-    terminates where the drawn member's next state is terminal. One ``lax.scan`` over time. Returns the batch (:class:`Trajectory`, ``[H, N, ...]``)
-    and its :class:`ImagineStats`.
+    prediction becomes the next state; ``r_j`` is member ``j``'s reward
+    (``imagination.outcomes``); ``u`` is ``imagination.bonus``; the trained-on reward is
+    ``(1 − λ)·r_sel + λ·u`` with ``lam`` a traced scalar; the rollout terminates where the drawn
+    member's next state is terminal. One ``lax.scan`` over time. Returns the batch
+    (:class:`Trajectory`, ``[H, N, ...]``) and its :class:`ImagineStats`.
     """
-    bonus_fn = bonus_function(bonus)
+    task, obs_norm = imagination.task, model.obs_norm
     rows = jnp.arange(start_obs.shape[0])
 
     def step(state: RolloutState, step_key: jax.Array):
         k_act, k_member = jax.random.split(step_key)
         act, logp = act_sample(policy, obs_norm, state.obs, k_act, action_std)
         act_env = clip_action(task, act)
-        next_all = predict(model, state.obs, act_env)  # [M, N, obs_dim]
+        next_all = imagination.predict(model, state.obs, act_env)  # [M, N, obs_dim]
         member = jax.random.randint(k_member, rows.shape, 0, next_all.shape[0])
-        rewards, dones = outcomes(model, task, state.obs, act_env, next_all, reward=reward, done=done)
+        rewards, dones = imagination.outcomes(model, state.obs, act_env, next_all)
         r_sel = rewards[member, rows]  # rewards, dones: [M, N]
-        u = bonus_fn(rewards, standardize(obs_norm, next_all))  # unclipped: SPEC §4
+        u = imagination.bonus(rewards, standardize(obs_norm, next_all))  # unclipped: SPEC §4
         mixed = (1.0 - lam) * r_sel + lam * u
         valid = state.alive
         new_state, ended = advance(state, next_all[member, rows], dones[member, rows])
@@ -215,7 +260,7 @@ def imagine(
         return new_state, out
 
     init = RolloutState(start_obs, jnp.ones(rows.shape, bool))
-    _, traj = jax.lax.scan(step, init, jax.random.split(key, horizon))
+    _, traj = jax.lax.scan(step, init, jax.random.split(key, imagination.horizon))
     steps = traj.valid.sum()
     stats = ImagineStats(
         model_return=traj.task_reward.sum(0).mean(),
@@ -225,36 +270,27 @@ def imagine(
     return traj, stats
 
 
-@partial(jax.jit, static_argnames=("task", "horizon", "predict", "reward", "done"))
-def member_returns(
-    model,
-    policy: Policy,
-    obs_norm: Normalizer,
-    start_obs: jax.Array,
-    *,
-    task: Task,
-    horizon: int,
-    predict: Predict = predict_all,
-    reward: str = "known",
-    done: str = "known",
-) -> jax.Array:
+@partial(jax.jit, static_argnums=0)
+def member_returns(imagination: Imagination, model, policy: Policy, start_obs: jax.Array) -> jax.Array:
     """Return of the deterministic policy in each member separately: ``[M]`` (SPEC §4, stop rule).
 
     From every row of ``start_obs [N, obs_dim]``, member ``j`` alone drives the state for
-    ``horizon`` steps (one ``lax.scan``, members vmapped); the return is the undiscounted sum of
-    the task reward (no bonus) up to and including the terminating step, averaged over the ``N``
-    start states. ``reward`` / ``done`` as in :func:`outcomes`: each member its own.
+    ``imagination.horizon`` steps (one ``lax.scan``, members vmapped); the return is the
+    undiscounted sum of the task reward (no bonus) up to and including the terminating step,
+    averaged over the ``N`` start states. Rewards and flags: each member its own
+    (``imagination.outcomes``).
     """
-    m = member_count(model)
+    task, obs_norm = imagination.task, model.obs_norm
+    m = member_count(model.params)
 
     def step(state: RolloutState, _):
         act = clip_action(task, act_mean(policy, obs_norm, state.obs))  # [M, N, act_dim]
-        next_obs = predict_each_member(predict, model, state.obs, act)
-        rewards, dones = outcomes(model, task, state.obs, act, next_obs, reward=reward, done=done)
+        next_obs = predict_each_member(imagination.predict, model, state.obs, act)
+        rewards, dones = imagination.outcomes(model, state.obs, act, next_obs)
         new_state, _ = advance(state, next_obs, dones)
         return new_state, jnp.where(state.alive, rewards, 0.0)
 
     obs = jnp.broadcast_to(start_obs, (m, *start_obs.shape))
     init = RolloutState(obs, jnp.ones(obs.shape[:-1], bool))
-    _, rewards = jax.lax.scan(step, init, None, length=horizon)  # [H, M, N]
+    _, rewards = jax.lax.scan(step, init, None, length=imagination.horizon)  # [H, M, N]
     return rewards.sum(0).mean(-1)

@@ -15,6 +15,7 @@ from rp1.policy.networks import (
 )
 from rp1.policy.ppo import (
     PPOBatch,
+    PPOSettings,
     PPOMetrics,
     discounted_returns,
     make_batch,
@@ -26,6 +27,7 @@ from rp1.policy.ppo import (
 
 __all__ = [
     "PPOBatch",
+    "PPOSettings",
     "PPOMetrics",
     "Policy",
     "act_mean",

@@ -6,18 +6,20 @@ Pure functions over ``[H, N]`` batches (time, rollout):
 - :func:`normalize_returns` — returns standardised over the valid steps of the batch;
 - :func:`ppo_loss` — ``−clipped surrogate (ε) + 0.5·MSE(V, R̂) − 0.01·entropy`` with advantage
   ``A = R̂ − V_old(s)`` (``R̂`` the normalised return, ``V_old`` the critic before the update);
-- :func:`ppo_update` — ``epochs`` full-batch Adam steps (a ``lax.scan``), one jitted call;
-  ``advantage="per-epoch"`` recomputes ``A = R̂ − V(s)`` with the current critic before every
-  epoch (the authors' code) instead of once per update (``"fixed"``, the original PPO; SPEC §4).
+- :func:`ppo_update` — ``epochs`` full-batch Adam steps (a ``lax.scan``), one jitted call, with
+  the hyperparameters of a :class:`PPOSettings`; ``advantage="per-epoch"`` recomputes
+  ``A = R̂ − V(s)`` with the current critic before every epoch (the authors' code) instead of once
+  per update (``"fixed"``, the original PPO; SPEC §4).
 
 Example::
 
     opt_state = make_policy_optimizer().init(policy)
-    policy, opt_state, metrics = ppo_update(policy, opt_state, traj, model.obs_norm)
+    policy, opt_state, metrics = ppo_update(policy, opt_state, traj, model.obs_norm, 0.5)
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 from typing import NamedTuple
 
@@ -45,6 +47,25 @@ EPOCHS = 10
 RETURN_STD_EPS = 1e-8
 ADVANTAGES = ("fixed", "per-epoch")  # when A = R̂ − V(s) is computed: once per update | every epoch
 ADVANTAGE = ADVANTAGES[0]
+
+
+@dataclass(frozen=True)
+class PPOSettings:
+    """PPO's hyperparameters (SPEC §4, §9), static: compiled into :func:`ppo_update` as
+    constants. ``advantage``: one of :data:`ADVANTAGES`, checked here."""
+
+    epochs: int = EPOCHS
+    advantage: str = ADVANTAGE
+    gamma: float = GAMMA
+    clip_eps: float = CLIP_EPS
+    value_coef: float = VALUE_COEF
+    entropy_coef: float = ENTROPY_COEF
+
+    def __post_init__(self):
+        if self.advantage not in ADVANTAGES:
+            raise ValueError(f"advantage must be one of {', '.join(ADVANTAGES)}, got {self.advantage!r}")
+        if self.epochs < 1:
+            raise ValueError(f"epochs must be >= 1, got {self.epochs}")
 
 
 class PPOBatch(NamedTuple):
@@ -161,46 +182,39 @@ def ppo_loss(
     return loss, metrics
 
 
-@partial(jax.jit, static_argnames=("epochs", "advantage"))
+@partial(jax.jit, static_argnames=("settings",))
 def ppo_update(
     policy: Policy,
     opt_state: optax.OptState,
     traj,
     obs_norm: Normalizer,
-    *,
-    epochs: int = EPOCHS,
-    gamma: float = GAMMA,
-    clip_eps: float = CLIP_EPS,
-    value_coef: float = VALUE_COEF,
-    entropy_coef: float = ENTROPY_COEF,
     action_std: jax.Array | float = DEFAULT_ACTION_STD,
-    advantage: str = ADVANTAGE,
+    settings: PPOSettings = PPOSettings(),
 ) -> tuple[Policy, optax.OptState, PPOMetrics]:
     """One PPO update: targets from ``traj`` ([H, N] trajectory, see :func:`make_batch`), then
-    ``epochs`` full-batch Adam steps on :func:`ppo_loss` (one ``lax.scan``). ``opt_state`` comes
-    from :func:`make_policy_optimizer`. ``advantage`` (static, :data:`ADVANTAGES`): ``"fixed"``
-    uses the critic before the update for every epoch, ``"per-epoch"`` the critic as each epoch
-    starts. Returns ``(policy, opt_state, metrics averaged over epochs)``.
+    ``settings.epochs`` full-batch Adam steps on :func:`ppo_loss` (one ``lax.scan``). ``opt_state``
+    comes from :func:`make_policy_optimizer`. ``settings.advantage``: ``"fixed"`` uses the critic
+    before the update for every epoch, ``"per-epoch"`` the critic as each epoch starts. Returns
+    ``(policy, opt_state, metrics averaged over epochs)``.
     """
-    if advantage not in ADVANTAGES:
-        raise ValueError(f"advantage must be one of {ADVANTAGES}, got {advantage!r}")
-    batch = make_batch(policy, obs_norm, traj, gamma)
+    batch = make_batch(policy, obs_norm, traj, settings.gamma)
     loss_fn = partial(
         ppo_loss,
         obs_norm=obs_norm,
         action_std=action_std,
-        clip_eps=clip_eps,
-        value_coef=value_coef,
-        entropy_coef=entropy_coef,
+        clip_eps=settings.clip_eps,
+        value_coef=settings.value_coef,
+        entropy_coef=settings.entropy_coef,
     )
     optimizer = make_policy_optimizer()  # its update reads the learning rate from opt_state
+    per_epoch = settings.advantage == "per-epoch"
 
     def epoch(carry, _):
         params, state = carry
-        targets = with_advantage(params, obs_norm, batch) if advantage == "per-epoch" else batch
+        targets = with_advantage(params, obs_norm, batch) if per_epoch else batch
         grads, metrics = jax.grad(loss_fn, has_aux=True)(params, batch=targets)
         updates, state = optimizer.update(grads, state, params)
         return (optax.apply_updates(params, updates), state), metrics
 
-    (policy, opt_state), metrics = jax.lax.scan(epoch, (policy, opt_state), None, length=epochs)
+    (policy, opt_state), metrics = jax.lax.scan(epoch, (policy, opt_state), None, length=settings.epochs)
     return policy, opt_state, jax.tree_util.tree_map(jnp.mean, metrics)

@@ -1,5 +1,10 @@
 """Training the policy inside the model with ME-TRPO's stop rule (SPEC §4).
 
+Everything static about it is one frozen, hashable :class:`PolicyTraining` (the
+:class:`~rp1.imagination.rollouts.Imagination`, PPO's settings, the batch size, the stop rule's
+bounds, the action std and whether the best policy is restored), built once where the agent is set
+up; :func:`make_train_step` returns its compiled update and :func:`train_policy` runs it.
+
 One policy update = imagine a batch, one PPO update, and (from update ``first_check`` on) the stop
 rule's check: the deterministic policy's return in every member separately. The update
 *improved* if in more than 70% of members the return beats that member's best so far; then the
@@ -10,31 +15,31 @@ when, over the last 6 checks, the oldest improved and the 5 later did not, or af
 
 The stop rule is a pure pytree (:class:`StopRule`) with pure functions (:func:`stop_rule_init`,
 :func:`stop_rule_update`, :func:`restore_best`), testable on scripted improvement flags. Each
-update is one jitted call (:func:`train_step`); the host loop in :func:`train_policy` only reads
-the stop flag.
+update is one jitted call; the host loop in :func:`train_policy` only reads the stop flag.
 
 Example::
 
+    training = PolicyTraining(make_imagination(task), batch_steps=5_000)
     opt_state = make_policy_optimizer().init(policy)
-    policy, opt_state, info = train_policy(model, policy, opt_state, start_obs, key, 0.2, task=task)
+    policy, opt_state, info = train_policy(training, model, policy, opt_state, start_obs, key, 0.2)
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
-from typing import NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import optax
 from flax import struct
 
-from rp1.dynamics.ensemble import predict_all
-from rp1.envs.task import Task
 from rp1.errors import ConfigError
-from rp1.imagination.rollouts import BONUS, imagine, member_count, member_returns
+from rp1.imagination.rollouts import Imagination, imagine, member_returns
+from rp1.nn import member_count
 from rp1.policy.networks import DEFAULT_ACTION_STD, Policy
-from rp1.policy.ppo import ADVANTAGE, EPOCHS, ppo_update
+from rp1.policy.ppo import PPOSettings, ppo_update
 
 MAX_UPDATES = 200
 FIRST_CHECK = 11
@@ -93,6 +98,30 @@ def restore_best(rule: StopRule, policy: Policy) -> Policy:
     return jax.tree_util.tree_map(lambda b, p: jnp.where(rule.checks > 0, b, p), rule.best_policy, policy)
 
 
+@dataclass(frozen=True)
+class PolicyTraining:
+    """How the policy is trained in the model (SPEC §4), static and hashable.
+
+    ``imagination``: how rollouts are made; ``ppo``: PPO's settings; ``batch_steps``: imagined
+    steps per update (``batch_steps // horizon`` rollouts); ``max_updates``; ``first_check``: the
+    1-based update from which the stop rule checks; ``action_std``: the policy's std while
+    imagining; ``restore_best``: return the stop rule's best weights (else the last ones).
+    """
+
+    imagination: Imagination
+    ppo: PPOSettings = PPOSettings()
+    batch_steps: int = BATCH_STEPS
+    max_updates: int = MAX_UPDATES
+    first_check: int = FIRST_CHECK
+    action_std: float = DEFAULT_ACTION_STD
+    restore_best: bool = True
+
+    @property
+    def rollouts(self) -> int:
+        """``N = batch_steps // horizon``, the imagined rollouts per update."""
+        return self.batch_steps // self.imagination.horizon
+
+
 @struct.dataclass
 class TrainState:
     """Everything one policy update reads and writes."""
@@ -123,55 +152,32 @@ class TrainInfo(NamedTuple):
     loss: float  # last update's PPO loss
 
 
-@partial(jax.jit, static_argnames=("task", "horizon", "bonus", "predict", "epochs", "reward", "done", "advantage"))
-def train_step(
+TrainStep = Callable[[TrainState, Any, jax.Array, "jax.Array | float"], tuple[TrainState, StepMetrics]]
+"""``step(state, model, start_obs [N, obs_dim], lam) -> (state, metrics)``: one compiled update."""
+
+
+@partial(jax.jit, static_argnums=0)
+def _train_step(
+    training: PolicyTraining,
     state: TrainState,
     model,
     start_obs: jax.Array,
     lam: jax.Array | float,
     first_check: jax.Array | int,
     action_std: jax.Array | float,
-    *,
-    task: Task,
-    horizon: int,
-    bonus: str,
-    predict=predict_all,
-    epochs: int = EPOCHS,
-    reward: str = "known",
-    done: str = "known",
-    advantage: str = ADVANTAGE,
 ) -> tuple[TrainState, StepMetrics]:
-    """One update: imagine from ``start_obs [N, obs_dim]``, a PPO update, and (when the update's
-    1-based number is ≥ ``first_check``) a stop-rule check with :func:`~rp1.imagination.rollouts.member_returns`.
-    ``reward`` / ``done``: the task's functions or the model's heads
-    (:func:`~rp1.imagination.rollouts.outcomes`)."""
+    """One update of :func:`make_train_step`; ``lam``, ``first_check`` and ``action_std`` are
+    traced, so changing them does not recompile."""
+    imagination = training.imagination
     key, k_imagine = jax.random.split(state.key)
-    obs_norm = model.obs_norm
-    traj, stats = imagine(
-        model,
-        state.policy,
-        obs_norm,
-        start_obs,
-        k_imagine,
-        lam,
-        task=task,
-        horizon=horizon,
-        bonus=bonus,
-        action_std=action_std,
-        predict=predict,
-        reward=reward,
-        done=done,
-    )
+    traj, stats = imagine(imagination, model, state.policy, start_obs, k_imagine, lam, action_std)
     policy, opt_state, ppo = ppo_update(
-        state.policy, state.opt_state, traj, obs_norm, epochs=epochs, action_std=action_std, advantage=advantage
+        state.policy, state.opt_state, traj, model.obs_norm, action_std, training.ppo
     )
     updates = state.updates + 1
 
     def check(rule: StopRule) -> StopRule:
-        returns = member_returns(
-            model, policy, obs_norm, start_obs, task=task, horizon=horizon, predict=predict,
-            reward=reward, done=done,
-        )
+        returns = member_returns(imagination, model, policy, start_obs)
         return stop_rule_update(rule, improved(rule.best_returns, returns), returns, policy)
 
     rule = jax.lax.cond(updates >= first_check, check, lambda r: r, state.rule)
@@ -179,61 +185,50 @@ def train_step(
     return new_state, StepMetrics(stats.model_return, stats.bonus, ppo.loss)
 
 
+def make_train_step(training: PolicyTraining) -> TrainStep:
+    """The compiled policy update of ``training``: imagine from ``start_obs [N, obs_dim]``, one PPO
+    update, and (when the update's 1-based number is ≥ ``training.first_check``) a stop-rule check
+    with :func:`~rp1.imagination.rollouts.member_returns`. One ``jax.jit`` cache entry per
+    ``training``: calling this again with an equal ``training`` reuses the compiled code."""
+    return lambda state, model, start_obs, lam: _train_step(
+        training, state, model, start_obs, lam, training.first_check, training.action_std
+    )
+
+
 def train_policy(
+    training: PolicyTraining,
     model,
     policy: Policy,
     opt_state: optax.OptState,
     start_obs: jax.Array,
     key: jax.Array,
     lam: float,
-    *,
-    task: Task,
-    bonus: str = BONUS,
-    batch_steps: int = BATCH_STEPS,
-    max_updates: int = MAX_UPDATES,
-    first_check: int = FIRST_CHECK,
-    action_std: float = DEFAULT_ACTION_STD,
-    predict=predict_all,
-    epochs: int = EPOCHS,
-    reward: str = "known",
-    done: str = "known",
-    advantage: str = ADVANTAGE,
-    restore: bool = True,
 ) -> tuple[Policy, optax.OptState, TrainInfo]:
     """Train ``policy`` in ``model`` with exploration weight ``lam`` until the stop rule fires (SPEC §4).
 
-    ``N = batch_steps // task.horizon`` rollouts start from the first ``N`` rows of
-    ``start_obs [≥N, obs_dim]`` (real initial observations drawn once per run). The policy is
-    normalised with ``model.obs_norm``. ``reward`` / ``done``: ``"known"`` (the task's functions) or
-    ``"learned"`` (the model's heads, :func:`~rp1.imagination.rollouts.outcomes`). ``advantage``:
-    see :func:`~rp1.policy.ppo.ppo_update`. Raises ``ConfigError`` for too few start observations
-    or ``max_updates < 1``. Returns the best policy (restored; with ``restore=False`` the policy
-    after the last update), the optimiser state after the last update, and a :class:`TrainInfo`.
+    ``training.rollouts`` rollouts start from the first rows of ``start_obs [≥N, obs_dim]`` (real
+    initial observations drawn once per run); the policy reads states through ``model.obs_norm``.
+    Raises ``ConfigError`` for too few start observations or ``max_updates < 1``. Returns the best
+    policy (restored; with ``training.restore_best`` False the policy after the last update), the
+    optimiser state after the last update, and a :class:`TrainInfo`.
     """
-    n = batch_steps // task.horizon
+    n = training.rollouts
     if n < 1 or start_obs.shape[0] < n:
         raise ConfigError(
             f"batch_steps // horizon = {n} rollouts need as many start observations (≥ 1); "
             f"got {start_obs.shape[0]}"
         )
-    if max_updates < 1:
-        raise ConfigError(f"max_updates must be ≥ 1, got {max_updates}")
+    if training.max_updates < 1:
+        raise ConfigError(f"max_updates must be ≥ 1, got {training.max_updates}")
     start = jnp.asarray(start_obs[:n])
-    members = member_count(model)
-    state = TrainState(policy, opt_state, stop_rule_init(policy, members), key, jnp.zeros((), jnp.int32))
-    outcome = {"reward": reward, "done": done}
-    step = partial(
-        train_step, task=task, horizon=task.horizon, bonus=bonus, predict=predict, epochs=epochs,
-        advantage=advantage, **outcome
-    )
-    for _ in range(max_updates):
-        state, metrics = step(state, model, start, lam, first_check, action_std)
+    state = TrainState(policy, opt_state, stop_rule_init(policy, member_count(model.params)), key, jnp.zeros((), jnp.int32))
+    step = make_train_step(training)
+    for _ in range(training.max_updates):
+        state, metrics = step(state, model, start, lam)
         if bool(state.rule.stop):
             break
-    best = restore_best(state.rule, state.policy) if restore else state.policy
-    returns = member_returns(
-        model, best, model.obs_norm, start, task=task, horizon=task.horizon, predict=predict, **outcome
-    )
+    best = restore_best(state.rule, state.policy) if training.restore_best else state.policy
+    returns = member_returns(training.imagination, model, best, start)
     info = TrainInfo(
         updates=int(state.updates),
         stopped=bool(state.rule.stop),

@@ -1,0 +1,128 @@
+"""Typed, frozen run configuration with the paper's values as defaults, and the preset registry.
+
+A :class:`Config` is built from a preset (``halfcheetah-rp1``, ``ant-greedy``, ``hopper-quick``, …)
+with :func:`resolve`, or from any task and a method with :func:`env_config` (``Pendulum-v1``,
+``rp1``), optionally overridden with ``key=value`` strings (``model.hidden=64,64``), and validated
+once (:func:`validate`).
+
+The package, one job per module:
+
+- :mod:`~rp1.config.schema` — the sections and their defaults (:class:`Config`, ``config.json``);
+- :mod:`~rp1.config.methods` — the methods of SPEC §8 as configs;
+- :mod:`~rp1.config.presets` — scales and the preset registry;
+- :mod:`~rp1.config.overrides` — ``--set key=value``;
+- :mod:`~rp1.config.settings` — the library's settings objects built from a config;
+- :mod:`~rp1.config.validation` — :func:`validate`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from rp1.config.methods import (
+    METHODS,
+    MODEL_BASED_METHODS,
+    MODEL_FREE,
+    MODEL_FREE_BUDGETS,
+    check_method,
+    method_config,
+    modelfree_config,
+)
+from rp1.config.overrides import FIXED_KEYS, apply_overrides, settable_keys
+from rp1.config.presets import (
+    PRESETS,
+    QUICK_BUDGET,
+    SCALES,
+    get_preset,
+    preset_descriptions,
+    preset_names,
+    quick_config,
+    with_scale,
+)
+from rp1.config.schema import (
+    FIRST_FEEDBACK,
+    G_NORMALIZERS,
+    CollectConfig,
+    Config,
+    LambdaConfig,
+    ModelConfig,
+    ModelFreeConfig,
+    PolicyConfig,
+)
+from rp1.config.validation import AT_LEAST, POSITIVE, SEED_LIMIT, validate
+from rp1.envs import path_name
+
+def resolve(
+    preset: str,
+    seed: int | None = None,
+    budget: int | None = None,
+    overrides: dict[str, str] | None = None,
+    scale: str | None = None,
+) -> Config:
+    """Preset, then ``scale`` (if given), then ``--set`` overrides, then seed and budget; validated."""
+    return _finish(get_preset(preset), seed, budget, overrides, scale)
+
+
+def env_config(
+    env: str,
+    method: str = "rp1",
+    seed: int | None = None,
+    budget: int | None = None,
+    overrides: dict[str, str] | None = None,
+    scale: str | None = None,
+) -> Config:
+    """:func:`resolve` for ``method`` (SPEC §8, or ``modelfree``) on any task ``env`` (a paper
+    task, a Gymnasium id or ``package.module:attribute``, see :func:`rp1.envs.make`), built as the
+    presets are: the paper's settings, preset name ``<env>-<method>``. The horizon is the override
+    ``horizon`` (default 0: the task's own)."""
+    preset = f"{path_name(env)}-{check_method(method)}"
+    cfg = modelfree_config(env, preset) if method == MODEL_FREE else method_config(env, method, preset)
+    return _finish(cfg, seed, budget, overrides, scale)
+
+
+def _finish(cfg: Config, seed: int | None, budget: int | None, overrides: dict[str, str] | None, scale: str | None) -> Config:
+    """``cfg``, then ``scale`` (if given), then overrides, then seed and budget; validated."""
+    if scale is not None:
+        cfg = with_scale(cfg, scale)
+    cfg = apply_overrides(cfg, overrides or {})
+    if seed is not None:
+        cfg = replace(cfg, seed=seed)
+    if budget is not None:
+        cfg = replace(cfg, budget=budget)
+    return validate(cfg)
+
+
+__all__ = [
+    "AT_LEAST",
+    "FIRST_FEEDBACK",
+    "FIXED_KEYS",
+    "G_NORMALIZERS",
+    "METHODS",
+    "MODEL_BASED_METHODS",
+    "MODEL_FREE",
+    "MODEL_FREE_BUDGETS",
+    "POSITIVE",
+    "PRESETS",
+    "QUICK_BUDGET",
+    "SCALES",
+    "SEED_LIMIT",
+    "CollectConfig",
+    "Config",
+    "LambdaConfig",
+    "ModelConfig",
+    "ModelFreeConfig",
+    "PolicyConfig",
+    "apply_overrides",
+    "check_method",
+    "env_config",
+    "get_preset",
+    "method_config",
+    "modelfree_config",
+    "preset_descriptions",
+    "preset_names",
+    "quick_config",
+    "resolve",
+    "settable_keys",
+    "validate",
+    "with_scale",
+]

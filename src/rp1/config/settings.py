@@ -1,0 +1,58 @@
+"""The library's settings objects built from a :class:`~rp1.config.schema.Config`: the one place
+where a config's fields are mapped onto what the fit, PPO, policy training and the bandit take.
+
+The agents build their pieces with these, and :func:`rp1.config.validate` builds them too, so each
+piece checks its own settings once, where they are defined (a ``ValueError`` there becomes a
+``ConfigError`` naming the config key).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rp1.acquisition import ExpWeights
+from rp1.config.schema import Config
+from rp1.dynamics.fit import FitSettings
+from rp1.envs.task import Task
+from rp1.imagination import PolicyTraining, make_imagination
+from rp1.policy.ppo import PPOSettings
+
+
+def fit_settings(cfg: Config) -> FitSettings:
+    """How the ensemble is fitted (``model.*``)."""
+    m = cfg.model
+    return FitSettings(m.lr, m.batch_size, m.check_every, m.patience, m.max_epochs, m.stop_on)
+
+
+def ppo_settings(cfg: Config) -> PPOSettings:
+    """PPO's settings (``policy.epochs``, ``policy.advantage``; the rest are SPEC's constants)."""
+    return PPOSettings(epochs=cfg.policy.epochs, advantage=cfg.policy.advantage)
+
+
+def outcome_sources(cfg: Config, task: Task) -> dict[str, str]:
+    """Where the model's reward and termination come from on ``task``: ``{"reward": …, "done": …}``,
+    each ``known`` or ``learned`` (``model.reward`` / ``model.done`` resolved, ConfigError if the
+    task cannot give it)."""
+    return {what: task.source(what, getattr(cfg.model, what)) for what in ("reward", "done")}
+
+
+def policy_training(cfg: Config, task: Task) -> PolicyTraining:
+    """How the policy is trained in the model on ``task`` (``policy.*``, ``bonus``, the sources)."""
+    p = cfg.policy
+    return PolicyTraining(
+        imagination=make_imagination(task, bonus=cfg.bonus, **outcome_sources(cfg, task)),
+        ppo=ppo_settings(cfg),
+        batch_steps=p.batch_steps,
+        max_updates=p.max_updates,
+        first_check=p.first_check,
+        action_std=p.action_std,
+        restore_best=p.restore_best,
+    )
+
+
+def lambda_bandit(cfg: Config, rng: np.random.Generator | None = None) -> ExpWeights:
+    """The λ bandit of ``lam.*`` drawing from ``rng`` (SPEC §6)."""
+    lam = cfg.lam
+    return ExpWeights(
+        lam.arms, lam.lr, lam.eps, lam.decay, seed=rng, window=lam.window, weighting=lam.weighting, baseline=lam.baseline
+    )

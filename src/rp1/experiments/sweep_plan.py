@@ -1,0 +1,109 @@
+"""Planning a sweep: one :class:`RunJob` per (preset, seed) and (task, method, seed), each with its
+resolved, checked config, its run directory and what to do there (skip a finished run, resume one
+with a checkpoint, start the rest), all decided before any run starts."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Callable, Sequence
+
+from rp1.config import Config, env_config, resolve
+from rp1.errors import ConfigError
+from rp1.run_outputs import RunOptions
+from rp1.runs import RunDir, config_diff
+
+RUN_LOG = "log.txt"
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How one run of a sweep ended: ``status`` is ``finished``, ``skipped`` or ``failed``."""
+
+    preset: str
+    seed: int
+    action: str
+    status: str
+    log: Path
+    error: str = ""
+    wall_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class RunJob:
+    """One (preset, seed) of a sweep: its resolved config, its directory and what to do there.
+
+    ``action`` is ``skip`` (finished), ``resume`` (from its checkpoint) or ``start`` (afresh).
+    """
+
+    cfg: Config
+    run_dir: Path
+    action: str
+    options: RunOptions = RunOptions()  # videos, TensorBoard (rp1.run_outputs)
+
+    @property
+    def log(self) -> Path:
+        return self.run_dir / RUN_LOG
+
+    def outcome(self, status: str, error: str = "", wall_s: float = 0.0) -> RunOutcome:
+        return RunOutcome(self.cfg.preset, self.cfg.seed, self.action, status, self.log, error, wall_s)
+
+
+ConfigSource = Callable[..., Config]
+"""``source(seed=…, budget=…, overrides=…, scale=…) -> Config``: :func:`rp1.config.resolve` of a
+preset or :func:`rp1.config.env_config` of a (task, method)."""
+
+
+def config_sources(presets: Sequence[str], envs: Sequence[str] = (), methods: Sequence[str] = ("rp1",)) -> list[ConfigSource]:
+    """One source per preset, then one per (task, method) of ``envs`` × ``methods``."""
+    by_task = [partial(env_config, env, method) for env in envs for method in methods]
+    return [partial(resolve, name) for name in presets] + by_task
+
+
+def plan_sweep(
+    names: list[str],
+    seeds: list[int],
+    out: Path,
+    *,
+    budget: int | None,
+    overrides: dict[str, str],
+    scale: str | None = None,
+    envs: Sequence[str] = (),
+    methods: Sequence[str] = ("rp1",),
+) -> list[RunJob]:
+    """Resolve and check every run of the sweep (presets, then tasks × methods; seed innermost)
+    before any starts."""
+    sources = config_sources(names, envs, methods)
+    if not sources or not seeds:
+        raise ConfigError("a sweep needs at least one preset or task (--presets, --envs) and one seed")
+    jobs: dict[tuple[str, int], RunJob] = {}
+    for source in sources:
+        for seed in seeds:
+            cfg = source(seed=seed, budget=budget, overrides=overrides, scale=scale)
+            run_dir = out / cfg.preset / f"seed{cfg.seed}"
+            jobs[cfg.preset, cfg.seed] = RunJob(cfg, run_dir, run_action(cfg, RunDir(run_dir)))
+    return list(jobs.values())
+
+
+def run_action(cfg: Config, run: RunDir) -> str:
+    """``skip``, ``resume`` or ``start`` for ``cfg`` in ``run``; ConfigError if it holds another
+    config or a ``finished`` marker written under another config."""
+    stored = run.read_config()
+    if stored is not None and stored != cfg.to_dict():
+        raise ConfigError(
+            f"{run.path} holds a run of another config ({config_diff(stored, cfg.to_dict())}); "
+            "choose another --out or the same settings"
+        )
+    if run.is_finished(cfg.to_dict()):
+        return "skip"
+    return "resume" if run.has_checkpoint() else "start"
+
+
+def with_options(jobs: list[RunJob], options: RunOptions) -> list[RunJob]:
+    """``jobs`` with ``options``, checked first for every task of the sweep (ConfigError,
+    :class:`~rp1.errors.RenderError`; see :meth:`~rp1.run_outputs.RunOptions.check`)."""
+    for cfg in {(job.cfg.task, job.cfg.horizon): job.cfg for job in jobs}.values():
+        options.check(cfg)
+    return [dataclasses.replace(job, options=options) for job in jobs]

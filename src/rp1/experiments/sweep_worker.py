@@ -1,0 +1,86 @@
+"""One run of a sweep, in a worker process: :func:`execute_run` does a :class:`RunJob` with its
+output appended to the run's log, and :func:`worker_env` is the environment a worker gets."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import time
+import traceback
+from datetime import datetime
+from pathlib import Path
+from typing import Iterator, Mapping
+
+from rp1.experiments.figures import write_learning_curve
+from rp1.experiments.sweep_plan import RunJob, RunOutcome
+from rp1.runs import CONFIG, METRICS, RunDir
+from rp1.train import run_training
+
+SINGLE_THREAD_XLA_FLAG = "--xla_cpu_multi_thread_eigen=false"
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def execute_run(job: RunJob) -> RunOutcome:
+    """Do ``job`` in this process, its output appended to its log; a failure is returned, not raised."""
+    started = time.perf_counter()
+    job.run_dir.mkdir(parents=True, exist_ok=True)
+    with output_to(job.log):
+        print(f"=== rp1 sweep: {job.action} {job.cfg.preset} seed {job.cfg.seed} at {datetime.now():%Y-%m-%d %H:%M:%S}")
+        try:
+            if job.action == "start":
+                clear_partial_run(RunDir(job.run_dir))
+            run_training(job.cfg, job.run_dir, resume=job.action == "resume", progress=False, options=job.options)
+            write_learning_curve(job.run_dir, job.cfg.preset)
+        except Exception as error:
+            traceback.print_exc()
+            return job.outcome("failed", one_line(error), time.perf_counter() - started)
+    return job.outcome("finished", wall_s=time.perf_counter() - started)
+
+
+def clear_partial_run(run: RunDir) -> None:
+    """Delete what a run that died before its first checkpoint left behind (the log stays)."""
+    for name in (CONFIG, METRICS):
+        (run.path / name).unlink(missing_ok=True)
+    shutil.rmtree(run.checkpoint_path.parent, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def output_to(log: Path) -> Iterator[None]:
+    """Append this process's stdout and stderr — Python's and native libraries' — to ``log``."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = {fd: os.dup(fd) for fd in (1, 2)}
+    with open(log, "a", buffering=1) as file:
+        for fd in saved:
+            os.dup2(file.fileno(), fd)
+        try:
+            with contextlib.redirect_stdout(file), contextlib.redirect_stderr(file):
+                yield
+        finally:
+            for fd, copy in saved.items():
+                os.dup2(copy, fd)
+                os.close(copy)
+
+
+def one_line(error: BaseException) -> str:
+    """``Type: first line of the message``."""
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+
+
+def worker_env(threads: int, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """Variables a run's process gets: no GPU memory preallocation, so runs can share a GPU, and
+    at most ``threads`` CPU threads for BLAS (and XLA when 1). Variables set in ``environ`` win."""
+    wanted = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false", **{name: str(threads) for name in THREAD_VARIABLES}}
+    env = {name: value for name, value in wanted.items() if name not in environ}
+    xla_flags = environ.get("XLA_FLAGS", "")
+    if threads == 1 and "xla_cpu_multi_thread_eigen" not in xla_flags:
+        env["XLA_FLAGS"] = f"{xla_flags} {SINGLE_THREAD_XLA_FLAG}".strip()
+    return env
+
+
+def set_environ(env: dict[str, str]) -> None:
+    """Process-pool initializer: JAX reads these when it first starts a backend, after this."""
+    os.environ.update(env)
