@@ -30,11 +30,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rp1.run_outputs import RunOptions
-
 from rp1.experiments.executors import Executor, make_executor
 from rp1.experiments.sweep_plan import RunJob, RunOutcome, plan_sweep, with_options
 from rp1.experiments.sweep_worker import one_line
+from rp1.run_outputs import RunOptions
 
 POLL_S = 0.5
 """How often (seconds) the progress display is refreshed while runs are under way."""
