@@ -73,6 +73,7 @@ def checkpoint_policy(run: RunDir) -> TrainedPolicy:
     those the run's next evaluation would have run.
     """
     from rp1.config import Config
+    from rp1.run_outputs import trained_policy
     from rp1.runs import config_hash
     from rp1.train import make_agent, restore_state
 
@@ -85,23 +86,9 @@ def checkpoint_policy(run: RunDir) -> TrainedPolicy:
     finally:
         agent.close()
     last = state.rows[-1]
-    return TrainedPolicy(
-        snapshot=snapshot,
-        task=cfg.task,
-        horizon=task.horizon,
-        action_low=task.action_low,
-        action_high=task.action_high,
-        method=cfg.method,
-        preset=cfg.preset,
-        seed=cfg.seed,
-        iteration=last["iteration"],
-        samples=last["samples"],
-        eval_return=last.get("eval_return") if cfg.method == "modelfree" else None,
-        eval_std=last.get("eval_std") if cfg.method == "modelfree" else None,
-        config_hash=config_hash(config),
-        which=CHECKPOINT,
-        path=run.checkpoint_path,
-    )
+    if cfg.method != "modelfree":  # the policy in the checkpoint is not the one its last row evaluated
+        last = {**last, "eval_return": None, "eval_std": None}
+    return trained_policy(snapshot, cfg, task, last, config_hash=config_hash(config), which=CHECKPOINT, path=run.checkpoint_path)
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,27 @@ class RunOptions:
             check_rendering(cfg.task, cfg.horizon, self.video_size)
 
 
+def trained_policy(snapshot: PolicySnapshot, cfg: Config, task: Task, row: dict[str, Any], **fields: Any) -> TrainedPolicy:
+    """``snapshot`` of a run of ``cfg`` on ``task`` as a :class:`TrainedPolicy`, produced by the step
+    of metrics ``row`` (its iteration, samples and evaluation); ``fields``: the rest of its fields
+    (``config_hash`` at least)."""
+    return TrainedPolicy(
+        snapshot=snapshot,
+        task=cfg.task,
+        horizon=task.horizon,
+        action_low=task.action_low,
+        action_high=task.action_high,
+        method=cfg.method,
+        preset=cfg.preset,
+        seed=cfg.seed,
+        iteration=row["iteration"],
+        samples=row["samples"],
+        eval_return=row.get("eval_return"),
+        eval_std=row.get("eval_std"),
+        **fields,
+    )
+
+
 def beats(row: dict[str, Any], best: float | None) -> bool:
     """Whether ``row`` holds an evaluation of a trained policy (iteration ≥ 1) that beats ``best``
     (``None``: none yet)."""
@@ -109,23 +130,7 @@ class RunOutputs:
             self.tensorboard.close()
 
     def _trained_policy(self, snapshot: PolicySnapshot, row: dict[str, Any]) -> TrainedPolicy:
-        cfg, task = self.cfg, self.task
-        return TrainedPolicy(
-            snapshot=snapshot,
-            task=cfg.task,
-            horizon=task.horizon,
-            action_low=task.action_low,
-            action_high=task.action_high,
-            method=cfg.method,
-            preset=cfg.preset,
-            seed=cfg.seed,
-            iteration=row["iteration"],
-            samples=row["samples"],
-            eval_return=row.get("eval_return"),
-            eval_std=row.get("eval_std"),
-            config_hash=self.hash,
-            kept_since=self.kept_since,
-        )
+        return trained_policy(snapshot, self.cfg, self.task, row, config_hash=self.hash, kept_since=self.kept_since)
 
     def video_path(self, samples: int) -> Path:
         return self.dir / VIDEO_DIR / f"best_{samples}.mp4"
