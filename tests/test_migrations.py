@@ -151,14 +151,24 @@ def test_report_leaves_a_run_of_a_newer_schema_out_with_a_note(tmp_path):
     assert any(f"schema {SCHEMA + 1}" in note and "left out" in note for note in loaded.notes), loaded.notes
 
 
-def test_a_checkpoint_from_before_independent_streams_is_not_resumed(tmp_path):
-    """Schema 2 (no ``scale``): no config value makes today's rp1 repeat such a run."""
-    old = {k: v for k, v in current().items() if k not in ("schema", "scale")}
+def test_a_checkpoint_of_an_older_layout_is_not_resumed(tmp_path):
+    """Schema 4 (no learned heads yet) and older: refused before the checkpoint is read."""
+    old = {k: v for k, v in current().items() if k not in ("schema", "horizon")}  # schema 3: before horizon
     run = RunDir(tmp_path / "run")
     run.prepare(old)
+    (tmp_path / "run" / "checkpoint").mkdir()
+    (tmp_path / "run" / "checkpoint" / "state.msgpack").write_bytes(b"an older layout")
+    before = snapshot(tmp_path / "run")
+    with pytest.raises(ConfigError, match="config.json was written by an rp1 of config schema 3, whose checkpoints .* --overwrite"):
+        RunDir(tmp_path / "run").prepare(migrate(old), resume=True)
+    assert snapshot(tmp_path / "run") == before
+    # the checkpoint's own copy of the config is checked too
+    streams = {k: v for k, v in old.items() if k != "scale"}  # schema 2: before independent streams
+    run = RunDir(tmp_path / "other")
+    run.prepare(streams)
     run.save_checkpoint({})
-    with pytest.raises(ConfigError, match="schema 2, which this rp1 cannot continue"):
-        run.load_checkpoint(migrate(old))
+    with pytest.raises(ConfigError, match="checkpoint .* schema 2, whose checkpoints this rp1 cannot continue"):
+        run.load_checkpoint(migrate(streams))
 
 
 def test_a_run_finished_under_an_old_schema_stays_finished(tmp_path):

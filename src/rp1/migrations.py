@@ -28,7 +28,7 @@ A changed default needs no entry: a config holds every key of its schema, so a r
 it started with. What does need one is every new key (a test fails without it), with the value
 that gives the behaviour from before the key existed, and ``SCHEMA`` one higher; a change of what a
 stored value means needs a new key. Runs of schemas below :data:`CONTINUABLE_FROM` cannot be
-continued exactly by any value (see there).
+continued (see there).
 """
 
 from __future__ import annotations
@@ -87,15 +87,28 @@ ADDED = (
 )
 """One entry per key added since schema 1, oldest first."""
 
-CONTINUABLE_FROM = 3
-"""The oldest schema whose runs this rp1 continues as the rp1 that wrote them would have. Schema 3
-(7ff14ea) made every random stream independent (``rp1.seeding``) and measures G after the input
-normalisers saw the phase; no config value gives the earlier behaviour, so a run of schema 1 or 2
-is not resumed (its results stay readable by ``rp1 report``)."""
+CONTINUABLE_FROM = 5
+"""The oldest schema whose checkpoints this rp1 continues (as the rp1 that wrote them would have).
+Older checkpoints are in layouts this rp1 does not read: an ensemble without learned heads (before
+c65270e, schema 4), the agents' layout before 76fc41a (schemas up to 4); and runs of schemas 1
+and 2 drew from other random streams (before 7ff14ea). Such a run is not resumed; it can start
+afresh (its config values still reproduce it from the start, schema 3 on), and ``rp1 report``
+reads what it wrote."""
 
 
 class NewerSchema(ConfigError):
     """A config written by a newer rp1 than this one (exit code 2)."""
+
+
+def check_continuable(config: dict[str, Any], source: str) -> None:
+    """ConfigError unless a checkpoint written with ``config`` (read from ``source``) is of a
+    schema this rp1 continues (:data:`CONTINUABLE_FROM`)."""
+    schema = written_schema(config, source)
+    if schema < CONTINUABLE_FROM:
+        raise ConfigError(
+            f"{source} was written by an rp1 of config schema {schema}, whose checkpoints this rp1 cannot continue "
+            f"(schemas {CONTINUABLE_FROM} to {SCHEMA}); pass --overwrite to start the run afresh"
+        )
 
 
 def keys_of(schema: int) -> frozenset[str]:

@@ -46,7 +46,7 @@ from typing import Any, Iterator
 from flax import serialization
 
 from rp1.errors import ConfigError, StorageError
-from rp1.migrations import CONTINUABLE_FROM, migrate, resume_hint, written_schema
+from rp1.migrations import check_continuable, migrate, resume_hint
 
 METRIC_COLUMNS = (
     "iteration",
@@ -208,12 +208,14 @@ class RunDir:
             raise ConfigError(f"{self.path} already holds {held}; pass --resume to continue it or --overwrite to start afresh")
 
     def _check_resume(self, config: dict[str, Any]) -> dict[str, Any] | None:
-        stored = self.read_config()
+        stored = self.read_stored_config()
         other = self.other_config(config)
         if other:
             raise ConfigError(f"--resume: {self.path} holds a run of another config ({other})")
         if stored is None and not self.has_checkpoint():
             raise ConfigError(f"--resume: no run to resume in {self.path}")
+        if stored is not None and self.has_checkpoint():  # before reading a checkpoint of an older layout
+            check_continuable(stored, str(self.path / CONFIG))
         saved = self.load_checkpoint(config) if self.has_checkpoint() else None
         self.is_finished(config)
         return saved
@@ -261,12 +263,7 @@ class RunDir:
                 raise TypeError("its config is not a JSON object")
         except (ValueError, TypeError, KeyError) as err:  # not msgpack, or not {"config", "agent"}
             raise ConfigError(f"checkpoint {file} is corrupt or not an rp1 checkpoint ({_cause(err)})") from None
-        schema = written_schema(saved, f"checkpoint {file}")
-        if schema < CONTINUABLE_FROM:
-            raise ConfigError(
-                f"checkpoint {file} was written by an rp1 of config schema {schema}, which this rp1 cannot continue "
-                f"as it ran (schemas from {CONTINUABLE_FROM} on); pass --overwrite to start the run afresh"
-            )
+        check_continuable(saved, f"checkpoint {file}")
         saved = migrate(saved, f"checkpoint {file}")
         if saved != config:
             raise ConfigError(f"checkpoint {file} belongs to a run of another config ({config_diff(saved, config)})")
