@@ -180,6 +180,13 @@ def test_a_run_finished_under_an_old_schema_stays_finished(tmp_path):
         RunDir(run_dir).is_finished({**migrate(stored), "seed": 1})
 
 
+def test_a_run_written_just_before_schemas_keeps_its_marker_and_policy_files():
+    """Its config has every key but no ``"schema"``: the hashes in its ``finished`` marker and
+    policy files (rp1.run_outputs) are those of today's config."""
+    today = current()
+    assert config_hash({k: v for k, v in today.items() if k != "schema"}) == config_hash(today)
+
+
 # --- the fixture: a run of rp1 at 3fab089, killed after 3 iterations -------------------------
 
 

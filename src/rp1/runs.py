@@ -46,7 +46,7 @@ from typing import Any, Iterator
 from flax import serialization
 
 from rp1.errors import ConfigError, StorageError
-from rp1.migrations import check_continuable, migrate, resume_hint
+from rp1.migrations import SCHEMA_KEY, check_continuable, migrate, resume_hint
 
 METRIC_COLUMNS = (
     "iteration",
