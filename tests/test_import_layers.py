@@ -19,8 +19,8 @@ LAYERS = (
     ("rp1.imagination", "rp1.realenv", "rp1.policy_files"),
     ("rp1.policy",),
     ("rp1.dynamics",),
-    ("rp1.envs", "rp1.runs", "rp1.seeding"),
-    ("rp1.acquisition", "rp1.nn", "rp1.errors", "rp1.compilation", "rp1.protocol", "rp1.checkpoints"),
+    ("rp1.envs", "rp1.runs", "rp1.seeding", "rp1.provenance"),
+    ("rp1.acquisition", "rp1.nn", "rp1.errors", "rp1.compilation", "rp1.protocol", "rp1.checkpoints", "rp1.migrations", "rp1.runlock"),
 )
 SOURCE = Path(rp1.__file__).parent
 

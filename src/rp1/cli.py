@@ -138,8 +138,11 @@ def train(
     --env's task) says.
 
     Ctrl-C (SIGINT) or SIGTERM stops the run at once (exit code 130 or 143); --resume continues it.
+    A run directory has one owner: while another process trains there, this one exits 2 naming it.
     """
     from rp1.experiments.figures import write_learning_curve
+    from rp1.runlock import RunLock
+    from rp1.runs import check_writable_dir
     from rp1.signals import exit_on_signals
     from rp1.train import run_training
 
@@ -147,9 +150,10 @@ def train(
     cfg = config_of(preset, env, method, seed=seed, budget=budget, overrides=overrides, scale=scale)
     out = out or Path("runs") / cfg.preset / f"seed{cfg.seed}"
     again = "--resume instead of --overwrite" if overwrite else "--resume"
-    with exit_on_signals(f"continue the run in {out} with the same command and {again}"):
-        run_training(cfg, out, resume=resume, overwrite=overwrite, progress=not quiet, options=run_options(video, tensorboard))
-    curve = write_learning_curve(out, cfg.preset)
+    check_writable_dir(out)
+    with exit_on_signals(f"continue the run in {out} with the same command and {again}"), RunLock(out) as lock:
+        run_training(cfg, out, resume=resume, overwrite=overwrite, progress=not quiet, options=run_options(video, tensorboard), lock=lock)
+        curve = write_learning_curve(out, cfg.preset)  # by the owner: no other process draws it meanwhile
     if not quiet:
         typer.echo(run_summary(out, curve))
 

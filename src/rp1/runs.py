@@ -10,10 +10,19 @@ Layout::
       learning_curve.png     drawn at the end
       policy/                best.msgpack and last.msgpack, the kept policies (rp1.run_outputs)
       videos/, tensorboard/  with --video and --tensorboard (rp1.run_outputs)
+      environment.json       where it ran (rp1.provenance)
+      lock                   while a process owns the run (rp1.runlock)
 
 The checkpoint also holds the metric rows written so far, so a resumed run rewrites
 ``metrics.csv`` from it: a kill between the two writes can neither lose nor duplicate a row. The
-checkpoint is replaced atomically, so a kill at any moment leaves the last one valid.
+checkpoint is replaced atomically, so a kill at any moment leaves the last one valid. Every file
+but ``metrics.csv`` is replaced atomically, and ``metrics.csv`` grows by whole rows (its first
+lines are replaced atomically), so a reader that takes no lock sees no half-written file but a last
+row still being written (``rp1.experiments.runs_table`` leaves it out).
+
+A stored config (``config.json``, the checkpoint's copy) is read through
+:func:`rp1.migrations.migrate`: a config written by an earlier rp1 gets each key it lacks with the
+value that reproduces that rp1's behaviour, then is compared with the config given now.
 
 A run directory is never lost: a run only starts in a directory that holds no run, continues one
 of the same config (``resume``), or replaces the run's files when told to (``overwrite``); a
@@ -27,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -36,6 +46,7 @@ from typing import Any, Iterator
 from flax import serialization
 
 from rp1.errors import ConfigError, StorageError
+from rp1.migrations import SCHEMA_KEY, check_continuable, migrate, resume_hint
 
 METRIC_COLUMNS = (
     "iteration",
@@ -71,6 +82,7 @@ POLICY_DIR = "policy"  # best.msgpack, last.msgpack (rp1.policy_files)
 VIDEO_DIR = "videos"  # best_<samples>.mp4 with --video
 TENSORBOARD_DIR = "tensorboard"  # event files with --tensorboard
 OUTPUT_DIRS = (POLICY_DIR, VIDEO_DIR, TENSORBOARD_DIR)
+ENVIRONMENT = "environment.json"
 
 
 class RunDir:
@@ -97,14 +109,30 @@ class RunDir:
         marker = self.path / FINISHED
         if not marker.exists():
             return False
-        if config is not None and _read(marker, "finished marker").decode().strip() != config_hash(config):
+        if config is not None and not self._marks(_read(marker, "finished marker").decode().strip(), config):
             raise ConfigError(
                 f"{marker} marks a run of another config as finished; delete it, choose another --out or pass --overwrite"
             )
         return True
 
+    def _marks(self, marker: str, config: dict[str, Any]) -> bool:
+        """Whether a ``finished`` marker holding ``marker`` was written under ``config``: the hash
+        of ``config``, or of the stored ``config.json`` (written by an earlier rp1, whose marker
+        hashed the config as it wrote it) when that migrates to ``config``."""
+        if marker == config_hash(config):
+            return True
+        stored = self.read_stored_config()
+        return stored is not None and marker == config_hash(stored) and migrate(stored, str(self.path / CONFIG)) == config
+
     def read_config(self) -> dict[str, Any] | None:
-        """The stored config dict, or ``None`` if there is none; ConfigError if it is not one."""
+        """The stored config dict as this rp1 reads it (:func:`~rp1.migrations.migrate`), or
+        ``None`` if there is none; ConfigError if it is not one or is of a newer schema."""
+        stored = self.read_stored_config()
+        return None if stored is None else migrate(stored, str(self.path / CONFIG))
+
+    def read_stored_config(self) -> dict[str, Any] | None:
+        """The stored config dict as written, or ``None`` if there is none; ConfigError if it is
+        not one."""
         file = self.path / CONFIG
         if not file.exists():
             return None
@@ -127,7 +155,13 @@ class RunDir:
           missing ``config.json`` is written again; a run killed before its first checkpoint starts
           afresh.
         - ``overwrite``: the run's files (config, metrics, checkpoint, marker, learning curve,
-          policy files, videos, TensorBoard log) are deleted first; other files stay.
+          policy files, videos, TensorBoard log, environment record) are deleted first; other
+          files stay.
+
+        A stored config is compared as :meth:`read_config` reads it (a run of an earlier rp1 with
+        the keys it lacked filled in); a run with a checkpoint of a schema before
+        :data:`~rp1.migrations.CONTINUABLE_FROM` is refused. The caller owns the directory
+        (:mod:`rp1.runlock`).
 
         ``--out`` must be, or be creatable as, a writable directory. Every check comes first: a
         refusal (ConfigError) leaves the directory as it was.
@@ -152,42 +186,56 @@ class RunDir:
     def _run_files(self) -> list[str]:
         return [name for name in (METRICS, str(CHECKPOINT), FINISHED) if (self.path / name).exists()]
 
+    def other_config(self, config: dict[str, Any]) -> str:
+        """``""`` if the directory holds no config or one that reads as ``config``; else the first
+        differences and, for a run of an earlier rp1, the ``--set`` items that continue it."""
+        stored = self.read_stored_config()
+        if stored is None:
+            return ""
+        read = migrate(stored, str(self.path / CONFIG))
+        return "" if read == config else config_diff(read, config) + resume_hint(stored, config)
+
     def _check_new(self, config: dict[str, Any]) -> None:
-        stored = self.read_config()
-        if stored is not None and stored != config:
+        other = self.other_config(config)
+        if other:
             raise ConfigError(
-                f"{self.path} holds a run of another config ({config_diff(stored, config)}); "
+                f"{self.path} holds a run of another config ({other}); "
                 "choose another --out, or pass --overwrite to replace that run"
             )
         files = self._run_files()
         if files:
-            held = "this run" if stored is not None else f"a run ({', '.join(files)}) without its {CONFIG}"
+            held = "this run" if (self.path / CONFIG).exists() else f"a run ({', '.join(files)}) without its {CONFIG}"
             raise ConfigError(f"{self.path} already holds {held}; pass --resume to continue it or --overwrite to start afresh")
 
     def _check_resume(self, config: dict[str, Any]) -> dict[str, Any] | None:
-        stored = self.read_config()
-        if stored is not None and stored != config:
-            raise ConfigError(f"--resume: {self.path} holds a run of another config ({config_diff(stored, config)})")
+        stored = self.read_stored_config()
+        other = self.other_config(config)
+        if other:
+            raise ConfigError(f"--resume: {self.path} holds a run of another config ({other})")
         if stored is None and not self.has_checkpoint():
             raise ConfigError(f"--resume: no run to resume in {self.path}")
+        if stored is not None and self.has_checkpoint():  # before reading a checkpoint of an older layout
+            check_continuable(stored, str(self.path / CONFIG))
         saved = self.load_checkpoint(config) if self.has_checkpoint() else None
         self.is_finished(config)
         return saved
 
     def _clear(self) -> None:
         with _storage("delete", self.path):
-            for name in (CONFIG, METRICS, FINISHED, CURVE):
+            for name in (CONFIG, METRICS, FINISHED, CURVE, ENVIRONMENT):
                 (self.path / name).unlink(missing_ok=True)
             for directory in (self.checkpoint_path.parent, *(self.path / name for name in OUTPUT_DIRS)):
                 if directory.is_dir():
                     shutil.rmtree(directory)
 
     def write_metrics(self, rows: list[dict[str, Any]]) -> None:
-        """Rewrite ``metrics.csv`` with ``rows`` (used when starting or resuming)."""
-        with _storage("write", self.path / METRICS), open(self.path / METRICS, "w", newline="") as f:
-            writer = csv.DictWriter(f, METRIC_COLUMNS, extrasaction="ignore")
-            writer.writeheader()
-            writer.writerows(_clean(r) for r in rows)
+        """Replace ``metrics.csv`` by ``rows``, atomically (used when starting or resuming)."""
+        text = io.StringIO(newline="")
+        writer = csv.DictWriter(text, METRIC_COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(_clean(r) for r in rows)
+        with _storage("write", self.path / METRICS):
+            _atomic_write(self.path / METRICS, text.getvalue().encode())
 
     def append_metrics(self, row: dict[str, Any]) -> None:
         """Append one row and flush it to disk."""
@@ -215,14 +263,16 @@ class RunDir:
                 raise TypeError("its config is not a JSON object")
         except (ValueError, TypeError, KeyError) as err:  # not msgpack, or not {"config", "agent"}
             raise ConfigError(f"checkpoint {file} is corrupt or not an rp1 checkpoint ({_cause(err)})") from None
+        check_continuable(saved, f"checkpoint {file}")
+        saved = migrate(saved, f"checkpoint {file}")
         if saved != config:
             raise ConfigError(f"checkpoint {file} belongs to a run of another config ({config_diff(saved, config)})")
         return agent
 
     def mark_finished(self) -> None:
-        """Write the ``finished`` marker of the bound config."""
+        """Write the ``finished`` marker of the bound config, atomically."""
         with _storage("write", self.path / FINISHED):
-            (self.path / FINISHED).write_text(config_hash(self._bound_config()) + "\n")
+            _atomic_write(self.path / FINISHED, (config_hash(self._bound_config()) + "\n").encode())
 
     def _bound_config(self) -> dict[str, Any]:
         if self._config is None:
@@ -245,8 +295,10 @@ def check_writable_dir(path: str | os.PathLike, option: str = "--out") -> None:
 
 
 def config_hash(config: dict[str, Any]) -> str:
-    """A SHA-256 of ``config`` (independent of key order)."""
-    return hashlib.sha256(_canonical(config).encode()).hexdigest()
+    """A SHA-256 of ``config``, independent of key order and of the schema number it is written
+    with (``"schema"``), so that the markers and policy files of a run written before schemas were
+    recorded still match its config."""
+    return hashlib.sha256(_canonical({k: v for k, v in config.items() if k != SCHEMA_KEY}).encode()).hexdigest()
 
 
 def _canonical(config: dict[str, Any]) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sys
 from pathlib import Path
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -17,8 +18,10 @@ from rp1.compilation import enable_compilation_cache
 from rp1.config import Config, validate
 from rp1.errors import ConfigError
 from rp1.protocol import Agent
+from rp1.provenance import record as record_environment
 from rp1.run_outputs import RunOptions, RunOutputs
-from rp1.runs import RunDir
+from rp1.runlock import RunLock, owning
+from rp1.runs import RunDir, check_writable_dir
 
 
 def make_agent(cfg: Config) -> Agent:
@@ -37,38 +40,53 @@ def _fmt(value, spec: str) -> str:
 
 
 def run_training(
-    cfg: Config, out: str | Path, resume: bool = False, progress: bool = True, overwrite: bool = False, options: RunOptions | None = None
+    cfg: Config,
+    out: str | Path,
+    resume: bool = False,
+    progress: bool = True,
+    overwrite: bool = False,
+    options: RunOptions | None = None,
+    lock: RunLock | None = None,
 ) -> Path:
     """Train ``cfg`` in run directory ``out`` until ``cfg.budget`` real samples; returns ``out``.
 
     Checks the config (:func:`~rp1.config.validate`) and the directory (:meth:`RunDir.prepare`)
-    first: on bad input (:class:`~rp1.errors.ConfigError`) nothing is written. With ``resume``,
-    continues from the checkpoint exactly where the killed run stopped (a run killed before its
-    first checkpoint starts afresh); with ``overwrite``, replaces the run in ``out``. After every
-    iteration the metrics row is flushed and the checkpoint replaced atomically, so a kill at any
-    moment leaves a run that ``resume`` continues identically. ``options`` say what the run logs
+    first: on bad input (:class:`~rp1.errors.ConfigError`) nothing is written. Owns ``out`` from
+    before it reads anything there until it returns: through ``lock`` if the caller holds it, else
+    through its own :class:`~rp1.runlock.RunLock` (:class:`~rp1.runlock.RunInUse` if another
+    process owns ``out``). With ``resume``, continues from the checkpoint exactly where the killed
+    run stopped (a run killed before its first checkpoint starts afresh); with ``overwrite``,
+    replaces the run in ``out``. After every iteration the metrics row is flushed and the
+    checkpoint replaced atomically, so a kill at any moment leaves a run that ``resume`` continues
+    identically. ``options`` say what the run logs
     besides (:class:`~rp1.run_outputs.RunOptions`: videos, TensorBoard; the policy files always).
     """
     validate(cfg)
     options = options or RunOptions()
     options.check(cfg)
-    run = RunDir(out)
-    saved = run.prepare(cfg.to_dict(), resume=resume, overwrite=overwrite)
-    enable_compilation_cache()
-    agent = make_agent(cfg)
-    try:
-        drive(agent, cfg, run, saved, progress, options)
-    finally:
-        agent.close()
-    run.mark_finished()
+    check_writable_dir(out)
+    with owning(out, lock):
+        run = RunDir(out)
+        saved = run.prepare(cfg.to_dict(), resume=resume, overwrite=overwrite)
+        enable_compilation_cache()
+        agent = make_agent(cfg)
+        try:
+            drive(agent, cfg, run, saved, progress, options)
+        finally:
+            agent.close()
+        run.mark_finished()
     return Path(out)
 
 
 def drive(agent: Agent, cfg: Config, run: RunDir, saved: dict | None, progress: bool, options: RunOptions | None = None) -> None:
     """Step ``agent`` from a fresh or ``saved`` state to ``cfg.budget``, writing every row, the
     run's outputs (:class:`~rp1.run_outputs.RunOutputs`: policy files, ``options``) and the
-    checkpoint to ``run`` as it goes, in that order, with a progress bar unless ``progress`` is False."""
+    checkpoint to ``run`` as it goes, in that order, with a progress bar unless ``progress`` is False.
+    Records where it runs (:func:`rp1.provenance.record`); a warning from there goes to stderr."""
     state = agent.initial_state() if saved is None else restore_state(agent, saved, run)
+    warning = record_environment(run.path, len(state.rows))
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     run.write_metrics(state.rows)
     last = state.rows[-1] if state.rows else {}
     outputs = RunOutputs(run.path, cfg, agent.task, state.rows, options or RunOptions())

@@ -18,6 +18,7 @@ import pandas as pd
 
 from rp1.errors import ConfigError
 from rp1.experiments.paper import MODEL_FREE
+from rp1.migrations import NewerSchema, migrate
 from rp1.runs import METRIC_COLUMNS
 
 CONFIG_KEYS: tuple[str, ...] = ("task", "method", "seed", "budget")
@@ -63,7 +64,9 @@ def scale_order(scale: str) -> tuple[bool, str]:
 
 
 def read_config(run_dir: Path) -> dict:
-    """The config keys the report needs; raises ConfigError naming the file if one is missing.
+    """The config keys the report needs, of a config of any schema up to this rp1's (read through
+    :func:`rp1.migrations.migrate`); raises ConfigError naming the file if one is missing, and
+    :class:`~rp1.migrations.NewerSchema` for a config of a newer rp1.
 
     ``scale`` defaults to :data:`DEFAULT_SCALE`; ``phase_cap`` is NaN when the config has no
     ``collect.phase_cap``.
@@ -73,6 +76,9 @@ def read_config(run_dir: Path) -> dict:
         config = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as err:
         raise ConfigError(f"{path}: not a readable JSON config ({err})") from err
+    if not isinstance(config, dict):
+        raise ConfigError(f"{path}: not a JSON object")
+    config = migrate(config, str(path))
     missing = [key for key in CONFIG_KEYS if key not in config]
     if missing:
         raise ConfigError(
@@ -180,16 +186,20 @@ def drop_duplicates(runs: list[pd.DataFrame]) -> tuple[list[pd.DataFrame], list[
 def load_runs(root: Path) -> LoadedRuns:
     """All runs under ``root`` as one tidy table (see :class:`LoadedRuns`).
 
-    Runs with no rows yet are left out with a note; so are unusable rows (see
-    :func:`parse_metrics`) and duplicates (see :func:`drop_duplicates`). Raises ConfigError when
-    ``root`` holds no run directory at all.
+    Runs with no rows yet are left out with a note; so are runs written by a newer rp1 (a config
+    schema this one does not know), unusable rows (see :func:`parse_metrics`) and duplicates (see
+    :func:`drop_duplicates`). Raises ConfigError when ``root`` holds no run directory at all.
     """
     run_dirs = find_run_dirs(root)
     if not run_dirs:
         raise ConfigError(f"{root}: no run directories (a folder with config.json and metrics.csv)")
     runs, notes = [], []
     for run_dir in run_dirs:
-        run, row_notes = load_run(root, run_dir)
+        try:
+            run, row_notes = load_run(root, run_dir)
+        except NewerSchema as newer:
+            notes.append(f"{newer} — left out")
+            continue
         notes += row_notes
         if run.empty:
             notes.append(f"{run_dir.relative_to(root).as_posix()}: no metrics rows yet — left out")

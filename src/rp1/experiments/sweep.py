@@ -15,6 +15,13 @@ then go to a *backend*:
 Each run appends its output (including a traceback if it fails) to ``<run_dir>/log.txt``. A failed
 run does not stop the others; it is listed with its error and log in the summary at the end.
 
+One owner per run (:mod:`rp1.runlock`): planning reads run directories without locking; a worker
+takes the run's lock before it touches the directory, decides again there what to do (another
+process may have finished or started it since) and holds the lock until the run and its learning
+curve are written. A run whose lock another process holds (another sweep, an ``rp1 train``, a
+retried Ray task whose first attempt still lives) is reported as ``running elsewhere``: neither
+finished nor failed; the sweep's exit code is then :data:`RUNNING_ELSEWHERE` if nothing failed.
+
 The pieces: :mod:`~rp1.experiments.sweep_plan` (what to do with every run),
 :mod:`~rp1.experiments.sweep_worker` (one run in a worker), :mod:`~rp1.experiments.executors`
 (local pool, Ray); this module drives them with a live display and prints the summary.
@@ -31,12 +38,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 
 from rp1.experiments.executors import Executor, make_executor
-from rp1.experiments.sweep_plan import RunJob, RunOutcome, plan_sweep, with_options
+from rp1.experiments.sweep_plan import ELSEWHERE, RunJob, RunOutcome, plan_sweep, with_options
 from rp1.experiments.sweep_worker import one_line
 from rp1.run_outputs import RunOptions
 
 POLL_S = 0.5
 """How often (seconds) the progress display is refreshed while runs are under way."""
+RUNNING_ELSEWHERE = 3
+"""The sweep's exit code when no run failed but other processes owned some (rerun the sweep once
+they have ended: it skips what they finished)."""
 
 
 def run_sweep(
@@ -68,7 +78,8 @@ def run_sweep(
     Everything is checked before anything runs: a bad preset, override, backend or ``workers``, a
     run directory holding another config, Ray not installed, or ``options`` a task cannot serve
     raise :class:`ConfigError` (:class:`~rp1.errors.RenderError`: the machine cannot render).
-    Returns the exit code: 0 if every run finished, 1 otherwise.
+    Returns the exit code: 0 if every run finished, 1 if any failed, else
+    :data:`RUNNING_ELSEWHERE` if other processes owned some.
     """
     executor = make_executor(backend, workers, address, cpus_per_run, gpus_per_run)
     jobs = plan_sweep(names, seeds, Path(out), budget=budget, overrides=overrides or {}, scale=scale, envs=envs, methods=methods)
@@ -78,7 +89,8 @@ def run_sweep(
     outcomes = {(o.preset, o.seed): o for o in run_jobs(executor, todo, skipped=len(jobs) - len(todo))}
     summary = [outcomes.get((job.cfg.preset, job.cfg.seed)) or job.outcome("skipped") for job in jobs]
     print_summary(summary)
-    return 0 if all(o.status != "failed" for o in summary) else 1
+    statuses = {o.status for o in summary}
+    return 1 if "failed" in statuses else RUNNING_ELSEWHERE if ELSEWHERE in statuses else 0
 
 
 # ----------------------------------------------------------------------------- driving and display
@@ -106,9 +118,12 @@ def run_jobs(executor: Executor, jobs: list[RunJob], skipped: int) -> list[RunOu
 
 
 def counts(outcomes: list[RunOutcome], running: int, queued: int, skipped: int) -> dict[str, int]:
-    """The fields of the progress line."""
+    """The fields of the progress line (``skipped``: runs planned as finished; a run another process
+    finished since counts as done)."""
     failed = sum(o.status == "failed" for o in outcomes)
-    return dict(completed=len(outcomes), done=len(outcomes) - failed, failed=failed, running=running, queued=queued, skipped=skipped)
+    elsewhere = sum(o.status == ELSEWHERE for o in outcomes)
+    done = len(outcomes) - failed - elsewhere
+    return dict(completed=len(outcomes), done=done, failed=failed, elsewhere=elsewhere, running=running, queued=queued, skipped=skipped)
 
 
 def collect(executor: Executor, handle: Any, job: RunJob) -> RunOutcome:
@@ -128,7 +143,7 @@ def sweep_progress() -> Progress:
         MofNCompleteColumn(),
         TextColumn(
             "done {task.fields[done]} · running {task.fields[running]} · queued {task.fields[queued]} · "
-            "[red]failed {task.fields[failed]}[/] · skipped {task.fields[skipped]}"
+            "[red]failed {task.fields[failed]}[/] · elsewhere {task.fields[elsewhere]} · skipped {task.fields[skipped]}"
         ),
         TimeElapsedColumn(),
     )
@@ -139,7 +154,7 @@ def print_summary(outcomes: list[RunOutcome]) -> None:
     table = Table(title="sweep")
     for column in ("preset", "seed", "status", "time", "error", "log"):
         table.add_column(column, overflow="fold")
-    styles = {"finished": "green", "skipped": "dim", "failed": "bold red"}
+    styles = {"finished": "green", "skipped": "dim", "failed": "bold red", ELSEWHERE: "yellow"}
     for o in outcomes:
         resumed = " (resumed)" if o.action == "resume" and o.status == "finished" else ""
         status = f"[{styles[o.status]}]{o.status}{resumed}[/]"
@@ -147,4 +162,8 @@ def print_summary(outcomes: list[RunOutcome]) -> None:
     console = Console()
     console.print(table)
     failed = sum(o.status == "failed" for o in outcomes)
-    console.print(f"{len(outcomes) - failed} of {len(outcomes)} runs finished" + (f", [bold red]{failed} failed[/]" if failed else ""))
+    elsewhere = sum(o.status == ELSEWHERE for o in outcomes)
+    line = f"{len(outcomes) - failed - elsewhere} of {len(outcomes)} runs finished" + (f", [bold red]{failed} failed[/]" if failed else "")
+    if elsewhere:
+        line += f", [yellow]{elsewhere} running elsewhere[/] (owned by another process; rerun the sweep once it has ended)"
+    console.print(line)

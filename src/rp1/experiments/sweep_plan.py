@@ -13,14 +13,17 @@ from typing import Callable, Sequence
 from rp1.config import Config, env_config, resolve
 from rp1.errors import ConfigError
 from rp1.run_outputs import RunOptions
-from rp1.runs import RunDir, config_diff
+from rp1.runs import RunDir
 
 RUN_LOG = "log.txt"
+ELSEWHERE = "running elsewhere"
+"""The status of a run that another process owned when its turn came (:mod:`rp1.runlock`)."""
 
 
 @dataclass(frozen=True)
 class RunOutcome:
-    """How one run of a sweep ended: ``status`` is ``finished``, ``skipped`` or ``failed``."""
+    """How one run of a sweep ended: ``status`` is ``finished``, ``skipped``, ``failed`` or
+    :data:`ELSEWHERE`."""
 
     preset: str
     seed: int
@@ -88,14 +91,12 @@ def plan_sweep(
 
 
 def run_action(cfg: Config, run: RunDir) -> str:
-    """``skip``, ``resume`` or ``start`` for ``cfg`` in ``run``; ConfigError if it holds another
-    config or a ``finished`` marker written under another config."""
-    stored = run.read_config()
-    if stored is not None and stored != cfg.to_dict():
-        raise ConfigError(
-            f"{run.path} holds a run of another config ({config_diff(stored, cfg.to_dict())}); "
-            "choose another --out or the same settings"
-        )
+    """``skip``, ``resume`` or ``start`` for ``cfg`` in ``run`` (its stored config read as
+    :meth:`RunDir.read_config` reads it: a run of an earlier rp1 migrated); ConfigError if it holds
+    another config or a ``finished`` marker written under another config."""
+    other = run.other_config(cfg.to_dict())
+    if other:
+        raise ConfigError(f"{run.path} holds a run of another config ({other}); choose another --out or the same settings")
     if run.is_finished(cfg.to_dict()):
         return "skip"
     return "resume" if run.has_checkpoint() else "start"

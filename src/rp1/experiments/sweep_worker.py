@@ -9,12 +9,14 @@ import shutil
 import sys
 import time
 import traceback
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Iterator, Mapping
 
 from rp1.experiments.figures import write_learning_curve
-from rp1.experiments.sweep_plan import RunJob, RunOutcome
+from rp1.experiments.sweep_plan import ELSEWHERE, RunJob, RunOutcome, run_action
+from rp1.runlock import RunInUse, RunLock
 from rp1.runs import CONFIG, METRICS, RunDir
 from rp1.train import run_training
 
@@ -23,19 +25,34 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 
 
 def execute_run(job: RunJob) -> RunOutcome:
-    """Do ``job`` in this process, its output appended to its log; a failure is returned, not raised."""
+    """Do ``job`` in this process, owning its directory (:mod:`rp1.runlock`), its output appended
+    to its log; a failure is returned, not raised, and a run another process owns is left to it
+    (:data:`~rp1.experiments.sweep_plan.ELSEWHERE`). What to do is decided again once the lock is
+    held: the directory may have changed since planning."""
     started = time.perf_counter()
-    job.run_dir.mkdir(parents=True, exist_ok=True)
-    with output_to(job.log):
-        print(f"=== rp1 sweep: {job.action} {job.cfg.preset} seed {job.cfg.seed} at {datetime.now():%Y-%m-%d %H:%M:%S}")
-        try:
-            if job.action == "start":
-                clear_partial_run(RunDir(job.run_dir))
-            run_training(job.cfg, job.run_dir, resume=job.action == "resume", progress=False, options=job.options)
-            write_learning_curve(job.run_dir, job.cfg.preset)
-        except Exception as error:
-            traceback.print_exc()
-            return job.outcome("failed", one_line(error), time.perf_counter() - started)
+    lock = RunLock(job.run_dir)
+    try:
+        lock.acquire()
+    except RunInUse as busy:
+        return job.outcome(ELSEWHERE, one_line(busy))
+    except Exception as error:  # the file system cannot lock, the directory cannot be made
+        return job.outcome("failed", one_line(error))
+    try:
+        with output_to(job.log):
+            try:
+                job = replace(job, action=run_action(job.cfg, RunDir(job.run_dir)))
+                if job.action == "skip":  # finished by another process since planning
+                    return job.outcome("skipped")
+                print(f"=== rp1 sweep: {job.action} {job.cfg.preset} seed {job.cfg.seed} at {datetime.now():%Y-%m-%d %H:%M:%S}")
+                if job.action == "start":
+                    clear_partial_run(RunDir(job.run_dir))
+                run_training(job.cfg, job.run_dir, resume=job.action == "resume", progress=False, options=job.options, lock=lock)
+                write_learning_curve(job.run_dir, job.cfg.preset)
+            except Exception as error:
+                traceback.print_exc()
+                return job.outcome("failed", one_line(error), time.perf_counter() - started)
+    finally:
+        lock.release()
     return job.outcome("finished", wall_s=time.perf_counter() - started)
 
 

@@ -1,0 +1,161 @@
+"""Where a run ran: what its numbers depend on besides its config, in ``RUN/environment.json``.
+
+A run's metrics are reproduced bit for bit only by the same code and libraries, on the same kind
+of device, with the same number of threads in XLA's CPU thread pool (README "Runs" has the
+measurements). :func:`environment` collects these:
+
+- ``rp1``: version, and the git commit when rp1 runs from a checkout (``unknown`` otherwise; with
+  ``-modified`` when tracked files differ from it);
+- ``python``, and the versions of the libraries the numbers come from (:data:`PACKAGES`);
+- ``backend`` and ``device``: JAX's default backend and its device (the CPU's model name from
+  ``/proc/cpuinfo``, else the platform's processor; a GPU's kind);
+- ``xla_threads``: the size of XLA's CPU thread pool, which XLA takes from ``PJRT_NPROC`` or
+  ``NPROC`` where set and otherwise from the CPUs this process may run on
+  (``os.sched_getaffinity``: ``taskset`` and cgroups' cpusets narrow it); ``xla_flags``:
+  ``XLA_FLAGS``.
+
+:func:`record` keeps a list of them in the run directory, each with the iteration from which it
+applies: a fresh run writes one; a resume on the environment of the last entry adds nothing, a
+resume elsewhere appends one and returns a one-line warning. ``host`` and ``recorded`` (local time)
+are kept with each entry but not compared: identical machines give identical numbers.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import json
+import os
+import platform
+import socket
+import subprocess
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import rp1
+from rp1.runs import ENVIRONMENT, write_atomically
+
+PACKAGES = ("jax", "jaxlib", "numpy", "mujoco", "gymnasium", "optax")
+"""The libraries whose versions a run's numbers depend on."""
+NOT_COMPARED = ("from_iteration", "host", "recorded")
+"""Fields of a record entry that say when and where, not what the numbers depend on."""
+
+
+def environment() -> dict[str, Any]:
+    """What this process's numbers depend on (see the module docstring); initialises JAX's backend."""
+    import jax
+
+    backend = jax.default_backend()
+    return {
+        "rp1": rp1.__version__,
+        "commit": _commit(),
+        "python": platform.python_version(),
+        **{name: _version(name) for name in PACKAGES},
+        "backend": backend,
+        "device": _cpu_model() if backend == "cpu" else jax.devices()[0].device_kind,
+        "xla_threads": xla_threads(),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+    }
+
+
+def xla_threads(environ: dict[str, str] | os._Environ = os.environ) -> int:
+    """The size of XLA's CPU thread pool in a process started with ``environ``: ``PJRT_NPROC`` or
+    ``NPROC`` where set to an integer (XLA's ``DefaultThreadPoolSize``), else the CPUs this
+    process may run on."""
+    for name in ("PJRT_NPROC", "NPROC"):
+        try:
+            return max(0, int(environ[name]))
+        except (KeyError, ValueError):
+            continue
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity on this platform
+        return os.cpu_count() or 1
+
+
+def record(run_dir: str | os.PathLike, iteration: int) -> str | None:
+    """Record in ``run_dir`` that it runs here from ``iteration`` on; a one-line warning if that
+    continues a run recorded elsewhere, or one that has no record of where it ran.
+
+    ``iteration`` 0 starts the record afresh. Otherwise entries from ``iteration`` on are dropped
+    (a resume that died before its next checkpoint wrote no row under them), and this environment
+    is appended unless the last entry's is the same.
+    """
+    file = Path(run_dir) / ENVIRONMENT
+    entries = _read(file) if iteration > 0 else []
+    entries = [e for e in entries if e.get("from_iteration", 0) < iteration]
+    here = environment()
+    last = entries[-1] if entries else None
+    if last is not None and _compared(last) == here:
+        return None
+    entry = {"from_iteration": iteration, "host": socket.gethostname(), "recorded": datetime.now().strftime("%Y-%m-%d %H:%M:%S"), **here}
+    write_atomically(file, (json.dumps({"environments": [*entries, entry]}, indent=2) + "\n").encode(), "environment record")
+    if iteration == 0:
+        return None
+    if last is None:
+        return (
+            f"rp1: warning: {run_dir} has no record of where iterations 0-{iteration - 1} ran (an earlier rp1 wrote "
+            f"them); from iteration {iteration} on it runs on {summary(here)}"
+        )
+    changed = "; ".join(f"{key} {last.get(key)!r} -> {value!r}" for key, value in here.items() if last.get(key) != value)
+    return (
+        f"rp1: warning: {run_dir} continues from iteration {iteration} in another environment than it ran in "
+        f"({changed}): its metrics may differ from an uninterrupted run's from there on; recorded in {file}"
+    )
+
+
+def summary(env: dict[str, Any]) -> str:
+    """``device, N XLA threads, jax X, rp1 V (commit)`` of an :func:`environment`."""
+    return f"{env['device']}, {env['xla_threads']} XLA threads, jax {env['jax']}, rp1 {env['rp1']} ({env['commit']})"
+
+
+def _compared(entry: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in entry.items() if key not in NOT_COMPARED}
+
+
+def _read(file: Path) -> list[dict[str, Any]]:
+    """The entries recorded in ``file``; none if it is missing or unreadable (it is a record, not
+    an input: a damaged one is rewritten)."""
+    try:
+        entries = json.loads(file.read_text())["environments"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "absent"
+
+
+def _cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else what the platform says."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "Model", "cpu model") and value.strip():
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+@functools.cache
+def _commit() -> str:
+    """rp1's git commit when it runs from a checkout (``-modified`` if tracked files under ``src`` differ), else
+    ``unknown``."""
+    root = Path(rp1.__file__).resolve().parent.parent.parent
+    git = ["git", "-C", str(root)]
+    try:
+        top = subprocess.run([*git, "rev-parse", "--show-toplevel"], capture_output=True, text=True, timeout=10)
+        if top.returncode != 0 or Path(top.stdout.strip()).resolve() != root:
+            return "unknown"
+        head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+        clean = subprocess.run([*git, "diff", "--quiet", "HEAD", "--", "src"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head if clean else f"{head}-modified"

@@ -1,0 +1,255 @@
+"""Issue 21: config schema versions. Every key has a migration entry; a run written by an earlier
+rp1 reads with the values that reproduce its behaviour, resumes and finishes as that rp1 would have
+(the fixture ``fixtures/before_stop_on``, made by rp1 at 3fab089); a run of a newer rp1 is refused;
+``rp1 report`` reads every schema side by side."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import metrics_without_timing
+from rp1.config import Config, resolve
+from rp1.errors import ConfigError
+from rp1.experiments.report import report_tasks
+from rp1.experiments.runs_table import load_runs
+from rp1.experiments.tables import TABLES, write_table
+from rp1.migrations import ADDED, BASE_KEYS, SCHEMA, NewerSchema, keys_of, migrate, written_schema
+from rp1.runs import CONFIG, FINISHED, METRICS, RunDir, TIMING_COLUMNS, config_hash
+from test_cli_train import run_cli, snapshot
+
+REPO = Path(__file__).resolve().parent.parent
+LAPTOP = REPO / "docs" / "laptop-scale"
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "before_stop_on"
+FIXTURE_SETS = {  # the fixture's config (fixtures/before_stop_on/make.py)
+    "model.hidden": "8,8", "model.members": "2", "model.max_epochs": "100", "model.patience": "2", "model.lr": "0.02",
+    "model.batch_size": "64", "model.reward": "learned", "model.head_hidden": "8",
+    "policy.hidden": "16,16", "policy.batch_steps": "300", "policy.max_updates": "13", "policy.first_check": "2",
+    "collect.phase_cap": "100", "eval_episodes": "2", "horizon": "50",
+}  # fmt: skip
+OLD_VALUES = {"lam.baseline": "including", "lam.g_normalizers": "inputs"}  # the hint's --set items
+COMPARED = ("jax", "jaxlib", "numpy", "mujoco", "gymnasium", "optax", "backend", "device", "xla_threads", "xla_flags")
+"""What the fixture's exact metrics depend on besides the code (README "Runs")."""
+
+
+def dotted(config: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            out.update(dotted(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def current() -> dict:
+    return resolve("halfcheetah-rp1").to_dict()
+
+
+# --- the table ---------------------------------------------------------------------------------
+
+
+def test_every_config_key_has_a_migration_entry():
+    keys = set(dotted(Config(preset="p", task="halfcheetah", method="rp1").to_dict())) - {"schema"}
+    missing = sorted(keys - keys_of(SCHEMA))
+    assert not missing, f"config keys without an entry in rp1.migrations.ADDED (add one, and raise SCHEMA): {missing}"
+    assert not sorted(keys_of(SCHEMA) - keys), "entries of rp1.migrations.ADDED for keys Config does not have"
+    assert not BASE_KEYS & {e.key for e in ADDED} and len({e.key for e in ADDED}) == len(ADDED)
+    assert [e.schema for e in ADDED] == sorted(e.schema for e in ADDED) and ADDED[-1].schema == SCHEMA
+
+
+KEYS_PER_SCHEMA = {1: 34, 2: 38, 3: 40, 4: 41, 5: 44, 6: 45, 7: 49}
+"""How many keys each released schema has: a new key goes to a new schema (SCHEMA + 1, added here)."""
+
+
+def test_released_schemas_keep_their_keys():
+    assert {schema: len(keys_of(schema)) for schema in range(1, SCHEMA + 1)} == KEYS_PER_SCHEMA
+
+
+def test_a_config_without_a_version_has_the_schema_of_its_keys():
+    laptop = json.loads((LAPTOP / "runs" / "halfcheetah-quick" / "seed0" / CONFIG).read_text())
+    fixture = json.loads((FIXTURE / "run" / CONFIG).read_text())
+    today = {k: v for k, v in current().items() if k != "schema"}
+    assert (written_schema(laptop), written_schema(fixture), written_schema(today)) == (3, 5, SCHEMA)
+    assert written_schema({**today, "schema": 9}) == 9
+    with pytest.raises(ConfigError, match="schema must be a positive integer"):
+        written_schema({**today, "schema": "7"})
+
+
+def test_migration_fills_missing_keys_with_the_old_behaviour_and_keeps_present_ones():
+    laptop = json.loads((LAPTOP / "runs" / "halfcheetah-quick" / "seed0" / CONFIG).read_text())
+    read = dotted(migrate(laptop))
+    assert read["schema"] == SCHEMA and {k: v for k, v in read.items() if k in dotted(laptop)} == dotted(laptop)
+    assert {k: read[k] for k in set(read) - set(dotted(laptop)) - {"schema"}} == {
+        "horizon": 0, "model.reward": "auto", "model.done": "auto", "model.head_hidden": [200, 200],
+        "model.stop_on": "any", "lam.baseline": "including", "lam.g_normalizers": "inputs",
+        "policy.advantage": "fixed", "policy.restore_best": True,
+    }  # fmt: skip
+    # a run of today's code written before versions were recorded keeps its values
+    today = current()
+    del today["schema"]
+    assert migrate(today) == current()
+    # a key that a config of an earlier schema lacks, while having later ones, is filled alone
+    partial = {**today, "model": {k: v for k, v in today["model"].items() if k != "stop_on"}}
+    assert migrate(partial) == current()
+
+
+def test_report_reads_every_schema_side_by_side(tmp_path):
+    """docs/laptop-scale/runs (schema 3, before five keys existed) give the committed tables."""
+    metrics = load_runs(LAPTOP / "runs").metrics
+    out = tmp_path / "report"
+    out.mkdir()
+    for spec in TABLES:
+        for path in write_table(metrics, spec, report_tasks(metrics), out):
+            if path.suffix == ".csv" and "ttests" not in path.name:
+                assert path.read_text() == (LAPTOP / path.name).read_text(), path.name
+
+
+# --- newer and unresumable schemas -------------------------------------------------------------
+
+
+def newer_run(run_dir: Path) -> dict:
+    config = {**current(), "schema": SCHEMA + 1}
+    run_dir.mkdir(parents=True)
+    (run_dir / CONFIG).write_text(json.dumps(config))
+    (run_dir / METRICS).write_text("iteration,samples,eval_return\n0,0,1.0\n")
+    return config
+
+
+def test_a_run_of_a_newer_schema_is_refused_with_both_versions(tmp_path, capsys):
+    newer_run(tmp_path / "run")
+    before = snapshot(tmp_path / "run")
+    for flag in ([], ["--resume"]):
+        code, err = run_cli(["train", "--preset", "halfcheetah-rp1", "--out", str(tmp_path / "run"), "--quiet", *flag], capsys)
+        assert code == 2 and len(err) == 1, err
+        assert f"config schema {SCHEMA + 1}" in err[0] and f"up to {SCHEMA}" in err[0] and str(tmp_path / "run") in err[0]
+    assert snapshot(tmp_path / "run") == before
+    with pytest.raises(NewerSchema, match=f"schema {SCHEMA + 1}"):
+        RunDir(tmp_path / "run").read_config()
+
+
+def test_a_checkpoint_of_a_newer_schema_is_refused(tmp_path):
+    run = RunDir(tmp_path / "run")
+    run.prepare({**current(), "schema": SCHEMA + 1})
+    run.save_checkpoint({})
+    with pytest.raises(NewerSchema, match=f"checkpoint .* schema {SCHEMA + 1}"):
+        run.load_checkpoint(current())
+
+
+def test_report_leaves_a_run_of_a_newer_schema_out_with_a_note(tmp_path):
+    newer_run(tmp_path / "runs" / "newer")
+    shutil.copytree(LAPTOP / "runs" / "hopper-quick" / "seed0", tmp_path / "runs" / "old")
+    loaded = load_runs(tmp_path / "runs")
+    assert set(loaded.metrics["run"]) == {"old"}
+    assert any(f"schema {SCHEMA + 1}" in note and "left out" in note for note in loaded.notes), loaded.notes
+
+
+def test_a_checkpoint_of_an_older_layout_is_not_resumed(tmp_path):
+    """Schema 4 (no learned heads yet) and older: refused before the checkpoint is read."""
+    old = {k: v for k, v in current().items() if k not in ("schema", "horizon")}  # schema 3: before horizon
+    run = RunDir(tmp_path / "run")
+    run.prepare(old)
+    (tmp_path / "run" / "checkpoint").mkdir()
+    (tmp_path / "run" / "checkpoint" / "state.msgpack").write_bytes(b"an older layout")
+    before = snapshot(tmp_path / "run")
+    with pytest.raises(ConfigError, match="config.json was written by an rp1 of config schema 3, whose checkpoints .* --overwrite"):
+        RunDir(tmp_path / "run").prepare(migrate(old), resume=True)
+    assert snapshot(tmp_path / "run") == before
+    # the checkpoint's own copy of the config is checked too
+    streams = {k: v for k, v in old.items() if k != "scale"}  # schema 2: before independent streams
+    run = RunDir(tmp_path / "other")
+    run.prepare(streams)
+    run.save_checkpoint({})
+    with pytest.raises(ConfigError, match="checkpoint .* schema 2, whose checkpoints this rp1 cannot continue"):
+        run.load_checkpoint(migrate(streams))
+
+
+def test_a_run_finished_under_an_old_schema_stays_finished(tmp_path):
+    run_dir = shutil.copytree(LAPTOP / "runs" / "halfcheetah-greedy" / "seed0", tmp_path / "run")
+    stored = json.loads((run_dir / CONFIG).read_text())
+    (run_dir / FINISHED).write_text(config_hash(stored) + "\n")  # what the rp1 of schema 3 wrote
+    assert RunDir(run_dir).is_finished(migrate(stored))
+    with pytest.raises(ConfigError, match="another config"):
+        RunDir(run_dir).is_finished({**migrate(stored), "seed": 1})
+
+
+def test_a_run_written_just_before_schemas_keeps_its_marker_and_policy_files():
+    """Its config has every key but no ``"schema"``: the hashes in its ``finished`` marker and
+    policy files (rp1.run_outputs) are those of today's config."""
+    today = current()
+    assert config_hash({k: v for k, v in today.items() if k != "schema"}) == config_hash(today)
+
+
+# --- the fixture: a run of rp1 at 3fab089, killed after 3 iterations -------------------------
+
+
+def fixture_cmd(out: Path, sets: dict[str, str]) -> list[str]:
+    items = sum((["--set", f"{k}={v}"] for k, v in sets.items()), [])
+    return ["train", "--preset", "halfcheetah-rp1", "--seed", "0", "--budget", "600", "--out", str(out), "--quiet", "--resume", *items]
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def test_the_fixture_is_refused_without_its_old_values_and_told_them(tmp_path, capsys):
+    run_dir = shutil.copytree(FIXTURE / "run", tmp_path / "run")
+    before = snapshot(run_dir)
+    code, err = run_cli(fixture_cmd(run_dir, FIXTURE_SETS), capsys)
+    assert code == 2 and len(err) == 1, err
+    hint = " ".join(f"--set {k}={v}" for k, v in OLD_VALUES.items())
+    assert "config schema 5" in err[0] and err[0].endswith(f"add {hint})"), err
+    assert snapshot(run_dir) == before
+
+
+@pytest.fixture(scope="module")
+def resumed(tmp_path_factory):
+    """The fixture resumed by this rp1 with XLA's thread pool at 1 (as it was made), in a process
+    of its own: ``(run directory, completed process)``."""
+    run_dir = shutil.copytree(FIXTURE / "run", tmp_path_factory.mktemp("fixture") / "run")
+    env = {**os.environ, "PJRT_NPROC": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "rp1", *fixture_cmd(run_dir, {**FIXTURE_SETS, **OLD_VALUES})], env=env, capture_output=True, text=True
+    )
+    return run_dir, done
+
+
+@pytest.mark.slow
+def test_the_fixture_resumes_finishes_and_keeps_its_rows(resumed):
+    run_dir, done = resumed
+    assert done.returncode == 0, done.stderr
+    assert RunDir(run_dir).is_finished(resolve("halfcheetah-rp1", seed=0, budget=600, overrides={**FIXTURE_SETS, **OLD_VALUES}).to_dict())
+    assert rows(run_dir / METRICS)[:3] == rows(FIXTURE / "run" / METRICS)  # timing columns too
+    assert [int(r["iteration"]) for r in rows(run_dir / METRICS)] == list(range(len(rows(FIXTURE / "uninterrupted.csv"))))
+    config = dotted(json.loads((run_dir / CONFIG).read_text()))
+    assert config["schema"] == SCHEMA and config["model.stop_on"] == "any" and config["model.reward"] == "learned"
+    assert {k: config[k] for k in ("lam.baseline", "lam.g_normalizers", "policy.advantage", "policy.restore_best")} == {
+        **OLD_VALUES, "policy.advantage": "fixed", "policy.restore_best": True,
+    }  # fmt: skip
+    environments = json.loads((run_dir / "environment.json").read_text())["environments"]
+    assert [e["from_iteration"] for e in environments] == [3]
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("rp1: warning:")]
+    assert len(warnings) == 1 and "no record of where iterations 0-2 ran" in warnings[0], done.stderr
+
+
+@pytest.mark.slow
+def test_the_fixture_finishes_with_the_old_codes_metrics(resumed):
+    """Bit for bit where the environment matches the one that made it (fixtures/before_stop_on/
+    made_in.json): XLA's CPU arithmetic depends on the CPU and its thread count."""
+    run_dir, done = resumed
+    assert done.returncode == 0, done.stderr
+    made_in = json.loads((FIXTURE / "made_in.json").read_text())
+    here = json.loads((run_dir / "environment.json").read_text())["environments"][-1]
+    differences = {key: (made_in[key], here[key]) for key in COMPARED if made_in[key] != here[key]}
+    if differences:
+        pytest.skip(f"the fixture was made in another environment (made, here): {differences}")
+    expected = [{k: v for k, v in r.items() if k not in TIMING_COLUMNS} for r in rows(FIXTURE / "uninterrupted.csv")]
+    assert metrics_without_timing(run_dir) == expected

@@ -1,0 +1,77 @@
+"""Issue 21: each run records where it ran; a resume in another environment continues, warns in
+one line and records from which iteration the new environment applies."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from conftest import Crash, crash_after_steps
+from rp1.cli import main
+from rp1.provenance import PACKAGES, environment, record, xla_threads
+from rp1.runs import ENVIRONMENT
+from test_reliability import train_args
+
+
+def entries(run_dir) -> list[dict]:
+    return json.loads((run_dir / ENVIRONMENT).read_text())["environments"]
+
+
+def test_xla_threads_follow_xlas_own_rule():
+    assert xla_threads({"PJRT_NPROC": "3", "NPROC": "5"}) == 3
+    assert xla_threads({"NPROC": "5"}) == 5
+    assert xla_threads({"PJRT_NPROC": "many"}) == len(os.sched_getaffinity(0))
+    assert xla_threads({}) == len(os.sched_getaffinity(0))
+
+
+def test_environment_names_what_the_numbers_depend_on():
+    env = environment()
+    assert set(env) == {"rp1", "commit", "python", *PACKAGES, "backend", "device", "xla_threads", "xla_flags"}
+    assert env["backend"] == "cpu" and env["device"] and env["xla_threads"] == xla_threads()
+    assert env["commit"] == "unknown" or len(env["commit"].split("-")[0]) == 40
+
+
+def test_record_starts_keeps_and_appends(tmp_path):
+    assert record(tmp_path, 0) is None
+    assert [e["from_iteration"] for e in entries(tmp_path)] == [0]
+    assert record(tmp_path, 4) is None  # the same environment: nothing to add
+    assert len(entries(tmp_path)) == 1
+
+    elsewhere = [{**entries(tmp_path)[0], "device": "Another CPU", "xla_threads": 64}]
+    (tmp_path / ENVIRONMENT).write_text(json.dumps({"environments": elsewhere}))
+    warning = record(tmp_path, 4)
+    assert warning.startswith(f"rp1: warning: {tmp_path} continues from iteration 4 in another environment")
+    assert "device 'Another CPU' -> " in warning and f"xla_threads 64 -> {xla_threads()}" in warning
+    assert "\n" not in warning
+    assert [(e["from_iteration"], e["device"]) for e in entries(tmp_path)] == [(0, "Another CPU"), (4, environment()["device"])]
+
+    # resumed from an earlier checkpoint (the last resume died before its next one): its entry goes
+    assert record(tmp_path, 2) is not None
+    assert [e["from_iteration"] for e in entries(tmp_path)] == [0, 2]
+    assert record(tmp_path, 0) is None and [e["from_iteration"] for e in entries(tmp_path)] == [0]
+
+
+def test_a_run_without_a_record_is_recorded_from_its_resume(tmp_path):
+    warning = record(tmp_path, 3)
+    assert "no record of where iterations 0-2 ran" in warning and "from iteration 3" in warning
+    assert [e["from_iteration"] for e in entries(tmp_path)] == [3]
+
+
+@pytest.mark.slow
+def test_a_resume_in_another_environment_warns_once_and_records_it(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "run"
+    with monkeypatch.context() as patch:
+        crash_after_steps(patch, 2)
+        with pytest.raises(Crash):
+            main(train_args(out))
+    (first,) = entries(out)
+    assert first["from_iteration"] == 0 and first["xla_threads"] == xla_threads()
+    (out / ENVIRONMENT).write_text(json.dumps({"environments": [{**first, "xla_threads": 99}]}))
+    capsys.readouterr()
+
+    assert main(train_args(out, "--resume")) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "from iteration 2" in warnings[0] and f"xla_threads 99 -> {xla_threads()}" in warnings[0]
+    assert [(e["from_iteration"], e["xla_threads"]) for e in entries(out)] == [(0, 99), (2, xla_threads())]
