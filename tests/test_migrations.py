@@ -34,7 +34,7 @@ FIXTURE_SETS = {  # the fixture's config (fixtures/before_stop_on/make.py)
     "policy.hidden": "16,16", "policy.batch_steps": "300", "policy.max_updates": "13", "policy.first_check": "2",
     "collect.phase_cap": "100", "eval_episodes": "2", "horizon": "50",
 }  # fmt: skip
-OLD_VALUES = {"lam.baseline": "including", "lam.g_normalizers": "inputs"}  # the hint's --set items
+OLD_VALUES = {"lam.baseline": "including", "lam.g_normalizers": "inputs"}  # 3fab089's, unlike today's defaults
 COMPARED = ("jax", "jaxlib", "numpy", "mujoco", "gymnasium", "optax", "backend", "device", "xla_threads", "xla_flags")
 """What the fixture's exact metrics depend on besides the code (README "Runs")."""
 
@@ -200,24 +200,25 @@ def rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-def test_the_fixture_is_refused_without_its_old_values_and_told_them(tmp_path, capsys):
+def test_a_different_setting_of_a_key_the_run_had_is_still_refused(tmp_path, capsys):
+    """Continuing takes the values of the keys its rp1 did not write (the fixture's ``lam.baseline``
+    …); a key it wrote is compared as ever."""
     run_dir = shutil.copytree(FIXTURE / "run", tmp_path / "run")
     before = snapshot(run_dir)
-    code, err = run_cli(fixture_cmd(run_dir, FIXTURE_SETS), capsys)
-    assert code == 2 and len(err) == 1, err
-    hint = " ".join(f"--set {k}={v}" for k, v in OLD_VALUES.items())
-    assert "config schema 5" in err[0] and err[0].endswith(f"add {hint})"), err
+    code, err = run_cli(fixture_cmd(run_dir, {**FIXTURE_SETS, "model.patience": "3"}), capsys)
+    assert code == 2 and len(err) == 1 and "model.patience: 2 there, 3 now" in err[0], err
     assert snapshot(run_dir) == before
 
 
 @pytest.fixture(scope="module")
 def resumed(tmp_path_factory):
-    """The fixture resumed by this rp1 with XLA's thread pool at 1 (as it was made), in a process
-    of its own: ``(run directory, completed process)``."""
+    """The fixture resumed by this rp1 with today's defaults (no ``--set`` for the keys 3fab089 did
+    not write) and XLA's thread pool at 1 (as it was made), in a process of its own: ``(run
+    directory, completed process)``."""
     run_dir = shutil.copytree(FIXTURE / "run", tmp_path_factory.mktemp("fixture") / "run")
     env = {**os.environ, "PJRT_NPROC": "1"}
     done = subprocess.run(
-        [sys.executable, "-m", "rp1", *fixture_cmd(run_dir, {**FIXTURE_SETS, **OLD_VALUES})], env=env, capture_output=True, text=True
+        [sys.executable, "-m", "rp1", *fixture_cmd(run_dir, FIXTURE_SETS)], env=env, capture_output=True, text=True
     )
     return run_dir, done
 
@@ -238,6 +239,9 @@ def test_the_fixture_resumes_finishes_and_keeps_its_rows(resumed):
     assert [e["from_iteration"] for e in environments] == [3]
     warnings = [line for line in done.stderr.splitlines() if line.startswith("rp1: warning:")]
     assert len(warnings) == 1 and "no record of where iterations 0-2 ran" in warnings[0], done.stderr
+    notes = [line for line in done.stderr.splitlines() if line.startswith("rp1: note:")]
+    items = ", ".join(f"{k}={v}" for k, v in OLD_VALUES.items())
+    assert len(notes) == 1 and "config schema 5" in notes[0] and notes[0].endswith(f"continues as it ran, with {items}"), done.stderr
 
 
 @pytest.mark.slow

@@ -19,7 +19,8 @@ schema keys added
 ====== =========================================================================================
 
 Reading a stored config (:func:`migrate`) fills each key it lacks with the value that reproduces
-what the rp1 that wrote it did (:data:`ADDED`); keys it has are never changed. A config without
+what the rp1 that wrote it did (:data:`ADDED`); keys it has are never changed. A command that
+continues such a run takes those values too (:func:`continued`): the run keeps its behaviour. A config without
 ``"schema"`` was written before versions were recorded: its schema is the latest whose keys it all
 has (:func:`written_schema`). A config of a newer schema than this rp1's is refused
 (:class:`NewerSchema`).
@@ -160,16 +161,32 @@ def filled(config: dict[str, Any]) -> dict[str, Any]:
     return {e.key: e.before for e in ADDED if e.schema > schema and e.key not in present}
 
 
-def resume_hint(stored: dict[str, Any], config: dict[str, Any]) -> str:
-    """What to add to a command whose ``config`` differs from the run it finds, ``stored`` as read
-    from disk: the ``--set`` items of every key that ``stored`` lacked and whose filled-in value
-    differs from ``config``'s, after ``"; "`` (``""`` if there is none)."""
+def continued(config: dict[str, Any], stored: dict[str, Any] | None) -> dict[str, Any]:
+    """``config`` as it continues the run whose config is ``stored`` (as written; ``None``: there
+    is no run, ``config`` as it is): each key the run's rp1 did not write takes the value that
+    reproduces what that rp1 did (:func:`filled`), whatever ``config`` says, so a run keeps its
+    behaviour across an upgrade; every other key stays ``config``'s, to be compared with the run."""
+    if stored is None:
+        return config
+    out = copy.deepcopy(config)
+    for key, value in filled(stored).items():
+        section, _, name = key.rpartition(".")
+        target = out.setdefault(section, {}) if section else out
+        target[name] = copy.deepcopy(value)
+    return out
+
+
+def continued_note(config: dict[str, Any], stored: dict[str, Any]) -> str:
+    """One line for a command whose ``config`` continues the run of ``stored`` (as written) with
+    other values than it asked for (:func:`continued`): which, as ``--set`` items; ``""`` if none."""
     wanted = dict(_dotted(config))
-    items = [f"--set {key}={_as_set(value)}" for key, value in filled(stored).items() if wanted.get(key, value) != value]
+    items = [f"{key}={_as_set(value)}" for key, value in filled(stored).items() if wanted.get(key, value) != value]
     if not items:
         return ""
-    schema = written_schema(stored)
-    return f"; it was written by an earlier rp1 (config schema {schema}): to continue it as it ran, add {' '.join(items)}"
+    return (
+        f"rp1: note: the run was started by an earlier rp1 (config schema {written_schema(stored)}); "
+        f"it continues as it ran, with {', '.join(items)}"
+    )
 
 
 def _as_set(value: Any) -> str:

@@ -46,7 +46,7 @@ from typing import Any, Iterator
 from flax import serialization
 
 from rp1.errors import ConfigError, StorageError
-from rp1.migrations import SCHEMA_KEY, check_continuable, migrate, resume_hint
+from rp1.migrations import SCHEMA_KEY, check_continuable, continued, migrate
 
 METRIC_COLUMNS = (
     "iteration",
@@ -188,12 +188,14 @@ class RunDir:
 
     def other_config(self, config: dict[str, Any]) -> str:
         """``""`` if the directory holds no config or one that reads as ``config``; else the first
-        differences and, for a run of an earlier rp1, the ``--set`` items that continue it."""
-        stored = self.read_stored_config()
-        if stored is None:
-            return ""
-        read = migrate(stored, str(self.path / CONFIG))
-        return "" if read == config else config_diff(read, config) + resume_hint(stored, config)
+        differences."""
+        read = self.read_config()
+        return "" if read is None or read == config else config_diff(read, config)
+
+    def continued(self, config: dict[str, Any]) -> dict[str, Any]:
+        """``config`` as it continues the run held here, if any (:func:`~rp1.migrations.continued`:
+        the keys an earlier rp1 did not write keep the behaviour it had)."""
+        return continued(config, self.read_stored_config())
 
     def _check_new(self, config: dict[str, Any]) -> None:
         other = self.other_config(config)

@@ -17,6 +17,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rp1.compilation import enable_compilation_cache
 from rp1.config import Config, validate
 from rp1.errors import ConfigError
+from rp1.migrations import continued_note
 from rp1.protocol import Agent
 from rp1.provenance import record as record_environment
 from rp1.run_outputs import RunOptions, RunOutputs
@@ -67,7 +68,10 @@ def run_training(
     check_writable_dir(out)
     with owning(out, lock):
         run = RunDir(out)
+        cfg, note = (cfg, "") if overwrite else continued_config(cfg, run)
         saved = run.prepare(cfg.to_dict(), resume=resume, overwrite=overwrite)
+        if note:
+            print(note, file=sys.stderr, flush=True)
         enable_compilation_cache()
         agent = make_agent(cfg)
         try:
@@ -76,6 +80,16 @@ def run_training(
             agent.close()
         run.mark_finished()
     return Path(out)
+
+
+def continued_config(cfg: Config, run: RunDir) -> tuple[Config, str]:
+    """``cfg`` as it continues the run in ``run``, and a note saying how it differs (``""`` if not):
+    for a run an earlier rp1 started, the keys that rp1 did not write take the values that keep
+    its behaviour (:meth:`RunDir.continued`); ``cfg`` itself for a run of this rp1 or none."""
+    config = run.continued(cfg.to_dict())
+    if config == cfg.to_dict():
+        return cfg, ""
+    return validate(Config.from_dict(config)), continued_note(cfg.to_dict(), run.read_stored_config())
 
 
 def drive(agent: Agent, cfg: Config, run: RunDir, saved: dict | None, progress: bool, options: RunOptions | None = None) -> None:

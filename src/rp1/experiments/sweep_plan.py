@@ -14,6 +14,7 @@ from rp1.config import Config, env_config, resolve
 from rp1.errors import ConfigError
 from rp1.run_outputs import RunOptions
 from rp1.runs import RunDir
+from rp1.train import continued_config
 
 RUN_LOG = "log.txt"
 ELSEWHERE = "running elsewhere"
@@ -85,9 +86,19 @@ def plan_sweep(
     for source in sources:
         for seed in seeds:
             cfg = source(seed=seed, budget=budget, overrides=overrides, scale=scale)
-            run_dir = out / cfg.preset / f"seed{cfg.seed}"
-            jobs[cfg.preset, cfg.seed] = RunJob(cfg, run_dir, run_action(cfg, RunDir(run_dir)))
+            job, note = planned(cfg, out / cfg.preset / f"seed{cfg.seed}")
+            if note:
+                print(f"{job.run_dir}: {note.removeprefix('rp1: note: ')}")
+            jobs[cfg.preset, cfg.seed] = job
     return list(jobs.values())
+
+
+def planned(cfg: Config, run_dir: Path) -> tuple[RunJob, str]:
+    """The job of ``cfg`` in ``run_dir`` (its config as it continues a run held there,
+    :func:`rp1.train.continued_config`, and :func:`run_action`) and that function's note."""
+    run = RunDir(run_dir)
+    cfg, note = continued_config(cfg, run)
+    return RunJob(cfg, run_dir, run_action(cfg, run)), note
 
 
 def run_action(cfg: Config, run: RunDir) -> str:
