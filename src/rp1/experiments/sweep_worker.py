@@ -89,7 +89,10 @@ def one_line(error: BaseException) -> str:
 
 def worker_env(threads: int, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
     """Variables a run's process gets: no GPU memory preallocation, so runs can share a GPU, and
-    at most ``threads`` CPU threads for BLAS (and XLA when 1). Variables set in ``environ`` win."""
+    at most ``threads`` CPU threads for BLAS (and, when 1, none for XLA's Eigen kernels). XLA's own
+    thread pool keeps its size (``PJRT_NPROC``, else the CPUs the process may run on), which is
+    what its results depend on: a sweep's run computes what ``rp1 train`` computes on the same
+    machine (README "When two runs are bit-identical"). Variables set in ``environ`` win."""
     wanted = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false", **{name: str(threads) for name in THREAD_VARIABLES}}
     env = {name: value for name, value in wanted.items() if name not in environ}
     xla_flags = environ.get("XLA_FLAGS", "")
