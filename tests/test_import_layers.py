@@ -11,7 +11,7 @@ import rp1
 # README's Layout, top to bottom: a module's layer is the first prefix (a module or a package) it
 # falls under.
 LAYERS = (
-    ("rp1.cli", "rp1.experiments", "rp1.__main__"),
+    ("rp1.cli", "rp1.cli_options", "rp1.experiments", "rp1.__main__"),
     ("rp1.train", "rp1.signals", "rp1.evaluation"),
     ("rp1.run_outputs", "rp1.video", "rp1.tensorboard_log"),
     ("rp1.agent", "rp1.modelfree"),

@@ -23,7 +23,7 @@ from conftest import metrics_without_timing
 from rp1.cli import main
 from rp1.config import resolve
 from rp1.errors import ConfigError
-from rp1.experiments.sweep_plan import plan_sweep
+from rp1.experiments.sweep_plan import SweepRequest, plan_sweep
 from rp1.runs import CHECKPOINT, CONFIG, FINISHED, METRIC_COLUMNS, METRICS
 from test_cli_train import run_cli, snapshot, train_cmd
 
@@ -201,9 +201,9 @@ def test_finished_marker_of_another_config_does_not_skip_a_sweep_run(finished_ru
     shutil.copytree(finished_run, run)
     (run / CONFIG).unlink()
     overrides = tiny_overrides(train_args(run))
-    assert [j.action for j in plan_sweep([PRESET], [0], tmp_path, budget=1800, overrides=overrides)] == ["skip"]
+    assert [j.action for j in plan_sweep(SweepRequest([PRESET], [0], tmp_path, budget=1800, overrides=overrides))] == ["skip"]
     with pytest.raises(ConfigError, match="another config"):
-        plan_sweep([PRESET], [0], tmp_path, budget=3000, overrides=overrides)
+        plan_sweep(SweepRequest([PRESET], [0], tmp_path, budget=3000, overrides=overrides))
 
 
 def test_overwrite_replaces_the_run_and_its_finished_marker(copied_run, finished_run, tmp_path, capsys):

@@ -24,7 +24,9 @@ import rp1.runlock as runlock
 from conftest import TINY, kill_after_rows
 from rp1.cli import main
 from rp1.errors import StorageError
+from rp1.experiments.executors import Backend
 from rp1.experiments.sweep import ELSEWHERE, RUNNING_ELSEWHERE, run_sweep
+from rp1.experiments.sweep_plan import SweepRequest
 from rp1.runlock import LOCK, RunInUse, RunLock, owning, read_holder
 from rp1.runs import METRICS, RunDir
 from test_cli_train import run_cli, train_cmd
@@ -178,13 +180,13 @@ def sweep_logs(out: Path) -> dict[str, list[str]]:
 def test_a_sweep_leaves_a_run_owned_elsewhere_then_finishes_it(tmp_path, capsys):
     owned = tmp_path / SWEEP[0] / "seed0"
     with RunLock(owned):  # another sweep (or rp1 train) owns the first run
-        code = run_sweep(SWEEP, [0], tmp_path, budget=SWEEP_BUDGET, overrides={**TINY}, workers=1)
+        code = run_sweep(SweepRequest(SWEEP, [0], tmp_path, budget=SWEEP_BUDGET, overrides={**TINY}), Backend(workers=1))
         assert code == RUNNING_ELSEWHERE
         assert sorted(p.name for p in owned.iterdir()) == [LOCK]  # untouched, no log written
     summary = capsys.readouterr().out
     assert ELSEWHERE in summary and "1 running elsewhere" in summary
     assert RunDir(tmp_path / SWEEP[1] / "seed0").is_finished()
-    assert run_sweep(SWEEP, [0], tmp_path, budget=SWEEP_BUDGET, overrides={**TINY}, workers=1) == 0
+    assert run_sweep(SweepRequest(SWEEP, [0], tmp_path, budget=SWEEP_BUDGET, overrides={**TINY}), Backend(workers=1)) == 0
     assert all(len(lines) == 1 for lines in sweep_logs(tmp_path).values()), sweep_logs(tmp_path)
     for preset in SWEEP:
         assert iterations(tmp_path / preset / "seed0") == [0, 1]

@@ -12,7 +12,9 @@ from conftest import TINY
 from rp1.config import resolve
 from rp1.errors import ConfigError
 from rp1.experiments.report import write_report
+from rp1.experiments.executors import Backend
 from rp1.experiments.sweep import run_sweep
+from rp1.experiments.sweep_plan import SweepRequest
 from rp1.experiments.sweep_worker import SINGLE_THREAD_XLA_FLAG, worker_env
 from rp1.runs import RunDir
 from rp1.train import run_training
@@ -22,8 +24,8 @@ SEEDS = [0, 1]
 BUDGET = 600  # two outer iterations of the tiny config
 
 
-def tiny_sweep(out: Path, presets: list[str] = PRESETS, **kwargs) -> int:
-    return run_sweep(presets, SEEDS, out, budget=BUDGET, overrides={**TINY}, **kwargs)
+def tiny_sweep(out: Path, presets: list[str] = PRESETS, **backend) -> int:
+    return run_sweep(SweepRequest(presets, SEEDS, out, budget=BUDGET, overrides={**TINY}), Backend(**backend))
 
 
 def tiny_config(preset: str, seed: int):
@@ -114,7 +116,7 @@ def test_failed_run_is_reported_and_the_others_finish(tmp_path, capsys):
 @pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")
 def test_ray_sweep_on_a_local_instance(tmp_path):
     pytest.importorskip("ray")
-    assert tiny_sweep(tmp_path, backend="ray", workers=2) == 0
+    assert tiny_sweep(tmp_path, name="ray", workers=2) == 0
     for preset in PRESETS:
         for seed in SEEDS:
             run = tmp_path / preset / f"seed{seed}"
@@ -122,7 +124,7 @@ def test_ray_sweep_on_a_local_instance(tmp_path):
 
 
 BAD = {
-    "unknown backend": (dict(backend="dask"), "valid backends: local, ray"),
+    "unknown backend": (dict(name="dask"), "valid backends: local, ray"),
     "no workers": (dict(workers=0), "--workers must be >= 1"),
     "address without ray": (dict(address="auto"), "ray backend"),
     "unknown preset": (dict(presets=["halfcheetah-greedy", "cheetah-vr"]), "valid presets"),
@@ -134,8 +136,9 @@ BAD = {
 def test_bad_input_fails_before_anything_runs(case, tmp_path):
     kwargs, message = BAD[case]
     arguments = dict(presets=PRESETS, overrides={**TINY}) | kwargs
+    backend = {key: arguments.pop(key) for key in ("name", "workers", "address") if key in arguments}
     with pytest.raises(ConfigError, match=message):
-        run_sweep(arguments.pop("presets"), SEEDS, tmp_path / "out", budget=BUDGET, **arguments)
+        run_sweep(SweepRequest(seeds=SEEDS, out=tmp_path / "out", budget=BUDGET, **arguments), Backend(**backend))
     assert not (tmp_path / "out").exists()
 
 

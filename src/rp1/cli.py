@@ -10,10 +10,11 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import Optional
 
 import typer
 
+from rp1.cli_options import LOGGING, MANY_RUNS, ONE_RUN, RUN_SETTINGS, Options, command, reflowed
 from rp1.errors import ConfigError, Rp1Error
 
 app = typer.Typer(
@@ -41,8 +42,10 @@ Reward and termination a task does not give are learned by the world model.
 
 @app.command()
 def envs(name: str = typer.Argument(None, help="Show only this task (a paper task, a Gymnasium id or package.module:attribute).")) -> None:
-    """List the paper's tasks (or one task of any kind): sizes, horizon, and whether its reward and
-    termination are given or learned; and how to run any other task."""
+    """List the tasks: sizes, horizon, and whether reward and termination are given or learned.
+
+    Without NAME, the paper's four tasks and how to run any other task; with NAME, that task.
+    """
     from rp1 import envs as registry
 
     if name:
@@ -116,29 +119,13 @@ def config_of(preset: str | None, env: str | None, method: str | None, **resolve
     return env_config(env, method or "rp1", **resolved)
 
 
-@app.command()
-def train(
-    preset: Optional[str] = typer.Option(None, "--preset", "-p", help="A preset name (see `rp1 presets`)."),
-    env: Optional[str] = typer.Option(None, "--env", help="Instead of --preset, any task: a Gymnasium id or package.module:attribute (see `rp1 envs`)."),
-    method: Optional[str] = typer.Option(None, "--method", help="With --env: rp1 (default), greedy, vr, rp1-noadapt, rp1-nopca, rp1-statevar or modelfree."),
-    horizon: Optional[int] = typer.Option(None, "--horizon", help="Steps per episode (default: the task's; a Gymnasium id's time limit)."),
-    scale: Optional[str] = typer.Option(None, "--scale", help="small or paper (default: the preset's, paper with --env); applied before --set."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Random seed (default: the preset's, 0)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: runs/PRESET/seedK, runs/TASK-METHOD/seedK with --env)."),
-    budget: Optional[int] = typer.Option(None, "--budget", help="Real-sample budget."),
-    resume: bool = typer.Option(False, "--resume", help="Continue the run in --out from its checkpoint."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Delete the run in --out and start afresh."),
-    set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a config value: key=value."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Env worker processes (model-free)."),
-    quiet: bool = typer.Option(False, "--quiet", help="No progress bar."),
-    video: bool = typer.Option(False, "--video", help="Render an evaluation episode of every new best policy to RUN/videos/."),
-    tensorboard: bool = typer.Option(False, "--tensorboard", help="Write a TensorBoard log to RUN/tensorboard/."),
-) -> None:
-    """Train one run: RP1 or a baseline, model-based or model-free, as the preset (or --method on
-    --env's task) says.
+@command(app, ONE_RUN, RUN_SETTINGS, LOGGING)
+def train(o: Options) -> None:
+    """Train one run: RP1 or a baseline, model-based or model-free.
 
-    Ctrl-C (SIGINT) or SIGTERM stops the run at once (exit code 130 or 143); --resume continues it.
-    A run directory has one owner: while another process trains there, this one exits 2 naming it.
+    The preset names the task and method, or --env and --method do. Ctrl-C (SIGINT) or SIGTERM
+    stops the run at once (exit code 130 or 143); --resume continues it. A run directory has one
+    owner: while another process trains there, this one exits 2 naming it.
     """
     from rp1.experiments.figures import write_learning_curve
     from rp1.runlock import RunLock
@@ -146,15 +133,16 @@ def train(
     from rp1.signals import exit_on_signals
     from rp1.train import run_training
 
-    overrides = cli_overrides(set_, workers=workers, horizon=horizon)
-    cfg = config_of(preset, env, method, seed=seed, budget=budget, overrides=overrides, scale=scale)
-    out = out or Path("runs") / cfg.preset / f"seed{cfg.seed}"
-    again = "--resume instead of --overwrite" if overwrite else "--resume"
+    overrides = cli_overrides(o.set_, workers=o.workers, horizon=o.horizon)
+    cfg = config_of(o.preset, o.env, o.method, seed=o.seed, budget=o.budget, overrides=overrides, scale=o.scale)
+    out = o.out or Path("runs") / cfg.preset / f"seed{cfg.seed}"
+    again = "--resume instead of --overwrite" if o.overwrite else "--resume"
     check_writable_dir(out)
     with exit_on_signals(f"continue the run in {out} with the same command and {again}"), RunLock(out) as lock:
-        run_training(cfg, out, resume=resume, overwrite=overwrite, progress=not quiet, options=run_options(video, tensorboard), lock=lock)
+        options = run_options(o.video, o.tensorboard)
+        run_training(cfg, out, resume=o.resume, overwrite=o.overwrite, progress=not o.quiet, options=options, lock=lock)
         curve = write_learning_curve(out, cfg.preset)  # by the owner: no other process draws it meanwhile
-    if not quiet:
+    if not o.quiet:
         typer.echo(run_summary(out, curve))
 
 
@@ -208,40 +196,30 @@ def parse_names(text: str | None) -> list[str]:
     return [name.strip() for name in (text or "").split(",") if name.strip()]
 
 
-@app.command()
-def sweep(
-    presets_: Optional[str] = typer.Option(None, "--presets", help="Comma-separated preset names."),
-    envs_: Optional[str] = typer.Option(None, "--envs", help="Comma-separated tasks (Gymnasium ids, package.module:attribute), crossed with --methods."),
-    methods: Optional[str] = typer.Option(None, "--methods", help="With --envs: comma-separated methods (default rp1)."),
-    horizon: Optional[int] = typer.Option(None, "--horizon", help="Steps per episode of every run (default: each task's)."),
-    seeds: str = typer.Option("0-9", "--seeds", help="Seeds, e.g. 0-9 or 0,3,5."),
-    out: Path = typer.Option(..., "--out", help="Sweep directory: OUT/<preset>/seed<k>/ (OUT/<task>-<method>/seed<k>/ for --envs)."),
-    backend: str = typer.Option("local", "--backend", help="local (process pool) or ray."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Runs at a time (local backend)."),
-    address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (ray backend)."),
-    budget: Optional[int] = typer.Option(None, "--budget", help="Real-sample budget of every run."),
-    scale: Optional[str] = typer.Option(None, "--scale", help="small or paper for every run (default: each preset's)."),
-    set_: Optional[List[str]] = typer.Option(None, "--set", help="Override a config value: key=value."),
-    video: bool = typer.Option(False, "--video", help="Every run renders an evaluation episode of each new best policy to RUN/videos/."),
-    tensorboard: bool = typer.Option(False, "--tensorboard", help="Every run writes a TensorBoard log to RUN/tensorboard/."),
-) -> None:
-    """Run every (preset, seed) and (task, method, seed): skip finished runs, resume unfinished
-    ones, run the rest."""
+@command(app, MANY_RUNS, RUN_SETTINGS, LOGGING)
+def sweep(o: Options) -> None:
+    """Run every (preset, seed) and (task, method, seed) of a sweep, to the end.
+
+    Finished runs are skipped, unfinished ones resumed, the rest started; a run that another
+    process owns is left to it ("running elsewhere", exit code 3).
+    """
+    from rp1.experiments.executors import Backend
     from rp1.experiments.sweep import run_sweep
+    from rp1.experiments.sweep_plan import SweepRequest
     from rp1.runs import check_writable_dir
 
-    check_writable_dir(out)
-    tasks = parse_names(envs_)
-    if methods is not None and not tasks:
+    check_writable_dir(o.out)
+    tasks = parse_names(o.envs)
+    if o.methods is not None and not tasks:
         raise ConfigError("--methods goes with --envs; a preset names its method")
     if tasks:
         _importable_from_cwd()
-    code = run_sweep(
-        parse_names(presets_), parse_seeds(seeds), out, envs=tasks, methods=parse_names(methods) or ["rp1"],
-        backend=backend, workers=workers, address=address, budget=budget,
-        overrides=cli_overrides(set_, horizon=horizon), scale=scale, options=run_options(video, tensorboard),
+    request = SweepRequest(
+        parse_names(o.presets), parse_seeds(o.seeds), o.out, envs=tasks, methods=parse_names(o.methods) or ["rp1"],
+        budget=o.budget, overrides=cli_overrides(o.set_, horizon=o.horizon), scale=o.scale,
     )
-    raise typer.Exit(code)
+    backend = Backend(o.backend, workers=o.workers, address=o.address)
+    raise typer.Exit(run_sweep(request, backend, run_options(o.video, o.tensorboard)))
 
 
 @app.command()
@@ -254,9 +232,11 @@ def evaluate(
     size: str = typer.Option("320x240", "--size", help="The video's WIDTHxHEIGHT in pixels."),
     json_: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
 ) -> None:
-    """Run a trained policy of a run again, deterministically, in the real environment: mean, std
-    and per-episode returns. Without --seed it replays the evaluation that made the policy best
-    (or last), so it prints that evaluation's return exactly, as in metrics.csv."""
+    """Run a run's trained policy again in the real environment: mean, std, per-episode returns.
+
+    The policy acts deterministically. Without --seed the command replays the evaluation that made
+    the policy best (or last), so it prints that evaluation's return exactly, as in metrics.csv.
+    """
     import json
 
     from rp1.evaluation import describe, evaluate_run
@@ -282,6 +262,9 @@ def report(
     written = write_report(root, out)
     typer.echo(f"wrote {len(written)} files to {out}")
 
+
+for _info in app.registered_commands:  # every command's help as paragraphs the terminal wraps
+    _info.help = _info.help or reflowed(_info.callback.__doc__)
 
 INTERRUPTED = 130  # 128 + SIGINT
 

@@ -10,6 +10,7 @@ import os
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor
 from concurrent.futures import wait as wait_futures
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from rp1.errors import ConfigError
@@ -41,21 +42,38 @@ class Executor(Protocol):
         """The outcome of a completed handle; raises if the worker itself died."""
 
 
-def make_executor(backend: str, workers: int | None, address: str | None, cpus_per_run: float, gpus_per_run: float | None) -> Executor:
-    """The executor of ``backend``, with its arguments checked (ConfigError if bad)."""
-    if backend not in BACKENDS:
-        raise ConfigError(f"unknown backend {backend!r}; valid backends: {', '.join(BACKENDS)}")
-    if workers is not None and workers < 1:
-        raise ConfigError(f"--workers must be >= 1, got {workers}")
-    if backend == "local":
-        if address is not None:
+@dataclass(frozen=True)
+class Backend:
+    """Where a sweep's runs go: ``name`` (:data:`BACKENDS`); ``workers`` runs at a time (local
+    default: one per CPU core, at most one per run; Ray default: as many as the cluster's resources
+    allow); for Ray, the cluster's ``address`` (``None``: a local Ray instance started here) and
+    what each run asks for: ``cpus_per_run`` CPUs and ``gpus_per_run`` GPUs (``None``:
+    :data:`GPU_SHARE` of a GPU if the cluster has GPUs, else 0)."""
+
+    name: str = "local"
+    workers: int | None = None
+    address: str | None = None
+    cpus_per_run: float = 1.0
+    gpus_per_run: float | None = None
+
+
+def make_executor(backend: Backend) -> Executor:
+    """The executor of ``backend``, with its settings checked (ConfigError if bad)."""
+    if backend.name not in BACKENDS:
+        raise ConfigError(f"unknown backend {backend.name!r}; valid backends: {', '.join(BACKENDS)}")
+    if backend.workers is not None and backend.workers < 1:
+        raise ConfigError(f"--workers must be >= 1, got {backend.workers}")
+    if backend.name == "local":
+        if backend.address is not None:
             raise ConfigError("--address is for the ray backend")
-        return LocalExecutor(workers)
+        return LocalExecutor(backend.workers)
     if importlib.util.find_spec("ray") is None:
         raise ConfigError('the ray backend needs Ray: pip install "ready-policy-one[ray]"')
-    if cpus_per_run <= 0 or (gpus_per_run is not None and gpus_per_run < 0):
-        raise ConfigError(f"cpus_per_run must be > 0 and gpus_per_run >= 0, got {cpus_per_run}, {gpus_per_run}")
-    return RayExecutor(workers, address, cpus_per_run, gpus_per_run)
+    if backend.cpus_per_run <= 0 or (backend.gpus_per_run is not None and backend.gpus_per_run < 0):
+        raise ConfigError(
+            f"cpus_per_run must be > 0 and gpus_per_run >= 0, got {backend.cpus_per_run}, {backend.gpus_per_run}"
+        )
+    return RayExecutor(backend)
 
 
 class LocalExecutor:
@@ -104,11 +122,11 @@ class RayExecutor:
     """Runs as Ray tasks on the cluster at ``address``, or on a local Ray instance started (and
     shut down) here with ``workers`` CPUs (default: all cores)."""
 
-    def __init__(self, workers: int | None, address: str | None, cpus_per_run: float, gpus_per_run: float | None):
-        self.workers = workers
-        self.address = address
-        self.cpus_per_run = cpus_per_run
-        self.gpus_per_run = gpus_per_run
+    def __init__(self, backend: Backend):
+        self.workers = backend.workers
+        self.address = backend.address
+        self.cpus_per_run = backend.cpus_per_run
+        self.gpus_per_run = backend.gpus_per_run
         self._owns_ray = False
         self._task: Any = None
 

@@ -30,15 +30,14 @@ The pieces: :mod:`~rp1.experiments.sweep_plan` (what to do with every run),
 from __future__ import annotations
 
 from collections import deque
-from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rp1.experiments.executors import Executor, make_executor
-from rp1.experiments.sweep_plan import ELSEWHERE, RunJob, RunOutcome, plan_sweep, with_options
+from rp1.experiments.executors import Backend, Executor, make_executor
+from rp1.experiments.sweep_plan import ELSEWHERE, RunJob, RunOutcome, SweepRequest, plan_sweep, with_options
 from rp1.experiments.sweep_worker import one_line
 from rp1.run_outputs import RunOptions
 
@@ -49,40 +48,19 @@ RUNNING_ELSEWHERE = 3
 they have ended: it skips what they finished)."""
 
 
-def run_sweep(
-    names: list[str],
-    seeds: list[int],
-    out: Path,
-    *,
-    envs: Sequence[str] = (),
-    methods: Sequence[str] = ("rp1",),
-    backend: str = "local",
-    workers: int | None = None,
-    address: str | None = None,
-    budget: int | None = None,
-    overrides: dict[str, str] | None = None,
-    scale: str | None = None,
-    cpus_per_run: float = 1.0,
-    gpus_per_run: float | None = None,
-    options: RunOptions | None = None,
-) -> int:
-    """Run every (preset, seed) of ``names`` × ``seeds`` in ``out/<preset>/seed<k>/``, and every
-    (task, method, seed) of ``envs`` × ``methods`` × ``seeds`` in ``out/<task>-<method>/seed<k>/``.
-
-    Finished runs are skipped, runs with a checkpoint resumed, the rest started. ``workers`` is
-    the number of runs at a time (``scale``: every run at that scale, see
-    :func:`rp1.config.with_scale`; local default: one per CPU core, at most one per run; Ray
-    default: as many as the cluster's resources allow). ``cpus_per_run`` and ``gpus_per_run``
-    are the Ray task requests (``gpus_per_run=None``: :data:`GPU_SHARE` of a GPU if the cluster
-    has GPUs, else 0). ``options``: what every run logs besides (:class:`~rp1.run_outputs.RunOptions`).
-    Everything is checked before anything runs: a bad preset, override, backend or ``workers``, a
-    run directory holding another config, Ray not installed, or ``options`` a task cannot serve
-    raise :class:`ConfigError` (:class:`~rp1.errors.RenderError`: the machine cannot render).
-    Returns the exit code: 0 if every run finished, 1 if any failed, else
-    :data:`RUNNING_ELSEWHERE` if other processes owned some.
+def run_sweep(request: SweepRequest, backend: Backend = Backend(), options: RunOptions | None = None) -> int:
+    """Do every run of ``request`` (:class:`~rp1.experiments.sweep_plan.SweepRequest`) on
+    ``backend`` (:class:`~rp1.experiments.executors.Backend`): finished runs are skipped, runs with
+    a checkpoint resumed, the rest started. ``options``: what every run logs besides
+    (:class:`~rp1.run_outputs.RunOptions`). Everything is checked before anything runs: a bad
+    preset, override, backend or ``workers``, a run directory holding another config, Ray not
+    installed, or ``options`` a task cannot serve raise :class:`ConfigError`
+    (:class:`~rp1.errors.RenderError`: the machine cannot render). Returns the exit code: 0 if
+    every run finished, 1 if any failed, else :data:`RUNNING_ELSEWHERE` if other processes owned
+    some.
     """
-    executor = make_executor(backend, workers, address, cpus_per_run, gpus_per_run)
-    jobs = plan_sweep(names, seeds, Path(out), budget=budget, overrides=overrides or {}, scale=scale, envs=envs, methods=methods)
+    executor = make_executor(backend)
+    jobs = plan_sweep(request)
     if options is not None:
         jobs = with_options(jobs, options)
     todo = [job for job in jobs if job.action != "skip"]

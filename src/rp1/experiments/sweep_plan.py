@@ -5,10 +5,10 @@ with a checkpoint, start the rest), all decided before any run starts."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from rp1.config import Config, env_config, resolve
 from rp1.errors import ConfigError
@@ -66,27 +66,34 @@ def config_sources(presets: Sequence[str], envs: Sequence[str] = (), methods: Se
     return [partial(resolve, name) for name in presets] + by_task
 
 
-def plan_sweep(
-    names: list[str],
-    seeds: list[int],
-    out: Path,
-    *,
-    budget: int | None,
-    overrides: dict[str, str],
-    scale: str | None = None,
-    envs: Sequence[str] = (),
-    methods: Sequence[str] = ("rp1",),
-) -> list[RunJob]:
-    """Resolve and check every run of the sweep (presets, then tasks × methods; seed innermost)
+@dataclass(frozen=True)
+class SweepRequest:
+    """What a sweep runs: every (preset, seed) of ``presets`` × ``seeds`` in
+    ``out/<preset>/seed<k>/``, and every (task, method, seed) of ``envs`` × ``methods`` × ``seeds``
+    in ``out/<task>-<method>/seed<k>/``; every run with ``budget``, ``scale`` (``None``: its own;
+    :func:`rp1.config.with_scale`) and the ``--set`` items ``overrides``."""
+
+    presets: Sequence[str]
+    seeds: Sequence[int]
+    out: Path
+    envs: Sequence[str] = ()
+    methods: Sequence[str] = ("rp1",)
+    budget: int | None = None
+    overrides: Mapping[str, str] = field(default_factory=dict)
+    scale: str | None = None
+
+
+def plan_sweep(request: SweepRequest) -> list[RunJob]:
+    """Resolve and check every run of ``request`` (presets, then tasks × methods; seed innermost)
     before any starts."""
-    sources = config_sources(names, envs, methods)
-    if not sources or not seeds:
+    sources = config_sources(request.presets, request.envs, request.methods)
+    if not sources or not request.seeds:
         raise ConfigError("a sweep needs at least one preset or task (--presets, --envs) and one seed")
     jobs: dict[tuple[str, int], RunJob] = {}
     for source in sources:
-        for seed in seeds:
-            cfg = source(seed=seed, budget=budget, overrides=overrides, scale=scale)
-            job, note = planned(cfg, out / cfg.preset / f"seed{cfg.seed}")
+        for seed in request.seeds:
+            cfg = source(seed=seed, budget=request.budget, overrides=dict(request.overrides), scale=request.scale)
+            job, note = planned(cfg, Path(request.out) / cfg.preset / f"seed{cfg.seed}")
             if note:
                 print(f"{job.run_dir}: {note.removeprefix('rp1: note: ')}")
             jobs[cfg.preset, cfg.seed] = job
