@@ -13,7 +13,7 @@ from rp1.acquisition.bandit import ARMS
 from rp1.config import MODEL_BASED_METHODS, resolve
 from rp1.runs import METRIC_COLUMNS, TIMING_COLUMNS
 from rp1.train import run_training
-from conftest import TINY
+from helpers import TINY
 
 ALWAYS_FILLED = ("iteration", "samples", "eval_return", "model_error", "phase_samples", "wall_s")
 AFTER_FIRST = ("lambda", "model_return", "val_loss", "policy_updates", "model_epochs")

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import TINY, Crash, crash_after_steps, metrics_without_timing
+from helpers import TINY, Crash, crash_after_steps, metrics_without_timing
 
 from rp1 import envs
 from rp1.config import env_config, resolve
