@@ -38,6 +38,16 @@ def test_residual_in_unit_interval_on_random_data():
         assert 0.0 <= pca_residual(old, new) <= 1.0
 
 
+def test_residual_standardises_with_one_scalar_mean_and_std():
+    """Old rows (±1, 0, 6): the mean of all their entries is 2, so the standardised rows
+    (−1, −2, 4) and (−3, −2, 4) (over their std) span e₁ and (0, −1, 2): both singular values
+    count. The new row (0, 1, 6) becomes (−2, −1, 4), energy 21, of which 4 along e₁ and
+    9²/5 along (0, −1, 2)/√5: r = (21 − 4 − 81/5) / 21 = 4/105. (Per-column standardising would
+    leave e₁ alone and make r = 1.)"""
+    old = np.array([[1.0, 0, 6], [-1, 0, 6], [1, 0, 6], [-1, 0, 6]])
+    assert pca_residual(old, np.array([[0.0, 1, 6]])) == pytest.approx(4 / 105, rel=1e-9)
+
+
 def test_early_stop_after_two_identical_episodes_and_never_first():
     rng = np.random.default_rng(3)
     episode = rng.normal(size=(100, 6))

@@ -202,7 +202,6 @@ def point_mass_iteration(policy, opt_state, model, key):
     return policy, opt_state, stats.model_return
 
 
-@pytest.mark.slow
 def test_ppo_raises_the_imagined_return_of_a_point_mass():
     """Reward = position, moves of 0.1·a per step for 10 steps: the best return is 5.5, a zero-mean
     policy's about 0."""

@@ -41,11 +41,18 @@ def test_unseeded_episodes_continue_the_environment_stream_and_resume_from_its_s
 
 
 def test_phase_fills_the_cap_with_clipped_noisy_actions(real):
+    """Each episode draws its noise std from U(0, 3) once, then N(0, std²) noise every step (SPEC
+    §5), from the phase's generator in that order: replayed here."""
     phase = collect_phase(real, zero_action, np.random.default_rng(0), cap=250, alpha=0.0, noise_max=3.0, share=0.99)
     assert [len(e.rew) for e in phase.episodes] == [100, 100, 50] and phase.samples == 250
     acts = np.concatenate([e.act for e in phase.episodes])
     assert np.abs(acts).max() == 1.0 and np.isin(acts, (-1.0, 1.0)).mean() > 0.1  # noise up to std 3, clipped
     assert phase.residual is None  # α = 0: no residual computed
+    replay = np.random.default_rng(0)
+    for episode in phase.episodes:
+        std = replay.uniform(0.0, 3.0)
+        noise = np.concatenate([replay.standard_normal((1, 6)) for _ in episode.rew])
+        np.testing.assert_allclose(episode.act, np.clip(std * noise, -1.0, 1.0), rtol=1e-6, atol=1e-7)
 
 
 def rows(phase):
