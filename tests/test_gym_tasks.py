@@ -124,12 +124,14 @@ def test_own_task_modelfree_through_the_python_api(tmp_path):
     assert_finished_with_evaluations(run_dir, 2)
 
 
+@pytest.mark.slow
 def test_rp1_on_own_task_with_its_reward_function(tmp_path):
     run_dir = tiny_run(tmp_path, POINT, "rp1", 600)  # phases of at most 300 samples
     assert_finished_with_evaluations(run_dir, 2)
     assert all(np.isfinite(float(r["model_return"])) for r in read_rows(run_dir)[1:])  # imagined with its reward
 
 
+@pytest.mark.slow
 def test_rp1_on_pendulum_learns_reward_and_done_and_resumes_identically_after_a_crash(tmp_path, monkeypatch):
     """RP1 on a Gymnasium task with no reward function (learned heads): the run writes finite
     metrics, and one that dies after two iterations and is resumed writes exactly the metrics of
@@ -148,6 +150,7 @@ def test_rp1_on_pendulum_learns_reward_and_done_and_resumes_identically_after_a_
     assert metrics_without_timing(tmp_path / "resumed") == metrics_without_timing(reference)
 
 
+@pytest.mark.slow
 def test_rp1_on_own_task_without_reward_function(tmp_path):
     run_dir = tiny_run(tmp_path, "point_mass:POINT_MASS_UNKNOWN_REWARD", "rp1", 600)
     assert_finished_with_evaluations(run_dir, 2)
@@ -172,6 +175,7 @@ def test_cli_gymnasium_modelfree_run_writes_metrics_and_resumes_identically_afte
     assert metrics_without_timing(killed) == metrics_without_timing(reference)
 
 
+@pytest.mark.slow
 def test_sweep_over_envs_and_methods_and_its_report(tmp_path, capsys):
     out = tmp_path / "sweep"
     args = ["sweep", "--envs", POINT, "--methods", "greedy,modelfree", "--seeds", "0", "--budget", "600", "--out", str(out)]
