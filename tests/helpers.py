@@ -107,11 +107,6 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     return {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path, **extra}
 
 
-def rp1_cmd(*args: str) -> list[str]:
-    """``python -m rp1 ARGS``."""
-    return [sys.executable, "-m", "rp1", *args]
-
-
 def driver_cmd(ready: Path, *options: str) -> list[str]:
     """``rp1`` through :mod:`cli_driver` (see there for ``options``), which writes ``ready`` when
     it holds; the rp1 arguments go after it: ``[*driver_cmd(ready, "--hold-train-step"), *args]``."""
@@ -131,11 +126,11 @@ def wait_for(condition, proc: subprocess.Popen, timeout: float = 300.0) -> None:
         time.sleep(0.02)
 
 
-def kill_at_pause(args: list[str], ready: Path, *options: str, cwd: Path | None = None) -> None:
+def kill_at_pause(args: list[str], ready: Path, *options: str) -> None:
     """Run ``rp1 ARGS`` through the driver with its pause ``options`` and SIGKILL it once it
     holds at the pause (its ``ready`` file exists): a kill at a known point, not a race."""
     proc = subprocess.Popen(
-        [*driver_cmd(ready, *options), *args], env=subprocess_env(), cwd=cwd,
+        [*driver_cmd(ready, *options), *args], env=subprocess_env(),
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )
     try:
