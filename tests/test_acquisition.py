@@ -38,6 +38,47 @@ def test_residual_in_unit_interval_on_random_data():
         assert 0.0 <= pca_residual(old, new) <= 1.0
 
 
+def test_residual_standardises_with_one_scalar_mean_and_std():
+    """Old rows (±1, 0, 6): the mean of all their entries is 2, so the standardised rows
+    (−1, −2, 4) and (−3, −2, 4) (over their std) span e₁ and (0, −1, 2): both singular values
+    count. The new row (0, 1, 6) becomes (−2, −1, 4), energy 21, of which 4 along e₁ and
+    9²/5 along (0, −1, 2)/√5: r = (21 − 4 − 81/5) / 21 = 4/105. (Per-column standardising would
+    leave e₁ alone and make r = 1.)"""
+    old = np.array([[1.0, 0, 6], [-1, 0, 6], [1, 0, 6], [-1, 0, 6]])
+    assert pca_residual(old, np.array([[0.0, 1, 6]])) == pytest.approx(4 / 105, rel=1e-9)
+
+
+def test_residual_edge_cases_by_hand():
+    """Old rows all alike span nothing: any other row is all new (r = 1). New rows at the old
+    rows' mean carry no energy: nothing new (r = 0)."""
+    assert pca_residual(np.ones((3, 2)), np.array([[2.0, 1.0]])) == 1.0
+    old = np.array([[1.0, 3.0], [3.0, 1.0]])  # scalar mean 2
+    assert pca_residual(old, np.full((2, 2), 2.0)) == 0.0
+
+
+def test_share_decides_how_many_directions_count():
+    """Old rows ±3e₁ and ±e₂: singular values in the ratio 3 : 1, so e₁ alone holds 3/4 of their
+    sum. The new row e₂ is all new when the subspace keeps 70 % (e₁ only), nothing new at 99 %;
+    the early stopper passes its share on."""
+    old = np.array([[3.0, 0], [-3, 0], [0, 1], [0, -1]])
+    new = np.array([[0.0, 1.0]])
+    assert pca_residual(old, new, share=0.7) == pytest.approx(1.0)
+    assert pca_residual(old, new) == pytest.approx(0.0, abs=1e-12)
+    for share, stops in ((0.7, False), (0.99, True)):
+        stopper = PhaseEarlyStop(alpha=0.5, share=share)
+        stopper.add(old)
+        assert stopper.add(new) is stops
+
+
+def test_early_stop_needs_the_residual_strictly_below_alpha():
+    rng = np.random.default_rng(5)
+    first, second = rng.normal(size=(20, 4)), rng.normal(size=(20, 4))
+    r = pca_residual(first, second)
+    stopper = PhaseEarlyStop(alpha=r)  # r < α is false at α = r
+    stopper.add(first)
+    assert stopper.add(second) is False and stopper.last_residual == r
+
+
 def test_early_stop_after_two_identical_episodes_and_never_first():
     rng = np.random.default_rng(3)
     episode = rng.normal(size=(100, 6))
@@ -151,6 +192,30 @@ def test_bandit_shifts_mass_to_rewarding_arm():
     assert p[good] > 1 / 6 + 0.1
 
 
+def test_bandit_draws_arms_with_their_probabilities():
+    """Probabilities 0.9 and 0.1 (ε = 0, scores log 9 and 0): 2,000 draws land on the first arm
+    90 % of the time (± 3 %, about 4.5 standard deviations)."""
+    bandit = ExpWeights(arms=(0.0, 0.5), eps=0.0, seed=0)
+    bandit.scores[:] = [np.log(9.0), 0.0]
+    np.testing.assert_allclose(bandit.probabilities, [0.9, 0.1])
+    share = np.mean([bandit.sample() == 0.0 for _ in range(2000)])
+    assert 0.87 < share < 0.93
+
+
+def test_bandit_draws_follow_its_seed():
+    def draws(seed):
+        bandit = ExpWeights(seed=seed)
+        return [bandit.sample() for _ in range(30)]
+
+    assert draws(1) == draws(1) and draws(1) != draws(2)
+
+
+def test_bandit_update_divides_by_one_by_default():
+    bandit = ExpWeights(seed=0)
+    bandit.update(1.0)
+    assert bandit.update(3.0) == 2.0  # (3 − mean(1)) / 1
+
+
 def test_bandit_mixing_floor_and_normalisation():
     bandit = ExpWeights(eps=0.2, seed=0)
     bandit.scores[:] = [50.0, -50, -50, -50, -50, -50]
@@ -172,9 +237,15 @@ def test_bandit_state_round_trip():
 
 
 def test_bandit_rejects_bad_arguments():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="arms must hold at least one value"):
+        ExpWeights(arms=())
+    with pytest.raises(ValueError, match=r"eps must be in \[0, 1\], got 1.5"):
         ExpWeights(eps=1.5)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"decay must be in \[0, 1\], got 1.1"):
+        ExpWeights(decay=1.1)
+    with pytest.raises(ValueError, match="weighting must be one of"):
         ExpWeights(weighting="other")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="baseline must be one of"):
         ExpWeights(baseline="other")
+    assert ExpWeights(arms=(0.3,), seed=0).sample() == 0.3  # one arm, and ε at its bounds, are fine
+    assert ExpWeights(eps=1.0).eps == 1.0 and ExpWeights(eps=0.0).eps == 0.0

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 from rp1.acquisition.bandit import ARMS
-from rp1.config import MODEL_BASED_METHODS, resolve
+from rp1.agent import HOST_STREAMS, ModelBasedAgent
+from rp1.config import MODEL_BASED_METHODS, env_config, resolve
 from rp1.runs import METRIC_COLUMNS, TIMING_COLUMNS
 from rp1.train import run_training
-from conftest import TINY
+from helpers import TINY
 
 ALWAYS_FILLED = ("iteration", "samples", "eval_return", "model_error", "phase_samples", "wall_s")
 AFTER_FIRST = ("lambda", "model_return", "val_loss", "policy_updates", "model_epochs")
@@ -44,6 +45,23 @@ def test_one_iteration_per_method_writes_a_full_row(method, tmp_path):
     assert (run / "finished").exists() and (run / "checkpoint" / "state.msgpack").exists()
 
 
+@pytest.mark.parametrize("method", list(MODEL_BASED_METHODS))
+def test_each_methods_phases_stop_early_by_its_alpha(method):
+    """On the scripted task (``scripted_task``: the third episode lies in the span of the first two)
+    a method with early stopping (α = 0.0005) ends its first phase after 3 episodes of 4 steps;
+    one without fills the 40-sample cap."""
+    sets = {**TINY, "collect.phase_cap": "40", "collect.noise_max": "0"}
+    cfg = env_config("scripted_task:SCRIPTED", method, seed=0, budget=80, overrides=sets)
+    agent = ModelBasedAgent(cfg)
+    try:
+        _, row = agent.step(agent.initial_state())
+    finally:
+        agent.close()
+    early = method in ("rp1", "rp1-noadapt", "rp1-statevar")  # SPEC §8: α = 0.0005; the others 0
+    assert row["phase_samples"] == (12 if early else 40)
+    assert (row["residual"] is not None and row["residual"] < 5e-4) if early else row["residual"] is None
+
+
 def lambdas(run):
     return [float(r["lambda"]) for r in read_rows(run)[1:]]
 
@@ -65,8 +83,6 @@ def test_lambda_schedules(tmp_path):
 def feedback_run(first_g: float, first_feedback: str = "exclude"):
     """λ and the bandit's scores after feeding iterations 0…11 through the agent's feedback path:
     G of iteration 0 is ``first_g``; every later G is ≈ 0.2 with l_val = 0.1."""
-    from rp1.agent import ModelBasedAgent
-
     cfg = resolve("halfcheetah-rp1", seed=0, overrides={**TINY, "lam.first_feedback": first_feedback})
     agent = ModelBasedAgent(cfg)
     s = agent.initial_state()
@@ -99,8 +115,6 @@ def test_untrained_models_feedback_does_not_drive_the_bandit():
 
 
 def test_every_stream_lives_in_the_state_and_survives_a_checkpoint():
-    from rp1.agent import HOST_STREAMS, ModelBasedAgent
-
     cfg = resolve("halfcheetah-rp1", seed=7, overrides={**TINY, "collect.alpha": "0"})
     agent = ModelBasedAgent(cfg)
     s = agent.initial_state()
@@ -125,8 +139,6 @@ def test_every_stream_lives_in_the_state_and_survives_a_checkpoint():
 def test_step_returns_a_new_state_and_leaves_its_input_as_it_was():
     """The same state stepped twice gives the same row and state: stepping changed nothing in it
     (generators, bandit, store, rows), and the environments drew from each copy's generators."""
-    from rp1.agent import ModelBasedAgent
-
     cfg = resolve("halfcheetah-rp1", seed=3, budget=900, overrides={**TINY, "collect.alpha": "0"})
     agent = ModelBasedAgent(cfg)
     s0, _ = agent.step(agent.initial_state())
@@ -144,8 +156,6 @@ def test_step_returns_a_new_state_and_leaves_its_input_as_it_was():
 
 def test_small_scale_greedy_collects_full_phases():
     """Scale changes sizes only: Greedy (no early stopping) still collects 3,000-sample phases."""
-    from rp1.agent import ModelBasedAgent
-
     cfg = resolve("halfcheetah-greedy", seed=0, scale="small", overrides={"eval_episodes": "1"})
     assert cfg.scale == "small" and cfg.model.hidden == (200, 200) and cfg.policy.batch_steps == 5_000
     agent = ModelBasedAgent(cfg)
@@ -181,8 +191,6 @@ def test_g_is_measured_with_the_refreshed_delta_normalizer(g_normalizers):
     """SPEC §6: G of a phase decodes the members' deltas with the delta normaliser recomputed from
     all stored data, the new phase included (``inputs``: the one from before)."""
     import jax
-
-    from rp1.agent import ModelBasedAgent
 
     cfg = resolve("halfcheetah-rp1", seed=0, overrides={**TINY, "collect.alpha": "0", "lam.g_normalizers": g_normalizers})
     agent = ModelBasedAgent(cfg)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TINY, Crash, crash_after_steps
+from helpers import TINY, Crash, crash_after_steps
 
 import rp1
 from rp1.cli import main

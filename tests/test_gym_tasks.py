@@ -8,11 +8,7 @@ learned heads (``model.reward=auto``, ``model.done=auto``).
 
 from __future__ import annotations
 
-import csv
 import importlib.util
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import jax
@@ -20,27 +16,25 @@ import jax.numpy as jnp
 import numpy as np
 import point_mass
 import pytest
-from conftest import TINY, Crash, crash_after_steps, kill_after_rows, metrics_without_timing, tiny_sets
+from helpers import (
+    TINY,
+    Crash,
+    crash_after_steps,
+    kill_at_pause,
+    metrics_without_timing,
+    read_rows,
+    set_args,
+    snapshot,
+    tiny_sets,
+)
 
 from rp1 import envs
 from rp1.cli import main
 from rp1.config import env_config, resolve
 from rp1.errors import ConfigError
-from rp1.experiments.report import write_report
 from rp1.train import run_training
 
-ROOT = Path(__file__).resolve().parents[1]
 POINT = "point_mass:POINT_MASS"
-
-
-def rows(run_dir: Path) -> list[dict[str, str]]:
-    with open(run_dir / "metrics.csv") as f:
-        return list(csv.DictReader(f))
-
-
-def snapshot(path: Path) -> dict[str, bytes]:
-    return {str(p): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
-
 
 # --- tasks ----------------------------------------------------------------------------------------
 
@@ -120,7 +114,7 @@ def tiny_run(tmp_path: Path, task: str, method: str, budget: int, **extra: str) 
 def assert_finished_with_evaluations(run_dir: Path, iterations: int) -> None:
     """The run reached its budget with at least ``iterations`` rows (PCA early stopping may cut
     phases short) and its last row holds a finite evaluation."""
-    metrics = rows(run_dir)
+    metrics = read_rows(run_dir)
     assert len(metrics) >= iterations and (run_dir / "finished").exists()
     assert np.isfinite(float(metrics[-1]["eval_return"]))
 
@@ -130,12 +124,14 @@ def test_own_task_modelfree_through_the_python_api(tmp_path):
     assert_finished_with_evaluations(run_dir, 2)
 
 
+@pytest.mark.slow
 def test_rp1_on_own_task_with_its_reward_function(tmp_path):
     run_dir = tiny_run(tmp_path, POINT, "rp1", 600)  # phases of at most 300 samples
     assert_finished_with_evaluations(run_dir, 2)
-    assert all(np.isfinite(float(r["model_return"])) for r in rows(run_dir)[1:])  # imagined with its reward
+    assert all(np.isfinite(float(r["model_return"])) for r in read_rows(run_dir)[1:])  # imagined with its reward
 
 
+@pytest.mark.slow
 def test_rp1_on_pendulum_learns_reward_and_done_and_resumes_identically_after_a_crash(tmp_path, monkeypatch):
     """RP1 on a Gymnasium task with no reward function (learned heads): the run writes finite
     metrics, and one that dies after two iterations and is resumed writes exactly the metrics of
@@ -144,7 +140,7 @@ def test_rp1_on_pendulum_learns_reward_and_done_and_resumes_identically_after_a_
     assert cfg.horizon == 50
     reference = run_training(cfg, tmp_path / "reference", progress=False)
     assert_finished_with_evaluations(reference, 4)
-    assert all(np.isfinite(float(r["model_return"])) for r in rows(reference)[1:])  # imagined with the learned reward
+    assert all(np.isfinite(float(r["model_return"])) for r in read_rows(reference)[1:])  # imagined with the learned reward
 
     crash_after_steps(monkeypatch, 2)
     with pytest.raises(Crash):
@@ -154,39 +150,36 @@ def test_rp1_on_pendulum_learns_reward_and_done_and_resumes_identically_after_a_
     assert metrics_without_timing(tmp_path / "resumed") == metrics_without_timing(reference)
 
 
+@pytest.mark.slow
 def test_rp1_on_own_task_without_reward_function(tmp_path):
     run_dir = tiny_run(tmp_path, "point_mass:POINT_MASS_UNKNOWN_REWARD", "rp1", 600)
     assert_finished_with_evaluations(run_dir, 2)
 
 
-def subprocess_env() -> dict[str, str]:
-    """This process's environment with ``src`` and ``tests`` on ``PYTHONPATH`` as absolute paths."""
-    return {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])}
-
-
-def pendulum_cmd(*extra: str) -> list[str]:
+def pendulum_args(*extra: str) -> list[str]:
     sets = tiny_sets(policy__batch_steps="200", modelfree__envs="2", modelfree__eval_every="1")
-    return [sys.executable, "-m", "rp1", "train", "--env", "Pendulum-v1", "--method", "modelfree", "--horizon", "50",
-            "--budget", "1000", "--quiet", *sum((["--set", s] for s in sets), []), *extra]  # fmt: skip
+    return ["train", "--env", "Pendulum-v1", "--method", "modelfree", "--horizon", "50", "--budget", "1000", "--quiet", *set_args(sets), *extra]
 
 
+@pytest.mark.slow
 def test_cli_gymnasium_modelfree_run_writes_metrics_and_resumes_identically_after_a_kill(tmp_path, monkeypatch):
-    subprocess.run(pendulum_cmd(), check=True, env=subprocess_env(), cwd=tmp_path, capture_output=True)
+    monkeypatch.chdir(tmp_path)
+    assert main(pendulum_args()) == 0
     reference = tmp_path / "runs" / "Pendulum-v1-modelfree" / "seed0"  # the default run directory
-    assert [int(r["samples"]) for r in rows(reference)] == [200, 400, 600, 800, 1000]
-    assert all(np.isfinite(float(r["eval_return"])) for r in rows(reference))
+    assert [int(r["samples"]) for r in read_rows(reference)] == [200, 400, 600, 800, 1000]
+    assert all(np.isfinite(float(r["eval_return"])) for r in read_rows(reference))
 
     killed = tmp_path / "killed"
-    monkeypatch.setenv("PYTHONPATH", subprocess_env()["PYTHONPATH"])  # kill_after_rows passes os.environ on
-    kill_after_rows(pendulum_cmd("--out", str(killed)), killed, rows=2)
-    subprocess.run(pendulum_cmd("--out", str(killed), "--resume"), check=True, env=subprocess_env(), capture_output=True)
+    kill_at_pause(pendulum_args("--out", str(killed)), tmp_path / "ready", "--pause-after-row", "2")
+    assert main(pendulum_args("--out", str(killed), "--resume")) == 0
     assert metrics_without_timing(killed) == metrics_without_timing(reference)
 
 
+@pytest.mark.slow
 def test_sweep_over_envs_and_methods_and_its_report(tmp_path, capsys):
     out = tmp_path / "sweep"
     args = ["sweep", "--envs", POINT, "--methods", "greedy,modelfree", "--seeds", "0", "--budget", "600", "--out", str(out)]
-    assert main([*args, "--workers", "2", *sum((["--set", s] for s in tiny_sets(modelfree__envs="2")), [])]) == 0
+    assert main([*args, "--workers", "2", *set_args(tiny_sets(modelfree__envs="2"))]) == 0
     for method in ("greedy", "modelfree"):
         assert_finished_with_evaluations(out / f"point_mass-POINT_MASS-{method}" / "seed0", 2)
     report = tmp_path / "report"
@@ -198,15 +191,6 @@ def test_sweep_over_envs_and_methods_and_its_report(tmp_path, capsys):
 
 
 # --- bad input ------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def existing_run(tmp_path_factory):
-    """A finished tiny run of the own task (model-free) to test against."""
-    out = tmp_path_factory.mktemp("runs") / "run"
-    sets = sum((["--set", s] for s in tiny_sets(modelfree__envs="2")), [])
-    assert main(["train", "--env", POINT, "--method", "modelfree", "--out", str(out), "--budget", "300", "--quiet", *sets]) == 0
-    return out
 
 
 BOX2D_INSTALLED = importlib.util.find_spec("Box2D") is not None
@@ -232,16 +216,16 @@ BAD = {
 
 
 @pytest.mark.parametrize("case", list(BAD))
-def test_bad_task_input_is_one_line_exit_2_files_untouched(case, existing_run, capsys):
+def test_bad_task_input_is_one_line_exit_2_files_untouched(case, finished_run, capsys):
     if case == "package not installed" and BOX2D_INSTALLED:
         pytest.skip("Box2D is installed here")
     extra, message = BAD[case]
-    before = snapshot(existing_run)
-    code = main(["train", *extra, "--out", str(existing_run), "--quiet"])
+    before = snapshot(finished_run)
+    code = main(["train", *extra, "--out", str(finished_run), "--quiet"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
     assert len(err) == 1 and err[0].startswith("rp1: error:") and message in err[0], err
-    assert snapshot(existing_run) == before
+    assert snapshot(finished_run) == before
 
 
 def test_missing_package_of_own_task_is_a_config_error(monkeypatch):

@@ -13,7 +13,14 @@ from rp1 import envs
 from rp1.dynamics import ensemble_init, predict_all, predict_member
 from rp1.dynamics.normalizer import standardize
 from rp1.errors import ConfigError
-from rp1.imagination import clip_action, imagine, make_imagination, member_returns
+from rp1.imagination import (
+    clip_action,
+    imagine,
+    make_imagination,
+    member_returns,
+    reward_variance_bonus,
+    state_variance_bonus,
+)
 from rp1.policy import act_mean, policy_init
 
 H, N, M = 6, 16, 5
@@ -93,6 +100,17 @@ def test_state_variance_bonus_is_not_capped_by_the_normaliser_clip():
     imagination = make_imagination(POINT_MASS, horizon=1, bonus="state", predict=sink_predict)
     traj, _ = imagine(imagination, model, policy, start, jax.random.key(1), 1.0)
     np.testing.assert_allclose(traj.bonus[0], 200.0, rtol=1e-6)
+
+
+def test_bonuses_by_hand():
+    """Three members' rewards 1, 2, 6 (mean 3): the reward-variance bonus is the sample standard
+    deviation, sqrt((4 + 1 + 9) / (M − 1)) = sqrt(7). Their normalised states (0, 1), (3, 1),
+    (6, 4): the state-variance bonus sums the population variances, (9 + 0 + 9) / 3 + (1 + 1 + 4)
+    / 3 = 8."""
+    rewards = jnp.array([[1.0], [2.0], [6.0]])  # [M, N]
+    states = jnp.array([[[0.0, 1.0]], [[3.0, 1.0]], [[6.0, 4.0]]])  # [M, N, obs_dim]
+    np.testing.assert_allclose(reward_variance_bonus(rewards, states), [np.sqrt(7.0)], rtol=1e-6)
+    np.testing.assert_allclose(state_variance_bonus(rewards, states), [8.0], rtol=1e-6)
 
 
 def test_lambda_mixes_task_reward_and_bonus(setup, cheetah):

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import TINY, Crash, crash_after_steps, metrics_without_timing
+from helpers import TINY, Crash, crash_after_steps, metrics_without_timing, set_args, train_args
 
 from rp1 import envs
 from rp1.config import env_config, resolve
@@ -176,6 +176,28 @@ def test_known_on_a_task_without_the_function_is_a_config_error():
     assert resolve("ant-rp1", overrides={"model.done": "known"}).model.done == "known"
     with pytest.raises(ConfigError, match="model.reward must be one of"):
         resolve("ant-modelfree", overrides={"model.reward": "exact"})
+
+
+def test_paper_task_under_auto_builds_no_heads_and_runs_as_known_known(finished_run, tmp_path):
+    """README "What the model learns": with both functions known (every paper task under the
+    default ``auto``) the model has no heads, and a run is bit for bit the run with
+    ``model.reward=known``, ``model.done=known`` (the session's tiny run is the ``auto`` one)."""
+    from rp1.agent import ModelBasedAgent
+    from rp1.cli import main
+
+    for task in ("halfcheetah", "ant"):
+        auto = ModelBasedAgent(resolve(f"{task}-rp1", overrides=TINY))
+        learned = ModelBasedAgent(resolve(f"{task}-rp1", overrides={**TINY, "model.reward": "learned"}))
+        try:
+            assert auto.cfg.model.reward == auto.cfg.model.done == "auto"
+            assert auto.initial_state().learner.model.heads is None
+            assert learned.initial_state().learner.model.heads is not None
+        finally:
+            auto.close()
+            learned.close()
+    known = tmp_path / "known"
+    assert main(train_args(known, *set_args(["model.reward=known", "model.done=known"]))) == 0
+    assert metrics_without_timing(known) == metrics_without_timing(finished_run)
 
 
 @pytest.mark.slow

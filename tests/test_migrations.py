@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import metrics_without_timing
+from helpers import metrics_without_timing, run_cli, snapshot
 from rp1.config import Config, resolve
 from rp1.errors import ConfigError
 from rp1.experiments.report import report_tasks
@@ -23,7 +23,6 @@ from rp1.experiments.runs_table import load_runs
 from rp1.experiments.tables import TABLES, write_table
 from rp1.migrations import ADDED, BASE_KEYS, SCHEMA, NewerSchema, keys_of, migrate, written_schema
 from rp1.runs import CONFIG, FINISHED, METRICS, RunDir, TIMING_COLUMNS, config_hash
-from test_cli_train import run_cli, snapshot
 
 REPO = Path(__file__).resolve().parent.parent
 LAPTOP = REPO / "docs" / "laptop-scale"

@@ -3,17 +3,11 @@ sequential one and does not depend on the number of workers, a killed run resume
 
 from __future__ import annotations
 
-import csv
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import jax
 import numpy as np
 import pytest
 
-from conftest import kill_after_rows, metrics_without_timing
+from helpers import kill_at_pause, metrics_without_timing, read_rows, set_args
 from rp1.cli import main
 from rp1.config import resolve
 from rp1.errors import ConfigError
@@ -36,11 +30,6 @@ def tiny_config(budget: int = 800, **extra: str):
     return resolve("halfcheetah-modelfree", budget=budget, overrides={**TINY, **extra})
 
 
-def read_metrics(run: Path) -> list[dict[str, str]]:
-    with open(run / "metrics.csv") as f:
-        return list(csv.DictReader(f))
-
-
 def test_presets_list_modelfree_with_budgets(capsys):
     assert main(["presets"]) == 0
     out = capsys.readouterr().out
@@ -58,7 +47,7 @@ def test_envs_must_split_evenly_over_workers():
 
 def test_tiny_run_two_updates_writes_metrics(tmp_path):
     run_training(tiny_config(), tmp_path / "run", progress=False)
-    rows = read_metrics(tmp_path / "run")
+    rows = read_rows(tmp_path / "run")
     assert [(r["iteration"], r["samples"], r["phase_samples"]) for r in rows] == [("1", "400", "400"), ("2", "800", "400")]
     assert rows[0]["eval_return"] == "" and np.isfinite(float(rows[1]["eval_return"]))  # eval at the budget
     assert all(float(r["steps_per_s"]) > 0 for r in rows)
@@ -162,21 +151,19 @@ RESUME_BUDGET = 4000  # 10 updates
 RESUME_SETS = {"modelfree.eval_every": "2"}
 
 
-def train_cmd(out: Path, *extra: str) -> list[str]:
-    sets = sum((["--set", f"{k}={v}"] for k, v in {**TINY, **RESUME_SETS}.items()), [])
-    budget = str(RESUME_BUDGET)
-    return [sys.executable, "-m", "rp1", "train", "--preset", "halfcheetah-modelfree", "--out", str(out), "--budget", budget, "--quiet", *sets, *extra]
+def train_args(out, *extra: str) -> list[str]:
+    sets = set_args([f"{k}={v}" for k, v in {**TINY, **RESUME_SETS}.items()])
+    return ["train", "--preset", "halfcheetah-modelfree", "--out", str(out), "--budget", str(RESUME_BUDGET), "--quiet", *sets, *extra]
 
 
 @pytest.mark.slow
 def test_kill_and_resume_gives_identical_metrics(tmp_path):
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     reference = tmp_path / "reference"  # in this process, one worker; the killed run has two
     run_training(tiny_config(RESUME_BUDGET, **RESUME_SETS), reference, progress=False)
 
     killed = tmp_path / "killed"
-    kill_after_rows(train_cmd(killed, "--workers", "2"), killed, rows=3)
-    subprocess.run(train_cmd(killed, "--resume", "--workers", "2"), check=True, env=env, capture_output=True)
+    kill_at_pause(train_args(killed, "--workers", "2"), tmp_path / "ready", "--pause-after-row", "3", "--at", "metrics")
+    assert main(train_args(killed, "--resume", "--workers", "2")) == 0
 
     assert metrics_without_timing(killed) == metrics_without_timing(reference)
     assert len(metrics_without_timing(reference)) == 10

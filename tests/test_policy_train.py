@@ -109,7 +109,6 @@ def train(policy, opt_state, **kw):
     return train_policy(replace(TRAINING, **kw), MODEL, policy, opt_state, START, jax.random.key(1), 0.0)
 
 
-@pytest.mark.slow
 def test_train_policy_stops_by_the_rule_and_restores_the_best_update():
     """Replay the same updates with the train step to find the last improving one; train_policy must
     stop 5 checks later and return exactly that update's weights."""

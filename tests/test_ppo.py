@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -26,6 +27,7 @@ from rp1.policy import (
     ppo_update,
     value,
 )
+from rp1.policy.ppo import make_batch
 
 POINT_MASS_WORLD = make_imagination(POINT_MASS, predict=point_mass_predict)
 
@@ -93,6 +95,94 @@ def test_loss_at_the_behaviour_policy_is_hand_computable():
     assert float(m.clip_fraction) == 0.0
 
 
+RATIOS = [0.5, 0.9, 1.1, 1.5] * 2
+ADVANTAGES = [1.0] * 4 + [-1.0] * 4
+
+
+def batch_at_ratios():
+    """A PPO batch of 8 steps whose behaviour log-probabilities put the current policy at
+    :data:`RATIOS` ρ of the behaviour policy, with advantages :data:`ADVANTAGES`:
+    ``(policy, norm, batch)``."""
+    policy = policy_init(jax.random.key(12), 4, 2)
+    norm = normalizer_init(4)
+    obs = jax.random.normal(jax.random.key(13), (8, 4))
+    act, _ = act_sample(policy, norm, obs, jax.random.key(14), 0.5)
+    behaviour = log_prob(policy, norm, obs, act, 0.5) - jnp.log(jnp.asarray(RATIOS))
+    return policy, norm, PPOBatch(obs, act, behaviour, jnp.zeros(8), jnp.asarray(ADVANTAGES), jnp.ones(8))
+
+
+@jax.jit
+def surrogate_and_actor_gradient(policy, norm, batch):
+    """The policy loss (no value or entropy term), its metrics and its gradient in the actor."""
+    loss = lambda p: ppo_loss(p, norm, batch, 0.5, value_coef=0.0, entropy_coef=0.0)  # noqa: E731
+    (_, metrics), grads = jax.value_and_grad(loss, has_aux=True)(policy)
+    return metrics, jnp.concatenate([jnp.ravel(g) for g in jax.tree_util.tree_leaves(grads.actor)])
+
+
+def test_clipped_surrogate_at_ratios_away_from_one_is_hand_computable():
+    """ε = 0.2: min(ρ·A, clip(ρ, 0.8, 1.2)·A) per step. A = +1 at ρ = 0.5, 0.9, 1.1, 1.5 gives
+    0.5, 0.9, 1.1, 1.2 (the gain above 1.2 is cut); A = −1 gives −0.8, −0.9, −1.1, −1.5 (the
+    loss below 0.8 is kept at 0.8, above 1.2 counted in full)."""
+    m, _ = surrogate_and_actor_gradient(*batch_at_ratios())
+    surrogate = [0.5, 0.9, 1.1, 1.2, -0.8, -0.9, -1.1, -1.5]
+    assert float(m.policy_loss) == pytest.approx(-sum(surrogate) / 8, rel=1e-4)
+    assert float(m.clip_fraction) == 0.5  # ρ = 0.5 and 1.5
+    assert float(m.approx_kl) == pytest.approx(np.mean(-np.log(RATIOS)), rel=1e-4)
+
+
+def test_clipped_steps_give_no_gradient_and_the_others_do():
+    """Where the clip is taken (A > 0 above 1 + ε, A < 0 below 1 − ε) the surrogate is a constant;
+    where it is not (A < 0 above 1 + ε, A > 0 below 1 − ε, inside the band) it moves the policy.
+    The steps are chosen by their weight."""
+    policy, norm, batch = batch_at_ratios()
+    only = lambda *steps: batch._replace(weight=jnp.zeros(8).at[jnp.asarray(steps)].set(1.0))  # noqa: E731
+    _, clipped = surrogate_and_actor_gradient(policy, norm, only(3, 4))  # ρ 1.5, A +1; ρ 0.5, A −1
+    assert np.all(np.asarray(clipped) == 0.0)
+    for step in (7, 0, 2):  # ρ 1.5, A −1; ρ 0.5, A +1; ρ 1.1, A +1
+        _, grad = surrogate_and_actor_gradient(policy, norm, only(step))
+        assert np.abs(np.asarray(grad)).max() > 1e-4, step
+
+
+class Rollouts(NamedTuple):
+    """The fields of a batch of rollouts that :func:`make_batch` reads, ``[H, N, …]``."""
+
+    obs: jax.Array
+    act: jax.Array
+    logp: jax.Array
+    reward: jax.Array
+    done: jax.Array
+    valid: jax.Array
+
+
+def constant_critic(policy, v: float):
+    """``policy`` with a critic that says ``v`` everywhere (last layer: zero weights, bias ``v``)."""
+    w, b = policy.critic[-1]
+    return policy.replace(critic=(*policy.critic[:-1], (jnp.zeros_like(w), jnp.full_like(b, v))))
+
+
+def test_make_batch_targets_are_normalised_returns_and_the_advantage_subtracts_the_critic():
+    """γ = 0.5, H = 3, N = 2. Rollout 0 earns 1, 2, 4: returns 1 + 0.5·(2 + 0.5·4) = 3, 4, 4.
+    Rollout 1 earns 2, 1 and terminates at its second step: returns 2 + 0.5·1 = 2.5, 1, and its
+    third step is invalid. Over the 5 valid steps the mean is 2.9 and the variance 6.2 / 5 = 1.24:
+    R̂ = (G − 2.9) / sqrt(1.24); with a critic that says 0.25 everywhere, A = R̂ − 0.25."""
+    policy = constant_critic(policy_init(jax.random.key(15), 2, 1), 0.25)
+    obs = jax.random.normal(jax.random.key(16), (3, 2, 2))
+    act = jax.random.normal(jax.random.key(17), (3, 2, 1))
+    logp = jnp.arange(6.0).reshape(3, 2)
+    reward = jnp.array([[1.0, 2.0], [2.0, 1.0], [4.0, 0.0]])
+    done = jnp.array([[False, False], [False, True], [False, False]])
+    valid = jnp.array([[True, True], [True, True], [True, False]])
+    batch = make_batch(policy, normalizer_init(2), Rollouts(obs, act, logp, reward, done, valid), gamma=0.5)
+    returns = np.array([3.0, 2.5, 4.0, 1.0, 4.0, 0.0])  # flattened time-major: t·N + n
+    normalised = (returns - 2.9) / math.sqrt(1.24)
+    np.testing.assert_allclose(batch.ret[:5], normalised[:5], rtol=1e-5)
+    np.testing.assert_allclose(batch.adv[:5], normalised[:5] - 0.25, rtol=1e-5, atol=1e-6)
+    assert batch.weight.tolist() == [1.0, 1.0, 1.0, 1.0, 1.0, 0.0]
+    np.testing.assert_array_equal(batch.obs, obs.reshape(6, 2))
+    np.testing.assert_array_equal(batch.act, act.reshape(6, 1))
+    np.testing.assert_array_equal(batch.logp, logp.reshape(6))
+
+
 def test_optimizer_learning_rate_is_state_and_counts_epochs():
     policy = policy_init(jax.random.key(6), 1, 1)
     opt_state = make_policy_optimizer(1e-3).init(policy)
@@ -112,7 +202,6 @@ def point_mass_iteration(policy, opt_state, model, key):
     return policy, opt_state, stats.model_return
 
 
-@pytest.mark.slow
 def test_ppo_raises_the_imagined_return_of_a_point_mass():
     """Reward = position, moves of 0.1·a per step for 10 steps: the best return is 5.5, a zero-mean
     policy's about 0."""
@@ -149,8 +238,6 @@ def test_advantage_is_fixed_per_update_or_recomputed_each_epoch(advantage):
     update; ``per-epoch`` (the reference) recomputes A with the critic as each epoch starts. The
     update must equal that replayed by hand, epoch by epoch, and the advantages of per-epoch move
     with the critic."""
-    from rp1.policy.ppo import make_batch
-
     model = toy_model(np.ones(3), 1)
     policy = policy_init(jax.random.key(10), 1, 1)
     optimizer = make_policy_optimizer(1e-2)

@@ -8,11 +8,10 @@ import os
 
 import pytest
 
-from conftest import Crash, crash_after_steps
+from helpers import Crash, crash_after_steps, train_args
 from rp1.cli import main
 from rp1.provenance import PACKAGES, environment, record, xla_threads
 from rp1.runs import ENVIRONMENT
-from test_reliability import train_args
 
 
 def entries(run_dir) -> list[dict]:

@@ -1,6 +1,7 @@
 """The real-environment module: unseeded episodes follow the environments' own streams (and resume
-from their states), collection phases respect the cap and the action bounds, evaluation sums each
-episode's rewards (SPEC §5, §7)."""
+from their states), collection phases respect the cap and the action bounds and stop by the PCA
+residual against all earlier episodes of the phase, evaluation sums each episode's rewards (SPEC
+§5, §7)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ import copy
 import numpy as np
 import pytest
 
+from rp1.acquisition import pca_residual
 from rp1.realenv import UNSEEDED, RealEnvs, collect, collect_phase, evaluate, mean_policy, noisy_policy
+
+SCRIPTED = "scripted_task:SCRIPTED"
 
 
 def zero_action(obs):
@@ -37,11 +41,63 @@ def test_unseeded_episodes_continue_the_environment_stream_and_resume_from_its_s
 
 
 def test_phase_fills_the_cap_with_clipped_noisy_actions(real):
+    """Each episode draws its noise std from U(0, 3) once, then N(0, std²) noise every step (SPEC
+    §5), from the phase's generator in that order: replayed here."""
     phase = collect_phase(real, zero_action, np.random.default_rng(0), cap=250, alpha=0.0, noise_max=3.0, share=0.99)
     assert [len(e.rew) for e in phase.episodes] == [100, 100, 50] and phase.samples == 250
     acts = np.concatenate([e.act for e in phase.episodes])
     assert np.abs(acts).max() == 1.0 and np.isin(acts, (-1.0, 1.0)).mean() > 0.1  # noise up to std 3, clipped
     assert phase.residual is None  # α = 0: no residual computed
+    replay = np.random.default_rng(0)
+    for episode in phase.episodes:
+        std = replay.uniform(0.0, 3.0)
+        noise = np.concatenate([replay.standard_normal((1, 6)) for _ in episode.rew])
+        np.testing.assert_allclose(episode.act, np.clip(std * noise, -1.0, 1.0), rtol=1e-6, atol=1e-7)
+
+
+def rows(phase):
+    """Every episode's rows ``[s, a]`` of a phase."""
+    return [np.concatenate([e.obs, e.act], axis=1) for e in phase.episodes]
+
+
+def scripted_phase(alpha: float, cap: int = 40):
+    """A phase of the scripted task (see ``scripted_task``) under the zero action, no noise."""
+    real = RealEnvs(SCRIPTED, 1)
+    try:
+        return collect_phase(real, lambda obs: np.zeros((len(obs), 1)), np.random.default_rng(0), cap=cap, alpha=alpha, noise_max=0.0, share=0.99)
+    finally:
+        real.close()
+
+
+def test_phase_stops_at_the_first_episode_that_adds_nothing_to_all_earlier_ones():
+    """Episode 1 (±e₂) is new against episode 0 (±e₁); episode 2 (±e₁, ±e₂) lies in the span of
+    both, though half of it is new against episode 1 alone: the phase stops after it, with its
+    residual against episodes 0 and 1 (SPEC §5)."""
+    phase = scripted_phase(alpha=5e-4)
+    assert [len(e.rew) for e in phase.episodes] == [4, 4, 4] and phase.samples == 12
+    first, second, third = rows(phase)
+    np.testing.assert_array_equal(first[:, 0], [1, -1, 1, -1])
+    assert pca_residual(first, second) == pytest.approx(1.0)
+    assert pca_residual(second, third) == pytest.approx(0.5)
+    assert phase.residual == pca_residual(np.concatenate([first, second]), third)
+    assert phase.residual == pytest.approx(0.0, abs=1e-12)
+
+
+def test_phase_with_alpha_above_every_residual_stops_after_its_second_episode():
+    """No residual reaches 1.5: the first episode is never tested, the second always stops the
+    phase, and the residual is the second's against the first (here on HalfCheetah's own data)."""
+    real = RealEnvs("halfcheetah", 1, seed=4)
+    phase = collect_phase(real, zero_action, np.random.default_rng(1), cap=3000, alpha=1.5, noise_max=3.0, share=0.99)
+    real.close()
+    assert [len(e.rew) for e in phase.episodes] == [100, 100]
+    first, second = rows(phase)
+    assert phase.residual == pca_residual(first, second)
+    assert scripted_phase(alpha=1.5).samples == 8
+
+
+def test_phase_without_early_stopping_fills_its_cap():
+    phase = scripted_phase(alpha=0.0, cap=22)
+    assert [len(e.rew) for e in phase.episodes] == [4, 4, 4, 4, 4, 2] and phase.residual is None
 
 
 def test_noisy_policy_draws_nothing_without_noise():

@@ -1,8 +1,8 @@
 """Issue 12: bad input is refused before anything is written, a run directory is never lost, errors
 after the start are one line naming the file and the cause, and Ctrl-C / SIGTERM stop a run at once.
 
-Every run here is the tiny ``halfcheetah-rp1`` of ``test_cli_train.train_cmd`` (seed 0, 1,800
-samples): one uninterrupted run (``finished_run``) is the reference that a restarted, resumed or
+Every run here is the tiny ``halfcheetah-rp1`` of ``helpers.train_args`` (seed 0, 1,800 samples):
+the session's uninterrupted run (``finished_run``) is the reference that a restarted, resumed or
 interrupted run must reproduce, metric for metric except the wall-clock columns.
 """
 
@@ -19,45 +19,24 @@ from pathlib import Path
 
 import pytest
 
-from conftest import metrics_without_timing
+from helpers import (
+    PRESET,
+    driver_cmd,
+    metrics_without_timing,
+    one_error,
+    run_cli,
+    run_cli_unprivileged,
+    snapshot,
+    subprocess_env,
+    tiny_overrides,
+    train_args,
+    wait_for,
+)
 from rp1.cli import main
 from rp1.config import resolve
-from rp1.errors import ConfigError
+from rp1.errors import ConfigError, StorageError
 from rp1.experiments.sweep_plan import SweepRequest, plan_sweep
 from rp1.runs import CHECKPOINT, CONFIG, FINISHED, METRIC_COLUMNS, METRICS
-from test_cli_train import run_cli, snapshot, train_cmd
-
-PRESET = "halfcheetah-rp1"
-
-
-def train_args(out: Path, *extra: str) -> list[str]:
-    """``rp1 train`` arguments (for :func:`main`) of the tiny run in ``out``."""
-    return train_cmd(out, *extra)[3:]
-
-
-def tiny_overrides(args: list[str]) -> dict[str, str]:
-    """The ``--set`` values of ``args`` as a dict."""
-    return dict(args[i + 1].split("=", 1) for i, a in enumerate(args) if a == "--set")
-
-
-@pytest.fixture(scope="module")
-def finished_run(tmp_path_factory) -> Path:
-    """The uninterrupted tiny run."""
-    out = tmp_path_factory.mktemp("reference") / "run"
-    assert main(train_args(out)) == 0
-    return out
-
-
-@pytest.fixture
-def copied_run(finished_run, tmp_path) -> Path:
-    """A copy of the finished run, to damage."""
-    return Path(shutil.copytree(finished_run, tmp_path / "run"))
-
-
-def one_error(code: int, err: list[str], expected_code: int, *fragments: str) -> None:
-    """``err`` is the single line ``rp1: error: …`` holding every fragment, and the code is right."""
-    assert code == expected_code and len(err) == 1, err
-    assert err[0].startswith("rp1: error: ") and all(f in err[0] for f in fragments), err
 
 
 # --- validation before anything is written (defects 3, 4, 5) -------------------------------------
@@ -70,6 +49,11 @@ BAD_VALUES = {
     "infinite model.lr": (["--set", "model.lr=inf"], "model.lr", "finite"),
     "infinite collect.noise_max": (["--set", "collect.noise_max=inf"], "collect.noise_max", "finite"),
     "negative infinity": (["--set", "collect.alpha=-inf"], "collect.alpha", "finite"),
+    "nan policy.lr": (["--set", "policy.lr=nan"], "policy.lr", "finite"),
+    "nan collect.alpha": (["--set", "collect.alpha=nan"], "collect.alpha", "finite"),
+    "nan lam.value": (["--set", "lam.value=nan"], "lam.value", "finite"),
+    "nan among lam.arms": (["--set", "lam.arms=0,0.1,nan"], "lam.arms", "finite"),
+    "nan for a count": (["--set", "model.members=nan"], "model.members", "expected int"),
     "seed too large for the generators": (["--seed", "100000000000000000000"], "seed", "2143289344"),
     "seed just above the bound": (["--seed", str(2**31 - 2**22)], "seed", "2143289344"),
 }
@@ -101,14 +85,60 @@ def test_out_that_is_a_file_or_lies_under_one_is_refused(finished_run, tmp_path,
     assert file.read_text() == "mine"
 
 
-def test_out_in_a_read_only_directory_is_refused(finished_run, tmp_path, capsys):
+def test_permissions_are_obeyed_read_only_out_exit_2_unreadable_checkpoint_exit_1(finished_run, copied_run, tmp_path):
+    """In a process that obeys file permissions (as root too: CI runs as root): ``--out`` in a
+    read-only directory is bad input (exit code 2, nothing written); a checkpoint it may not read
+    is a file the machine fails to read, named with the operating system's cause (exit code 1,
+    nothing changed)."""
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o500)
-    if os.access(locked, os.W_OK):
-        pytest.skip("this process may write into read-only directories (root with CAP_DAC_OVERRIDE)")
-    one_error(*run_cli(train_args(locked / "run"), capsys), 2, str(locked), "not writable")
-    one_error(*run_cli(["report", str(finished_run.parent), "--out", str(locked / "report")], capsys), 2, str(locked))
+    checkpoint = copied_run / CHECKPOINT
+    before = snapshot(copied_run)
+    checkpoint.chmod(0o000)
+    try:
+        train, report, resumed = run_cli_unprivileged(
+            train_args(locked / "run"),
+            ["report", str(finished_run.parent), "--out", str(locked / "report")],
+            train_args(copied_run, "--resume"),
+        )
+    finally:
+        checkpoint.chmod(0o600)
+    one_error(*train, 2, str(locked), "not writable")
+    one_error(*report, 2, str(locked))
     assert list(locked.iterdir()) == []
+    one_error(*resumed, 1, str(checkpoint), "Permission denied")
+    assert snapshot(copied_run) == before
+
+
+def test_checkpoint_that_cannot_be_read_is_one_line_exit_1_and_debug_shows_the_traceback(copied_run, capsys, monkeypatch):
+    """A checkpoint path that is a directory: reading it fails in the operating system (EISDIR):
+    one line naming it, exit code 1; with ``RP1_DEBUG=1`` the error propagates with its traceback
+    (here: out of ``main``), for bad input too."""
+    checkpoint = copied_run / CHECKPOINT
+    checkpoint.unlink()
+    checkpoint.mkdir()
+    before = snapshot(copied_run)
+    one_error(*run_cli(train_args(copied_run, "--resume"), capsys), 1, str(checkpoint), "Is a directory")
+    assert snapshot(copied_run) == before
+    monkeypatch.setenv("RP1_DEBUG", "1")
+    with pytest.raises(StorageError, match="Is a directory"):
+        main(train_args(copied_run, "--resume"))
+    with pytest.raises(ConfigError, match="policy.lr must be a finite number"):
+        main(train_args(copied_run, "--resume", "--set", "policy.lr=nan"))
+    assert capsys.readouterr().err == ""  # no one-line error instead of the traceback
+    assert snapshot(copied_run) == before
+
+
+def test_metrics_that_cannot_be_written_is_one_line_exit_1_and_keeps_the_checkpoint(copied_run, capsys):
+    """``metrics.csv`` replaced by a directory: resuming rewrites it from the checkpoint, which
+    fails in the operating system: one line naming it, exit code 1; the checkpoint stays."""
+    metrics = copied_run / METRICS
+    metrics.unlink()
+    metrics.mkdir()
+    (copied_run / FINISHED).unlink()  # not finished: --resume goes on to write the metrics
+    checkpoint = (copied_run / CHECKPOINT).read_bytes()
+    one_error(*run_cli(train_args(copied_run, "--resume"), capsys), 1, str(metrics), "Is a directory")
+    assert (copied_run / CHECKPOINT).read_bytes() == checkpoint and metrics.is_dir()
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
@@ -231,28 +261,23 @@ def test_checkpoint_of_another_config_is_refused(finished_run, tmp_path, capsys)
 # --- interrupts (defect 2) -----------------------------------------------------------------------
 
 
-def wait_for(condition, proc: subprocess.Popen, timeout: float = 120.0) -> None:
-    """Poll ``condition()`` until it holds; fail if ``proc`` ends or ``timeout`` passes first."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert proc.poll() is None, proc.communicate()[1].decode()
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_signal_stops_the_run_at_once_and_it_resumes(sig, code, finished_run, tmp_path, capsys):
-    out = tmp_path / "run"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(train_cmd(out), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    wait_for(lambda: (out / CHECKPOINT).exists(), proc)
-    time.sleep(1.5)  # JAX is tracing the second iteration's programs
+def test_signal_stops_the_run_inside_a_compiled_call_and_it_resumes(sig, code, finished_run, tmp_path):
+    """The driver holds the run inside a compiled JAX call (its first policy update, after the first
+    checkpoint) and says so; only then is the signal sent."""
+    out, ready = tmp_path / "run", tmp_path / "ready"
+    proc = subprocess.Popen(
+        [*driver_cmd(ready, "--hold-train-step"), *train_args(out)], env=subprocess_env(),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    wait_for(ready.exists, proc)
     sent = time.monotonic()
     proc.send_signal(sig)
-    err = proc.communicate(timeout=60)[1].decode().strip().splitlines()
+    err = proc.communicate(timeout=60)[1].strip().splitlines()
     assert time.monotonic() - sent < 5 and not (out / FINISHED).exists()
     assert proc.returncode == code and len(err) == 1 and err[0].startswith("rp1: interrupted") and "--resume" in err[0], err
+    assert len(metrics_without_timing(out)) == 1  # held in the second iteration
     assert main(train_args(out, "--resume")) == 0
     assert metrics_without_timing(out) == metrics_without_timing(finished_run)
 
@@ -285,3 +310,24 @@ def test_import_creates_no_cache_directory_a_run_creates_it_user_only(tmp_path):
     done = subprocess.run([sys.executable, "-c", script, str(cache)], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "0o700"
+
+
+def test_empty_cache_variable_turns_the_cache_off_and_a_directory_turns_it_on_there(tmp_path):
+    """``RP1_JAX_CACHE=""``: no cache (nothing configured, nothing created, not even under
+    ``HOME``), also after a compilation; ``RP1_JAX_CACHE=DIR``: JAX's cache is DIR."""
+    cache = tmp_path / "cache"
+    script = (
+        "import os, pathlib, sys, jax\n"
+        "from rp1.compilation import enable_compilation_cache\n"
+        "assert enable_compilation_cache() is None\n"
+        "jax.jit(lambda x: x + 1)(1.0).block_until_ready()\n"
+        "print(jax.config.jax_compilation_cache_dir, sorted(os.listdir(os.environ['HOME'])))\n"
+        "os.environ['RP1_JAX_CACHE'] = sys.argv[1]\n"
+        "print(enable_compilation_cache(), jax.config.jax_compilation_cache_dir)\n"
+    )
+    env = {k: v for k, v in subprocess_env(RP1_JAX_CACHE="", HOME=str(tmp_path / "home")).items() if k != "JAX_COMPILATION_CACHE_DIR"}
+    (tmp_path / "home").mkdir()
+    done = subprocess.run([sys.executable, "-c", script, str(cache)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["None []", f"{cache} {cache}"]
+    assert cache.is_dir()

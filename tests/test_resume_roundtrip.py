@@ -5,7 +5,7 @@ the wall-clock ones), for a model-based and a model-free agent."""
 from __future__ import annotations
 
 import pytest
-from conftest import TINY, Crash, crash_after_steps, metrics_without_timing
+from helpers import TINY, Crash, crash_after_steps, metrics_without_timing
 
 from rp1.config import resolve
 from rp1.train import run_training

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import rp1.runlock as runlock
-from conftest import TINY, kill_after_rows
+from helpers import TINY, kill_at_pause, run_cli, train_args
 from rp1.cli import main
 from rp1.errors import StorageError
 from rp1.experiments.executors import Backend
@@ -29,8 +29,6 @@ from rp1.experiments.sweep import ELSEWHERE, RUNNING_ELSEWHERE, run_sweep
 from rp1.experiments.sweep_plan import SweepRequest
 from rp1.runlock import LOCK, RunInUse, RunLock, owning, read_holder
 from rp1.runs import METRICS, RunDir
-from test_cli_train import run_cli, train_cmd
-from test_reliability import train_args
 
 HOLD = """
 import sys, time
@@ -129,6 +127,11 @@ def test_train_refuses_a_directory_this_process_holds(tmp_path, capsys):
         assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [LOCK]
 
 
+def train_cmd(out: Path) -> list[str]:
+    """The tiny run of :func:`helpers.train_args` in another process."""
+    return [sys.executable, "-m", "rp1", *train_args(out)]
+
+
 @pytest.mark.slow
 def test_two_trains_race_one_runs_the_other_exits_2_naming_it(tmp_path):
     out = tmp_path / "run"
@@ -155,7 +158,7 @@ def test_two_trains_race_one_runs_the_other_exits_2_naming_it(tmp_path):
 @pytest.mark.slow
 def test_a_holder_killed_with_sigkill_is_resumed_at_once(tmp_path):
     out = tmp_path / "run"
-    kill_after_rows(train_cmd(out), out, rows=2)
+    kill_at_pause(train_args(out), tmp_path / "ready", "--pause-after-row", "2", "--at", "metrics")
     rows = (out / METRICS).read_text().splitlines()
     assert (out / LOCK).exists()  # left by the killed holder, with its pid
     assert main(train_args(out, "--resume")) == 0

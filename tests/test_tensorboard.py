@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TINY, Crash, crash_after_steps, read_events
+from helpers import TINY, Crash, crash_after_steps, read_events
 
 from rp1.cli import main
 from rp1.config import resolve

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TINY, read_events
+from helpers import TINY, read_events
 
 import rp1
 from rp1.cli import main

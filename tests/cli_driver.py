@@ -1,0 +1,140 @@
+"""Test-only driver: ``rp1`` (``rp1.cli.main``) held at a known point, so that a test kills or
+signals it there and not wherever a timer happens to land.
+
+    python tests/cli_driver.py [--ready FILE] [--pause-after-row N --at metrics|checkpoint]
+                               [--hold-train-step] [--unprivileged] -- RP1_ARGS… [-- RP1_ARGS…]
+
+Each ``-- RP1_ARGS…`` is one ``rp1`` command, run one after another in this process; after each
+the driver writes ``cli_driver: exit CODE`` on stderr. Its exit code is the last command's.
+
+- ``--unprivileged``: run in a process that obeys file permissions also as root (CI runs as root):
+  the capabilities that bypass them are dropped from the bounding set and the driver executes
+  itself again, which leaves it without them (as root, a program's permitted capabilities are the
+  bounding set). Its files stay reachable wherever the repository lies, unlike a switch to another
+  user. Nothing changes for a user other than root.
+- ``--pause-after-row N --at metrics``: after the N-th metrics row is appended, before its
+  checkpoint is written; ``--at checkpoint``: right after the N-th checkpoint is written. The
+  driver writes FILE and sleeps (``rp1.runs.RunDir`` patched).
+- ``--hold-train-step``: the first policy update of the run (in iteration 1, after the first
+  checkpoint) holds inside a compiled JAX call: its compiled step is followed by a jitted
+  ``io_callback`` that writes FILE and waits. A signal sent then arrives while the main thread is
+  in compiled code.
+
+Either way the process holds until it is killed or signalled; FILE tells the test it got there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import sys
+import time
+from pathlib import Path
+
+# Capabilities that let root ignore file permissions (linux/capability.h); prctl's option that
+# drops one from the bounding set.
+CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH = 1, 2
+PR_CAPBSET_DROP = 24
+
+
+def hold(ready: Path) -> None:
+    """Say we got there, then wait to be killed."""
+    ready.write_text("ready\n")
+    while True:
+        time.sleep(60)
+
+
+def pause_after_row(ready: Path, row: int, at: str) -> None:
+    """Patch :class:`rp1.runs.RunDir` to :func:`hold` after the ``row``-th metrics row (``at``
+    ``"metrics"``, before its checkpoint) or the ``row``-th checkpoint (``"checkpoint"``)."""
+    from rp1.runs import RunDir
+
+    method = {"metrics": "append_metrics", "checkpoint": "save_checkpoint"}[at]
+    original, calls = getattr(RunDir, method), []
+
+    def patched(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        calls.append(1)
+        if len(calls) == row:
+            hold(ready)
+
+    setattr(RunDir, method, patched)
+
+
+def hold_in_train_step(ready: Path) -> None:
+    """Patch the compiled policy update (:func:`rp1.imagination.policy_training.make_train_step`)
+    so that the first update is followed by a jitted call that :func:`hold` s in an
+    ``io_callback``."""
+    import jax
+    from jax.experimental import io_callback
+
+    from rp1.imagination import policy_training
+
+    def wait(updates):
+        hold(ready)
+        return updates
+
+    @jax.jit
+    def held(updates):
+        return io_callback(wait, jax.ShapeDtypeStruct(updates.shape, updates.dtype), updates, ordered=True)
+
+    make_train_step = policy_training.make_train_step
+
+    def holding_make_train_step(training):
+        step = make_train_step(training)
+
+        def holding_step(state, *args):
+            state, metrics = step(state, *args)
+            held(state.updates).block_until_ready()
+            return state, metrics
+
+        return holding_step
+
+    policy_training.make_train_step = holding_make_train_step
+
+
+def drop_file_privileges_and_restart(argv: list[str]) -> None:
+    """Drop the capabilities that bypass file permissions from the bounding set and execute this
+    driver again with ``argv`` (without ``--unprivileged``); a no-op for a user other than root."""
+    if os.geteuid() != 0:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")
+    os.execv(sys.executable, [sys.executable, __file__, *argv])
+
+
+def main(argv: list[str]) -> int:
+    split = argv.index("--")
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ready", type=Path)
+    parser.add_argument("--pause-after-row", type=int)
+    parser.add_argument("--at", choices=("metrics", "checkpoint"), default="checkpoint")
+    parser.add_argument("--hold-train-step", action="store_true")
+    parser.add_argument("--unprivileged", action="store_true")
+    options = parser.parse_args(argv[:split])
+    if options.unprivileged:
+        drop_file_privileges_and_restart([a for a in argv if a != "--unprivileged"])
+    if options.pause_after_row is not None:
+        pause_after_row(options.ready, options.pause_after_row, options.at)
+    if options.hold_train_step:
+        hold_in_train_step(options.ready)
+    from rp1.cli import main as rp1_main
+
+    commands, current = [], None
+    for arg in argv[split:]:
+        if arg == "--":
+            commands.append(current := [])
+        else:
+            current.append(arg)
+    code = 0
+    for command in commands:
+        code = rp1_main(command)
+        print(f"cli_driver: exit {code}", file=sys.stderr, flush=True)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

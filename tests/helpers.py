@@ -1,0 +1,211 @@
+"""Helpers shared by the tests: the tiny config, running the CLI in this process or in another
+one, killing and crashing runs at known points, and comparing run directories.
+
+Test files import from here (``from helpers import …``), never from ``conftest`` or from each
+other; ``conftest.py`` holds the fixtures.
+
+The tiny config (:data:`TINY`) runs the whole RP1 loop on CPU in seconds. :func:`train_args` is
+the tiny ``halfcheetah-rp1`` run (seed 0, 1,800 samples) of the session's ``finished_run`` fixture:
+a run that is restarted, resumed or interrupted must reproduce it metric for metric except the
+wall-clock columns.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+DRIVER = TESTS / "cli_driver.py"
+
+TINY = {
+    "model.hidden": "16,16",
+    "model.members": "3",
+    "model.max_epochs": "10",
+    "model.batch_size": "64",
+    "policy.hidden": "16,16",
+    "policy.batch_steps": "300",
+    "policy.max_updates": "13",
+    "collect.phase_cap": "300",
+    "eval_episodes": "2",
+}
+
+PRESET = "halfcheetah-rp1"  # the preset of train_args
+BUDGET = 1800  # the budget of train_args
+
+
+def tiny_sets(**extra: str) -> list[str]:
+    """``--set`` values of the tiny config, plus ``extra`` (``model__members="2"`` for
+    ``model.members=2``)."""
+    items = {**TINY, **{k.replace("__", "."): v for k, v in extra.items()}}
+    return [f"{k}={v}" for k, v in items.items()]
+
+
+def set_args(sets: list[str]) -> list[str]:
+    """``["a=1", "b=2"]`` -> ``["--set", "a=1", "--set", "b=2"]``."""
+    return [arg for s in sets for arg in ("--set", s)]
+
+
+def train_args(out: Path, *extra: str) -> list[str]:
+    """``rp1 train`` arguments of the tiny ``halfcheetah-rp1`` run (seed 0, 1,800 samples) in
+    ``out``, then ``extra``."""
+    return ["train", "--preset", PRESET, "--out", str(out), "--budget", str(BUDGET), "--quiet", *set_args(tiny_sets()), *extra]
+
+
+def tiny_overrides(args: list[str]) -> dict[str, str]:
+    """The ``--set`` values of ``args`` as a dict."""
+    return dict(args[i + 1].split("=", 1) for i, a in enumerate(args) if a == "--set")
+
+
+def run_cli(args: list[str], capsys) -> tuple[int, list[str]]:
+    """``rp1 ARGS`` in this process: the exit code and stderr's lines."""
+    from rp1.cli import main
+
+    try:
+        code = main(args)
+    except SystemExit as ex:
+        code = ex.code
+    return code, capsys.readouterr().err.strip().splitlines()
+
+
+def one_error(code: int, err: list[str], expected_code: int, *fragments: str) -> None:
+    """``err`` is the single line ``rp1: error: …`` holding every fragment, and the code is right."""
+    assert code == expected_code and len(err) == 1, (code, err)
+    assert err[0].startswith("rp1: error: ") and all(f in err[0] for f in fragments), err
+
+
+def snapshot(path: Path) -> dict[str, bytes]:
+    """Every file under ``path`` and its bytes (what "left untouched" compares)."""
+    return {str(p): p.read_bytes() for p in sorted(Path(path).rglob("*")) if p.is_file()}
+
+
+def read_rows(run_dir: Path) -> list[dict[str, str]]:
+    """``metrics.csv`` of ``run_dir`` as dicts of strings."""
+    with open(Path(run_dir) / "metrics.csv") as f:
+        return list(csv.DictReader(f))
+
+
+def metrics_without_timing(run_dir: Path) -> list[dict[str, str]]:
+    """``metrics.csv`` rows without the wall-clock columns (what must match after a resume)."""
+    from rp1.runs import TIMING_COLUMNS
+
+    return [{k: v for k, v in row.items() if k not in TIMING_COLUMNS} for row in read_rows(run_dir)]
+
+
+# --- other processes -------------------------------------------------------------------------
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """This process's environment with ``src`` and ``tests`` first on ``PYTHONPATH`` (absolute),
+    unbuffered output, and ``extra``."""
+    path = os.pathsep.join([str(ROOT / "src"), str(TESTS), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path, **extra}
+
+
+def driver_cmd(ready: Path, *options: str) -> list[str]:
+    """``rp1`` through :mod:`cli_driver` (see there for ``options``), which writes ``ready`` when
+    it holds; the rp1 arguments go after it: ``[*driver_cmd(ready, "--hold-train-step"), *args]``."""
+    return [sys.executable, str(DRIVER), "--ready", str(ready), *options, "--"]
+
+
+def wait_for(condition, proc: subprocess.Popen, timeout: float = 300.0) -> None:
+    """Poll ``condition()`` until it holds; fail (with the process's stderr) if ``proc`` ends or
+    ``timeout`` passes first."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if proc.poll() is not None:
+            raise AssertionError(f"the process ended (code {proc.returncode}) before it got there: {proc.communicate()[1]}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError("timed out")
+        time.sleep(0.02)
+
+
+def kill_at_pause(args: list[str], ready: Path, *options: str) -> None:
+    """Run ``rp1 ARGS`` through the driver with its pause ``options`` and SIGKILL it once it
+    holds at the pause (its ``ready`` file exists): a kill at a known point, not a race."""
+    proc = subprocess.Popen(
+        [*driver_cmd(ready, *options), *args], env=subprocess_env(),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        wait_for(ready.exists, proc)
+    finally:
+        proc.kill()
+        proc.communicate()
+
+
+def run_cli_unprivileged(*commands: list[str]) -> list[tuple[int, list[str]]]:
+    """Each ``rp1 ARGS`` of ``commands``, one after another in one process that obeys file
+    permissions also as root (:mod:`cli_driver` ``--unprivileged``), with the compilation cache
+    off: every command's exit code and stderr lines."""
+    args = [arg for command in commands for arg in ("--", *command)]
+    done = subprocess.run(
+        [sys.executable, str(DRIVER), "--unprivileged", *args], env=subprocess_env(RP1_JAX_CACHE=""),
+        capture_output=True, text=True, timeout=300,
+    )
+    results, lines = [], []
+    for line in done.stderr.strip().splitlines():
+        if line.startswith("cli_driver: exit "):
+            results.append((int(line.split()[-1]), lines))
+            lines = []
+        else:
+            lines.append(line)
+    assert len(results) == len(commands), done.stderr
+    return results
+
+
+# --- crashes in this process -------------------------------------------------------------------
+
+
+class Crash(Exception):
+    """Raised by :func:`crash_after_steps` in place of the agent's next step."""
+
+
+def crash_after_steps(monkeypatch, steps: int) -> None:
+    """Make the next ``rp1.train.run_training`` die (raise :class:`Crash`) after ``steps``
+    iterations, as a kill would leave the run: its rows and checkpoint written up to then."""
+    import rp1.train
+
+    make_agent = rp1.train.make_agent
+
+    def crashing(cfg):
+        agent = make_agent(cfg)
+        step, done = agent.step, []
+
+        def limited(state):
+            if len(done) == steps:
+                raise Crash
+            done.append(1)
+            return step(state)
+
+        agent.step = limited
+        return agent
+
+    monkeypatch.setattr(rp1.train, "make_agent", crashing)
+
+
+# --- TensorBoard ---------------------------------------------------------------------------------
+
+
+def read_events(directory: Path) -> list:
+    """Every TensorBoard event of the event files in ``directory`` (TFRecords: length, its CRC,
+    data, its CRC), parsed with tensorboardX's protocol buffers."""
+    import struct
+
+    from tensorboardX.proto.event_pb2 import Event
+
+    events = []
+    for path in sorted(Path(directory).glob("events.out.tfevents.*")):
+        data = path.read_bytes()
+        at = 0
+        while at < len(data):
+            (length,) = struct.unpack_from("<Q", data, at)
+            events.append(Event.FromString(data[at + 12 : at + 12 + length]))
+            at += 12 + length + 4
+    return events
