@@ -64,13 +64,20 @@ def tiny_overrides(args: list[str]) -> dict[str, str]:
 
 def run_cli(args: list[str], capsys) -> tuple[int, list[str]]:
     """``rp1 ARGS`` in this process: the exit code and stderr's lines."""
+    code, _, err = run_cli_output(args, capsys)
+    return code, err
+
+
+def run_cli_output(args: list, capsys) -> tuple[int, str, list[str]]:
+    """``rp1 ARGS`` (made strings) in this process: the exit code, stdout and stderr's lines."""
     from rp1.cli import main
 
     try:
-        code = main(args)
+        code = main([str(a) for a in args])
     except SystemExit as ex:
         code = ex.code
-    return code, capsys.readouterr().err.strip().splitlines()
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err.strip().splitlines()
 
 
 def one_error(code: int, err: list[str], expected_code: int, *fragments: str) -> None:
@@ -188,6 +195,22 @@ def crash_after_steps(monkeypatch, steps: int) -> None:
         return agent
 
     monkeypatch.setattr(rp1.train, "make_agent", crashing)
+
+
+def crash_before_checkpoint(monkeypatch, saves: int) -> None:
+    """Make the next run die (raise :class:`Crash`) when it would write its checkpoint the
+    ``saves + 1``-th time: that step's row and outputs are written, its checkpoint is not."""
+    from rp1.runs import RunDir
+
+    save, saved = RunDir.save_checkpoint, []
+
+    def crashing(self, state):
+        if len(saved) == saves:
+            raise Crash
+        saved.append(1)
+        save(self, state)
+
+    monkeypatch.setattr(RunDir, "save_checkpoint", crashing)
 
 
 # --- TensorBoard ---------------------------------------------------------------------------------

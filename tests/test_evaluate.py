@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import TINY, Crash, crash_after_steps
+from helpers import TINY, Crash, crash_after_steps, crash_before_checkpoint, snapshot
+from helpers import run_cli_output as run_cli
 
 import rp1
-from rp1.cli import main
 from rp1.config import resolve
 from rp1.train import run_training
 
@@ -46,16 +46,6 @@ def metrics(run: Path) -> list[dict[str, str]]:
 def evaluated(run: Path) -> list[dict[str, str]]:
     """Rows with an evaluation of a trained policy (iteration >= 1), as the best counts them."""
     return [r for r in metrics(run) if r["eval_return"] and int(r["iteration"]) >= 1]
-
-
-def run_cli(args, capsys):
-    code = main([str(a) for a in args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err.strip().splitlines()
-
-
-def snapshot(path: Path) -> dict[str, bytes]:
-    return {str(p): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -138,22 +128,13 @@ def test_load_policy_acts_as_the_runs_own_policy(case, tmp_path, monkeypatch):
 def test_resumed_run_keeps_the_uninterrupted_runs_policy_files(case, crash, tmp_path, monkeypatch):
     """Killed inside a step, or after a step's policy files were written but before its
     checkpoint: the resumed run ends with the uninterrupted run's policy files, byte for byte."""
-    from rp1.runs import RunDir
 
     cfg = config(case)
     reference = run_training(cfg, tmp_path / "reference", progress=False)
     if crash == "in a step":
         crash_after_steps(monkeypatch, 2)
     else:
-        save, saved = RunDir.save_checkpoint, []
-
-        def crashing(self, state):
-            if len(saved) == 2:
-                raise Crash
-            saved.append(1)
-            save(self, state)
-
-        monkeypatch.setattr(RunDir, "save_checkpoint", crashing)
+        crash_before_checkpoint(monkeypatch, 2)
     with pytest.raises(Crash):
         run_training(cfg, tmp_path / "resumed", progress=False)
     monkeypatch.undo()

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import TINY, Crash, crash_after_steps, read_events
+from helpers import TINY, Crash, crash_after_steps, crash_before_checkpoint, read_events
 
 from rp1.cli import main
 from rp1.config import resolve
 from rp1.run_outputs import RunOptions
-from rp1.runs import METRIC_COLUMNS, RunDir
+from rp1.runs import METRIC_COLUMNS
 from rp1.train import run_training
 
 pytest.importorskip("tensorboardX", reason='the tb extra: pip install "ready-policy-one[tb]"')
@@ -75,15 +75,7 @@ def test_resumed_log_holds_every_row_once(crash, tmp_path, monkeypatch):
     if crash == "in a step":
         crash_after_steps(monkeypatch, 2)
     else:  # the third step is logged, not checkpointed
-        save, saved = RunDir.save_checkpoint, []
-
-        def crashing(self, state):
-            if len(saved) == 2:
-                raise Crash
-            saved.append(1)
-            save(self, state)
-
-        monkeypatch.setattr(RunDir, "save_checkpoint", crashing)
+        crash_before_checkpoint(monkeypatch, 2)
     with pytest.raises(Crash):
         run_training(cfg, tmp_path / "run", progress=False, options=TB)
     monkeypatch.undo()

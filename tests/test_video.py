@@ -8,14 +8,13 @@ The tests that render skip, with the reason, where no OpenGL is available (MuJoC
 from __future__ import annotations
 
 import csv
-from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import TINY, read_events
+from helpers import TINY, read_events, snapshot
+from helpers import run_cli_output as run_cli
 
 import rp1
-from rp1.cli import main
 from rp1.config import resolve
 from rp1.run_outputs import RunOptions
 from rp1.train import run_training
@@ -43,16 +42,6 @@ def gl():
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     return run_training(config(), tmp_path_factory.mktemp("runs") / "run", progress=False)
-
-
-def run_cli(args, capsys):
-    code = main([str(a) for a in args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err.strip().splitlines()
-
-
-def snapshot(path: Path) -> dict[str, bytes]:
-    return {str(p): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
 
 
 @pytest.mark.parametrize("suffix", [".mp4", ".gif"])
