@@ -15,6 +15,7 @@ from scipy import stats as scipy_stats
 from rp1.errors import ConfigError
 from rp1.experiments import stats
 from rp1.experiments.report import (
+    direction_verdict,
     report_tasks,
     write_diagnostics,
     write_index,
@@ -358,6 +359,31 @@ def test_lambda_improvements_are_normalised_by_the_run_range(tmp_path):
     assert summary.loc[0.1, "mean"] == pytest.approx(-4 / 15) and summary.loc[0.1, "n"] == 2
 
 
+def test_lambda_trend_tests_one_slope_per_run(tmp_path):
+    # Trained returns (iterations ≥ 1) 0, 1, 3, 6 then λ 0.1, 0.3, 0.5: changes 1, 2, 3 of the
+    # range 6, a slope of (1/6) / 0.2 = 5/6 per unit λ; seed 1: changes 2, 2, 8 of 12 at the same
+    # λ, a slope of 5/4; seed 2 plays one λ only and has no slope.
+    for seed, returns in ((0, [0.0, 0.0, 1.0, 3.0, 6.0]), (1, [0.0, 0.0, 2.0, 4.0, 12.0])):
+        write_run(
+            tmp_path, "hopper", "rp1", seed, [0, 1, 2, 3, 4], returns,
+            **{"lambda": [math.nan, 0.0, 0.1, 0.3, 0.5]},
+        )
+    write_run(
+        tmp_path, "hopper", "rp1", 2, [0, 1, 2, 3], [0.0, 0.0, 1.0, 5.0],
+        **{"lambda": [math.nan, 0.0, 0.2, 0.2]},
+    )
+    trend = stats.lambda_trend(stats.lambda_improvements(load_runs(tmp_path).metrics))
+    row = trend.set_index("method").loc["rp1"]
+    assert row["runs"] == 2
+    assert row["slope"] == pytest.approx((5 / 6 + 5 / 4) / 2)
+    expected = scipy_stats.ttest_1samp([5 / 6, 5 / 4], 0.0)
+    assert (row["t"], row["p"]) == pytest.approx((expected.statistic, expected.pvalue))
+    assert direction_verdict("hopper", "rp1", -1.0, 0.01) == "as the paper"
+    assert direction_verdict("halfcheetah", "rp1", -1.0, 0.01) == "opposite to the paper"
+    assert direction_verdict("halfcheetah", "rp1", 1.0, 0.2) == "not significant"
+    assert direction_verdict("halfcheetah", "rp1-statevar", 1.0, 0.01) == "—"
+
+
 def test_phase_statistics_use_the_runs_own_cap(tmp_path):
     # Cap 1,000 (config.json collect.phase_cap), budget 3,000. Seed 0: phases 1,000, 400 (stopped
     # early), 1,000, then 600 — all the budget left, so not early. Seed 1: three full phases.
@@ -416,6 +442,8 @@ def test_full_report_writes_valid_pngs_and_links_them(tmp_path):
     assert {
         "fig2_lambda.png",
         "fig2_lambda.csv",
+        "fig2_lambda.md",
+        "fig2_lambda_trend.csv",
         "phases.csv",
         "phases.md",
         "index.md",

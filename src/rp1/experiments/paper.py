@@ -21,6 +21,11 @@ ADAPTIVE_LAMBDA: tuple[str, ...] = ("rp1", "rp1-nopca", "rp1-statevar")
 
 MODEL_FREE = "modelfree"
 
+PAPER_LAMBDA_DIRECTION: dict[str, int] = {"halfcheetah": 1, "ant": 1, "swimmer": 1, "hopper": -1}
+"""Sign of the relation between λ and RP1's one-step improvement that the paper reads from its
+Figure 2 (Experiments section): a greater focus on uncertainty goes with faster learning on
+HalfCheetah, Swimmer and Ant, the opposite on Hopper."""
+
 PAPER_MEDIANS: dict[tuple[str, str, int], float] = {
     # (task, method, samples) -> median best evaluation return over 10 seeds (Tables 1-3).
     ("halfcheetah", "greedy", 10_000): -0.95,

@@ -6,13 +6,15 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from rp1.envs import path_name
 from rp1.experiments import figures, stats
-from rp1.experiments.paper import ADAPTIVE_LAMBDA, MODEL_FREE, TASKS
+from rp1.experiments.paper import ADAPTIVE_LAMBDA, MODEL_FREE, PAPER_LAMBDA_DIRECTION, TASKS
 from rp1.experiments.runs_table import LoadedRuns, load_runs, scale_order
 from rp1.experiments.tables import TABLES, markdown_table, write_table
 
@@ -63,7 +65,9 @@ DEFINITIONS = """## How the numbers are made
 - **λ analysis** (fig2): for each trained row but a run's first, the change in evaluation return
   from the previous trained row, divided by the range (max − min) of the run's trained returns,
   grouped by the λ this row's policy was trained with; mean ± s.e.m. over all such steps of the
-  adaptive-λ methods.
+  adaptive-λ methods. Its direction (fig2_lambda.md): per run, the least-squares slope of those
+  changes on λ; mean over runs and a one-sample t-test of the slopes against 0 (a seed counts
+  once, however many steps it made).
 - **Phases** (diag, phases): every collection phase of the model-based runs (`phase_samples`),
   the first (collected by the untrained policy at iteration 0) included. Phases per run: median
   [IQR] over runs; samples per phase: median [IQR] over phases; stopped early: share of phases
@@ -119,16 +123,69 @@ def write_curve_figures(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Path
 
 
 def write_lambda_analysis(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Path) -> list[Path]:
-    """fig2_lambda.png and fig2_lambda.csv (task, scale, method, lambda, n, mean, sem); nothing
-    when no adaptive-λ run has two trained evaluations."""
-    summary = stats.lambda_summary(
-        stats.lambda_improvements(metrics[metrics["method"].isin(ADAPTIVE_LAMBDA)])
-    )
+    """fig2_lambda.png and fig2_lambda.csv (task, scale, method, lambda, n, mean, sem), and the
+    direction of each task's relation, fig2_lambda_trend.csv and fig2_lambda.md (see
+    :func:`stats.lambda_trend`); nothing when no adaptive-λ run has two trained evaluations."""
+    improvements = stats.lambda_improvements(metrics[metrics["method"].isin(ADAPTIVE_LAMBDA)])
+    summary = stats.lambda_summary(improvements)
     if summary.empty:
         return []
     summary.to_csv(out / "fig2_lambda.csv", index=False)
+    trend = stats.lambda_trend(improvements)
+    order = sorted(
+        range(len(trend)),
+        key=lambda i: (
+            tasks.index(trend["task"].iloc[i]),
+            scale_order(trend["scale"].iloc[i]),
+            ADAPTIVE_LAMBDA.index(trend["method"].iloc[i]),
+        ),
+    )
+    trend = trend.iloc[order].reset_index(drop=True)
+    trend.to_csv(out / "fig2_lambda_trend.csv", index=False)
+    (out / "fig2_lambda.md").write_text(lambda_trend_text(trend), encoding="utf-8")
     figure = figures.lambda_figure(summary, tasks, out / "fig2_lambda.png")
-    return [out / "fig2_lambda.csv", *([figure] if figure else [])]
+    written = [out / "fig2_lambda.csv", out / "fig2_lambda_trend.csv", out / "fig2_lambda.md"]
+    return written + ([figure] if figure else [])
+
+
+def direction_verdict(task: str, method: str, slope: float, p: float) -> str:
+    """Whether a trend agrees with the paper's Figure 2 (RP1 on the paper's tasks only)."""
+    expected = PAPER_LAMBDA_DIRECTION.get(task) if method == "rp1" else None
+    if math.isnan(p) or p >= 0.05:
+        return "not significant" if expected else "—"
+    if expected is None:
+        return "—"
+    return "as the paper" if np.sign(slope) == expected else "opposite to the paper"
+
+
+def lambda_trend_text(trend: pd.DataFrame) -> str:
+    """fig2_lambda.md: per task and adaptive-λ method, the mean per-run slope, its t-test and, for
+    RP1, the paper's direction and whether this report agrees (p < 0.05)."""
+    rows = [
+        [
+            row.task,
+            row.scale,
+            row.method,
+            str(row.runs),
+            f"{row.slope:+.3f}",
+            "—" if math.isnan(row.t) else f"{row.t:.2f} (p = {row.p:.3g})",
+            {1: "positive", -1: "negative"}.get(
+                PAPER_LAMBDA_DIRECTION.get(row.task) if row.method == "rp1" else None, "—"
+            ),
+            direction_verdict(row.task, row.method, row.slope, row.p),
+        ]
+        for row in trend.itertuples()
+    ]
+    header = ["task", "scale", "method", "runs", "slope", "t", "paper", "here"]
+    return (
+        "# Figure 2's direction: λ against the one-step change in return\n\n"
+        "Per run, the least-squares slope of the normalised one-step change (fig2_lambda.csv's "
+        "steps) on the λ the policy was trained with (share of the run's return range per unit "
+        "λ); slope: mean over runs; t: one-sample t-test of the runs' slopes against 0, so a seed "
+        "counts once. paper: the sign the paper reads from its Figure 2 for RP1; here: the same "
+        "sign with p < 0.05, the opposite with p < 0.05, or not significant. See index.md for the "
+        f"definitions.\n\n{markdown_table(header, rows)}\n"
+    )
 
 
 def write_diagnostics(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Path) -> list[Path]:
@@ -223,7 +280,8 @@ def write_report(root: Path, out: Path) -> list[Path]:
     """Write the report of every run directory under ``root`` into ``out`` (created if needed).
 
     Files: ``table{1,2,3}.md`` / ``.csv`` / ``_ttests.csv``, ``fig1_<task>.png``,
-    ``fig2_lambda.png`` / ``.csv``, ``fig3_<task>.png``, ``fig_ablation_<task>.png``,
+    ``fig2_lambda.png`` / ``.csv`` / ``.md``, ``fig2_lambda_trend.csv``, ``fig3_<task>.png``,
+    ``fig_ablation_<task>.png``,
     ``diag_<task>.png``, ``phases.csv`` / ``.md`` and ``index.md`` (tables, figures and summaries
     only where there are runs for them). Returns the paths written, ``index.md`` last. Raises
     ConfigError when ``root`` holds no run directory or a malformed one.

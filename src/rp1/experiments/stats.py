@@ -214,6 +214,48 @@ def lambda_summary(improvements: pd.DataFrame) -> pd.DataFrame:
     return summary.astype({"lambda": float, "n": int})
 
 
+LAMBDA_GROUP: list[str] = ["task", "scale", "method"]
+"""What a row of :func:`lambda_trend` summarises."""
+
+
+def run_slope(steps: pd.DataFrame) -> float:
+    """Least-squares slope of ``change`` on ``lambda`` over one run's steps (share of the run's
+    return range per unit λ); NaN when the run played a single λ."""
+    lam, change = steps["lambda"].to_numpy(float), steps["change"].to_numpy(float)
+    if len(lam) < 2 or lam.max() == lam.min():
+        return np.nan
+    return float(np.polyfit(lam, change, 1)[0])
+
+
+def slope_test(slopes: np.ndarray) -> tuple[float, float]:
+    """(t, p) of a one-sample t-test of ``slopes`` against 0; NaN below 2 slopes or when they do
+    not vary (a t-statistic without spread is not a test)."""
+    if len(slopes) < 2 or np.all(slopes == slopes[0]):
+        return np.nan, np.nan
+    test = stats.ttest_1samp(slopes, 0.0)
+    return float(test.statistic), float(test.pvalue)
+
+
+def lambda_trend(improvements: pd.DataFrame) -> pd.DataFrame:
+    """Figure 2's direction per (task, scale, method): does a larger λ go with larger steps?
+
+    Each run's steps (:func:`lambda_improvements`) give one least-squares slope of normalised
+    change on λ (:func:`run_slope`), so the seed, not the step, is the unit of the test (a run's
+    steps are not independent). Columns ``runs`` (runs with a slope), ``slope`` (their mean),
+    ``t`` and ``p`` (:func:`slope_test`).
+    """
+    columns = [*LAMBDA_GROUP, "runs", "slope", "t", "p"]
+    if improvements.empty:
+        return pd.DataFrame(columns=columns)
+    grouped = improvements.groupby([*LAMBDA_GROUP, "run"])[["lambda", "change"]]
+    slopes = grouped.apply(run_slope).dropna()
+    rows = []
+    for key, values in slopes.groupby(level=LAMBDA_GROUP):
+        t, p = slope_test(values.to_numpy())
+        rows.append((*key, len(values), float(values.mean()), float(t), float(p)))
+    return pd.DataFrame(rows, columns=columns)
+
+
 PHASE_GROUP: list[str] = ["task", "scale", "method"]
 """What a row of :func:`phase_summary` summarises."""
 
