@@ -24,8 +24,9 @@ from rp1.experiments.tables import TABLES, write_table
 from rp1.migrations import ADDED, BASE_KEYS, SCHEMA, NewerSchema, keys_of, migrate, written_schema
 from rp1.runs import CONFIG, FINISHED, METRICS, RunDir, TIMING_COLUMNS, config_hash
 
-REPO = Path(__file__).resolve().parent.parent
-LAPTOP = REPO / "docs" / "laptop-scale"
+SCHEMA3 = Path(__file__).resolve().parent / "fixtures" / "schema3_runs"
+"""Hopper's runs of the five-seed laptop-scale report (schema 3, written by rp1 at b0a757d) and
+the hopper rows of the tables that rp1 then made of them."""
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "before_stop_on"
 FIXTURE_SETS = {  # the fixture's config (fixtures/before_stop_on/make.py)
     "model.hidden": "8,8", "model.members": "2", "model.max_epochs": "100", "model.patience": "2", "model.lr": "0.02",
@@ -73,7 +74,7 @@ def test_released_schemas_keep_their_keys():
 
 
 def test_a_config_without_a_version_has_the_schema_of_its_keys():
-    laptop = json.loads((LAPTOP / "runs" / "halfcheetah-quick" / "seed0" / CONFIG).read_text())
+    laptop = json.loads((SCHEMA3 / "runs" / "hopper-quick" / "seed0" / CONFIG).read_text())
     fixture = json.loads((FIXTURE / "run" / CONFIG).read_text())
     today = {k: v for k, v in current().items() if k != "schema"}
     assert (written_schema(laptop), written_schema(fixture), written_schema(today)) == (3, 5, SCHEMA)
@@ -83,7 +84,7 @@ def test_a_config_without_a_version_has_the_schema_of_its_keys():
 
 
 def test_migration_fills_missing_keys_with_the_old_behaviour_and_keeps_present_ones():
-    laptop = json.loads((LAPTOP / "runs" / "halfcheetah-quick" / "seed0" / CONFIG).read_text())
+    laptop = json.loads((SCHEMA3 / "runs" / "hopper-quick" / "seed0" / CONFIG).read_text())
     read = dotted(migrate(laptop))
     assert read["schema"] == SCHEMA and {k: v for k, v in read.items() if k in dotted(laptop)} == dotted(laptop)
     assert {k: read[k] for k in set(read) - set(dotted(laptop)) - {"schema"}} == {
@@ -101,14 +102,14 @@ def test_migration_fills_missing_keys_with_the_old_behaviour_and_keeps_present_o
 
 
 def test_report_reads_every_schema_side_by_side(tmp_path):
-    """docs/laptop-scale/runs (schema 3, before five keys existed) give the committed tables."""
-    metrics = load_runs(LAPTOP / "runs").metrics
+    """Runs of schema 3 (before nine keys existed) give the tables rp1 made of them then."""
+    metrics = load_runs(SCHEMA3 / "runs").metrics
     out = tmp_path / "report"
     out.mkdir()
     for spec in TABLES:
         for path in write_table(metrics, spec, report_tasks(metrics), out):
             if path.suffix == ".csv" and "ttests" not in path.name:
-                assert path.read_text() == (LAPTOP / path.name).read_text(), path.name
+                assert path.read_text() == (SCHEMA3 / path.name).read_text(), path.name
 
 
 # --- newer and unresumable schemas -------------------------------------------------------------
@@ -144,7 +145,7 @@ def test_a_checkpoint_of_a_newer_schema_is_refused(tmp_path):
 
 def test_report_leaves_a_run_of_a_newer_schema_out_with_a_note(tmp_path):
     newer_run(tmp_path / "runs" / "newer")
-    shutil.copytree(LAPTOP / "runs" / "hopper-quick" / "seed0", tmp_path / "runs" / "old")
+    shutil.copytree(SCHEMA3 / "runs" / "hopper-quick" / "seed0", tmp_path / "runs" / "old")
     loaded = load_runs(tmp_path / "runs")
     assert set(loaded.metrics["run"]) == {"old"}
     assert any(f"schema {SCHEMA + 1}" in note and "left out" in note for note in loaded.notes), loaded.notes
@@ -171,7 +172,7 @@ def test_a_checkpoint_of_an_older_layout_is_not_resumed(tmp_path):
 
 
 def test_a_run_finished_under_an_old_schema_stays_finished(tmp_path):
-    run_dir = shutil.copytree(LAPTOP / "runs" / "halfcheetah-greedy" / "seed0", tmp_path / "run")
+    run_dir = shutil.copytree(SCHEMA3 / "runs" / "hopper-greedy" / "seed0", tmp_path / "run")
     stored = json.loads((run_dir / CONFIG).read_text())
     (run_dir / FINISHED).write_text(config_hash(stored) + "\n")  # what the rp1 of schema 3 wrote
     assert RunDir(run_dir).is_finished(migrate(stored))
