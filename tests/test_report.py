@@ -23,7 +23,8 @@ from rp1.experiments.report import (
     write_report,
 )
 from rp1.experiments.runs_table import load_runs
-from rp1.experiments.tables import TABLES, write_table
+from rp1.experiments.claims import claim_table, verdict, write_claims
+from rp1.experiments.tables import TABLES, table_frames, write_table
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 METRIC_COLUMNS = (
@@ -359,6 +360,36 @@ def test_lambda_improvements_are_normalised_by_the_run_range(tmp_path):
     assert summary.loc[0.1, "mean"] == pytest.approx(-4 / 15) and summary.loc[0.1, "n"] == 2
 
 
+def test_claims_read_each_comparison_as_holds_does_not_hold_or_inconclusive(tmp_path):
+    # Per-seed bests at 10⁵: RP1 ≈ 100, Greedy ≈ 0 (RP1 ahead), V+R ≈ 200 (RP1 behind), λ = 0 the
+    # same values as RP1 in another order (no difference).
+    for method, values in {
+        "rp1": [99.0, 100.0, 102.0],
+        "greedy": [0.0, 1.0, -1.0],
+        "vr": [199.0, 201.0, 200.0],
+        "rp1-noadapt": [102.0, 99.0, 100.0],
+    }.items():
+        for seed, best in enumerate(values):
+            write_run(tmp_path / "runs", "hopper", method, seed, [3_000, 6_000, 97_000], [best - 5, best, best - 1])
+    metrics = load_runs(tmp_path / "runs").metrics
+    frames = {spec.name: table_frames(metrics, spec, report_tasks(metrics)) for spec in TABLES}
+    claims = claim_table(frames)
+    assert set(claims["samples"]) == {10_000, 100_000}  # Table 1's two sample counts; Table 3's 10⁵
+    claims = claims[claims["samples"] == 100_000].set_index("claim")
+    assert claims.loc["RP1 beats Greedy (Table 1)", "verdict"] == "holds"
+    assert claims.loc["RP1 beats V+R (Table 1)", "verdict"] == "does not hold"
+    assert claims.loc["adaptive λ beats λ = 0 (Table 3)", "verdict"] == "inconclusive"
+    assert set(claims.index) == {  # no state-variance or no-early-stop runs: no such claims
+        "RP1 beats Greedy (Table 1)", "RP1 beats V+R (Table 1)", "adaptive λ beats λ = 0 (Table 3)"
+    }
+    (tmp_path / "out").mkdir()
+    written = write_claims(frames, tmp_path / "out")
+    text = (tmp_path / "out" / "claims.md").read_text()
+    assert [path.name for path in written] == ["claims.csv", "claims.md"]
+    assert "| **holds** | 100.0 [99.5, 101.0] | Greedy 0.0 [−0.5, 0.5] |" in text
+    assert verdict(2.0, float("nan")) == "inconclusive" and verdict(-3.0, 0.01) == "does not hold"
+
+
 def test_lambda_trend_tests_one_slope_per_run(tmp_path):
     # Trained returns (iterations ≥ 1) 0, 1, 3, 6 then λ 0.1, 0.3, 0.5: changes 1, 2, 3 of the
     # range 6, a slope of (1/6) / 0.2 = 5/6 per unit λ; seed 1: changes 2, 2, 8 of 12 at the same
@@ -444,6 +475,7 @@ def test_full_report_writes_valid_pngs_and_links_them(tmp_path):
         "fig2_lambda.csv",
         "fig2_lambda.md",
         "fig2_lambda_trend.csv",
+        "claims.md",
         "phases.csv",
         "phases.md",
         "index.md",

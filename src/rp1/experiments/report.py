@@ -16,7 +16,8 @@ from rp1.envs import path_name
 from rp1.experiments import figures, stats
 from rp1.experiments.paper import ADAPTIVE_LAMBDA, MODEL_FREE, PAPER_LAMBDA_DIRECTION, TASKS
 from rp1.experiments.runs_table import LoadedRuns, load_runs, scale_order
-from rp1.experiments.tables import TABLES, markdown_table, write_table
+from rp1.experiments.claims import write_claims
+from rp1.experiments.tables import TABLES, markdown_table, table_frames, write_table_frames
 
 CURVE_FIGURES: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
     ("fig1", "Figure 1: RP1 vs baselines", ("greedy", "vr", "rp1"), True),
@@ -279,7 +280,8 @@ def write_index(loaded: LoadedRuns, written: list[Path], out: Path) -> Path:
 def write_report(root: Path, out: Path) -> list[Path]:
     """Write the report of every run directory under ``root`` into ``out`` (created if needed).
 
-    Files: ``table{1,2,3}.md`` / ``.csv`` / ``_ttests.csv``, ``fig1_<task>.png``,
+    Files: ``table{1,2,3}.md`` / ``.csv`` / ``_ttests.csv``, ``claims.md`` / ``.csv``,
+    ``fig1_<task>.png``,
     ``fig2_lambda.png`` / ``.csv`` / ``.md``, ``fig2_lambda_trend.csv``, ``fig3_<task>.png``,
     ``fig_ablation_<task>.png``,
     ``diag_<task>.png``, ``phases.csv`` / ``.md`` and ``index.md`` (tables, figures and summaries
@@ -290,7 +292,9 @@ def write_report(root: Path, out: Path) -> list[Path]:
     metrics, out = loaded.metrics, Path(out)
     out.mkdir(parents=True, exist_ok=True)
     tasks = report_tasks(metrics)
-    written = [path for spec in TABLES for path in write_table(metrics, spec, tasks, out)]
+    frames = {spec.name: table_frames(metrics, spec, tasks) for spec in TABLES}
+    written = [path for table in frames.values() for path in write_table_frames(table, out)]
+    written += write_claims(frames, out)
     written += write_curve_figures(metrics, tasks, out)
     written += write_lambda_analysis(metrics, tasks, out)
     written += write_diagnostics(metrics, tasks, out)

@@ -250,19 +250,39 @@ def render(spec: TableSpec, bests: Bests, cells: pd.DataFrame, tests: pd.DataFra
     )
 
 
-def write_table(
-    metrics: pd.DataFrame, spec: TableSpec, tasks: tuple[str, ...], out: Path
-) -> list[Path]:
-    """Write ``<name>.md``, ``<name>.csv`` (cells) and ``<name>_ttests.csv``; return their paths.
+class TableFrames(NamedTuple):
+    """What one table is made of: per-seed bests, cells (:func:`cell_table`) and comparisons
+    (:func:`ttest_table`)."""
 
-    Writes nothing and returns ``[]`` when no cell of the table has runs.
-    """
+    spec: TableSpec
+    bests: Bests
+    cells: pd.DataFrame
+    tests: pd.DataFrame
+
+
+def table_frames(metrics: pd.DataFrame, spec: TableSpec, tasks: tuple[str, ...]) -> TableFrames | None:
+    """The table ``spec`` of ``metrics``; None when no cell has runs."""
     bests = collect_bests(metrics, spec, tasks)
     if not bests:
+        return None
+    return TableFrames(spec, bests, cell_table(bests), ttest_table(bests, spec))
+
+
+def write_table_frames(frames: TableFrames | None, out: Path) -> list[Path]:
+    """Write ``<name>.md``, ``<name>.csv`` (cells) and ``<name>_ttests.csv``; return their paths
+    (none for a table without runs)."""
+    if frames is None:
         return []
-    cells, tests = cell_table(bests), ttest_table(bests, spec)
+    spec, bests, cells, tests = frames
     paths = [out / f"{spec.name}.md", out / f"{spec.name}.csv", out / f"{spec.name}_ttests.csv"]
     paths[0].write_text(render(spec, bests, cells, tests), encoding="utf-8")
     cells.to_csv(paths[1], index=False)
     tests.to_csv(paths[2], index=False)
     return paths
+
+
+def write_table(
+    metrics: pd.DataFrame, spec: TableSpec, tasks: tuple[str, ...], out: Path
+) -> list[Path]:
+    """:func:`table_frames` written by :func:`write_table_frames`."""
+    return write_table_frames(table_frames(metrics, spec, tasks), out)
