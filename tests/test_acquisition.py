@@ -72,8 +72,11 @@ def test_share_decides_how_many_directions_count():
 
 def test_early_stop_needs_the_residual_strictly_below_alpha():
     rng = np.random.default_rng(5)
-    first, second = rng.normal(size=(20, 4)), rng.normal(size=(20, 4))
+    # 10 rows in 40 dimensions: the second episode lies mostly outside the first's span, so r is
+    # far from 0 on every device (a residual of ~0 would make α = r turn stopping off).
+    first, second = rng.normal(size=(10, 40)), rng.normal(size=(10, 40))
     r = pca_residual(first, second)
+    assert r > 0.1
     stopper = PhaseEarlyStop(alpha=r)  # r < α is false at α = r
     stopper.add(first)
     assert stopper.add(second) is False and stopper.last_residual == r

@@ -120,7 +120,9 @@ def test_load_policy_acts_as_the_runs_own_policy(case, tmp_path, monkeypatch):
         np.testing.assert_array_equal(policy(obs), np.clip(action, low, high))
         single = policy(obs[0])
         assert single.shape == (policy.act_dim,)
-        np.testing.assert_allclose(single, np.clip(action[0], low, high), rtol=1e-5, atol=1e-6)
+        # One observation takes another matrix kernel than the batch; on a GPU, whose float32
+        # matrix products round as TF32 by default, the two agree to about 1e-3 (H200, measured).
+        np.testing.assert_allclose(single, np.clip(action[0], low, high), rtol=2e-3, atol=1e-5)
 
 
 @pytest.mark.parametrize("case", list(CASES))
