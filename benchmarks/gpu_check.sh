@@ -13,7 +13,6 @@ OUT=${OUT:-/tmp/gpu_check}
 mkdir -p "$OUT"
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 export RP1_JAX_CACHE=${RP1_JAX_CACHE:-/tmp/rp1-jax-cache}
-rp1() { python3 -m rp1 "$@"; }
 
 same_metrics() {  # same_metrics A B: metrics.csv equal but for the wall-clock columns
     python3 - "$1" "$2" <<'EOF'
@@ -48,7 +47,8 @@ determinism)
     timeout -s KILL "${KILL_AFTER_S:-60}" python3 -m rp1 train --preset halfcheetah-rp1 --seed 0 \
         --budget "$budget" --out /tmp/det_c --quiet > /dev/null 2>&1
     echo "killed after ${KILL_AFTER_S:-60} s with $(($(wc -l < /tmp/det_c/metrics.csv) - 1)) rows; resuming"
-    rp1 train --preset halfcheetah-rp1 --seed 0 --budget "$budget" --out /tmp/det_c --quiet --resume 2>&1 | tail -3
+    python3 -m rp1 train --preset halfcheetah-rp1 --seed 0 --budget "$budget" --out /tmp/det_c --quiet \
+        --resume 2>&1 | tail -3
     { same_metrics /tmp/det_a /tmp/det_b; same_metrics /tmp/det_a /tmp/det_c; } | tee "$OUT/determinism.txt"
     for run in a b c; do cp "/tmp/det_$run/metrics.csv" "$OUT/det_${run}_metrics.csv"; done
     ;;

@@ -20,7 +20,7 @@ from rp1.config import Config, resolve
 from rp1.errors import ConfigError
 from rp1.experiments.report import report_tasks
 from rp1.experiments.runs_table import load_runs
-from rp1.experiments.tables import TABLES, write_table
+from rp1.experiments.tables import TABLES, table_frames, write_table_frames
 from rp1.migrations import ADDED, BASE_KEYS, SCHEMA, NewerSchema, keys_of, migrate, written_schema
 from rp1.runs import CONFIG, FINISHED, METRICS, RunDir, TIMING_COLUMNS, config_hash
 
@@ -107,7 +107,7 @@ def test_report_reads_every_schema_side_by_side(tmp_path):
     out = tmp_path / "report"
     out.mkdir()
     for spec in TABLES:
-        for path in write_table(metrics, spec, report_tasks(metrics), out):
+        for path in write_table_frames(table_frames(metrics, spec, report_tasks(metrics)), out):
             if path.suffix == ".csv" and "ttests" not in path.name:
                 assert path.read_text() == (SCHEMA3 / path.name).read_text(), path.name
 

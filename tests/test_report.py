@@ -24,7 +24,7 @@ from rp1.experiments.report import (
 )
 from rp1.experiments.runs_table import load_runs
 from rp1.experiments.claims import claim_table, verdict, write_claims
-from rp1.experiments.tables import TABLES, table_frames, write_table
+from rp1.experiments.tables import TABLES, table_frames, write_table_frames
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 METRIC_COLUMNS = (
@@ -110,7 +110,7 @@ def write_tables(root: Path, out: Path) -> None:
     metrics = load_runs(root).metrics
     out.mkdir()
     for spec in TABLES:
-        write_table(metrics, spec, report_tasks(metrics), out)
+        write_table_frames(table_frames(metrics, spec, report_tasks(metrics)), out)
 
 
 def cells(out: Path, name: str = "table1", scale: str = "paper") -> pd.DataFrame:

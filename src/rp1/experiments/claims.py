@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from rp1.experiments.paper import METHOD_LABELS
+from rp1.experiments.stats import significant
 from rp1.experiments.tables import TableFrames, markdown_table, number
 
 CLAIMS: tuple[tuple[str, str, str], ...] = (
@@ -32,8 +33,9 @@ CLAIM_COLUMNS: tuple[str, ...] = (
 
 
 def verdict(t: float, p: float) -> str:
-    """``holds`` (t > 0, p < 0.05), ``does not hold`` (t < 0, p < 0.05) or ``inconclusive``."""
-    if math.isnan(p) or p >= 0.05:
+    """``holds`` (t > 0, p < 0.05), ``does not hold`` (t < 0, p < 0.05) or ``inconclusive``
+    (:func:`~rp1.experiments.stats.significant`)."""
+    if not significant(p):
         return "inconclusive"
     return "holds" if t > 0 else "does not hold"
 
@@ -55,15 +57,12 @@ def claim_table(frames: dict[str, TableFrames | None]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(CLAIM_COLUMNS))
 
 
-def one_decimal(value: float) -> str:
-    return f"{value:,.1f}".replace("-", "−")
-
-
 def cell_text(cells: pd.DataFrame, row, method: str, label: bool) -> str:
     """``[Method ]median [q25, q75]`` of one cell of ``cells`` (indexed by task, scale, samples
     and method), one decimal."""
     cell = cells.loc[(row.task, row.scale, row.samples, method)]
-    text = f"{one_decimal(cell['median'])} [{one_decimal(cell['q25'])}, {one_decimal(cell['q75'])}]"
+    median, q25, q75 = (number(cell[column], decimals=1) for column in ("median", "q25", "q75"))
+    text = f"{median} [{q25}, {q75}]"
     return f"{METHOD_LABELS.get(method, method)} {text}" if label else text
 
 

@@ -149,13 +149,18 @@ def write_lambda_analysis(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Pa
     return written + ([figure] if figure else [])
 
 
+def paper_direction(task: str, method: str) -> int | None:
+    """The sign the paper reads from its Figure 2 (RP1 on the paper's tasks only), else None."""
+    return PAPER_LAMBDA_DIRECTION.get(task) if method == "rp1" else None
+
+
 def direction_verdict(task: str, method: str, slope: float, p: float) -> str:
-    """Whether a trend agrees with the paper's Figure 2 (RP1 on the paper's tasks only)."""
-    expected = PAPER_LAMBDA_DIRECTION.get(task) if method == "rp1" else None
-    if math.isnan(p) or p >= 0.05:
-        return "not significant" if expected else "—"
+    """Whether a trend agrees with the paper's Figure 2 (:func:`paper_direction`)."""
+    expected = paper_direction(task, method)
     if expected is None:
         return "—"
+    if not stats.significant(p):
+        return "not significant"
     return "as the paper" if np.sign(slope) == expected else "opposite to the paper"
 
 
@@ -170,9 +175,7 @@ def lambda_trend_text(trend: pd.DataFrame) -> str:
             str(row.runs),
             f"{row.slope:+.3f}",
             "—" if math.isnan(row.t) else f"{row.t:.2f} (p = {row.p:.3g})",
-            {1: "positive", -1: "negative"}.get(
-                PAPER_LAMBDA_DIRECTION.get(row.task) if row.method == "rp1" else None, "—"
-            ),
+            {1: "positive", -1: "negative"}.get(paper_direction(row.task, row.method), "—"),
             direction_verdict(row.task, row.method, row.slope, row.p),
         ]
         for row in trend.itertuples()

@@ -36,6 +36,15 @@ class CellStats(NamedTuple):
     iqm_high: float
 
 
+SIGNIFICANCE_LEVEL = 0.05
+"""A test's p below this is significant (SPEC §8)."""
+
+
+def significant(p: float) -> bool | None:
+    """p < :data:`SIGNIFICANCE_LEVEL`; None when there is no test (p is NaN)."""
+    return None if np.isnan(p) else bool(p < SIGNIFICANCE_LEVEL)
+
+
 class TTest(NamedTuple):
     """Welch's unequal-variances t-test of a vs b; NaN when a side has fewer than 2 values."""
 
@@ -44,8 +53,8 @@ class TTest(NamedTuple):
 
     @property
     def significant(self) -> bool | None:
-        """p < 0.05 (SPEC §8); None when there is no test."""
-        return None if np.isnan(self.p) else bool(self.p < 0.05)
+        """:func:`significant` of p."""
+        return significant(self.p)
 
 
 def trained(metrics: pd.DataFrame) -> pd.Series:

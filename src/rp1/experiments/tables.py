@@ -148,9 +148,9 @@ def ttest_table(bests: Bests, spec: TableSpec) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(TTEST_COLUMNS))
 
 
-def number(value: float) -> str:
-    """A return or t-statistic for a Markdown cell (2 decimals; unicode minus)."""
-    return f"{value:.2f}".replace("-", "−")
+def number(value: float, decimals: int = 2) -> str:
+    """A return or t-statistic for a Markdown cell (``decimals`` decimals; unicode minus)."""
+    return f"{value:.{decimals}f}".replace("-", "−")
 
 
 def seeds(n: int) -> str:
@@ -279,10 +279,3 @@ def write_table_frames(frames: TableFrames | None, out: Path) -> list[Path]:
     cells.to_csv(paths[1], index=False)
     tests.to_csv(paths[2], index=False)
     return paths
-
-
-def write_table(
-    metrics: pd.DataFrame, spec: TableSpec, tasks: tuple[str, ...], out: Path
-) -> list[Path]:
-    """:func:`table_frames` written by :func:`write_table_frames`."""
-    return write_table_frames(table_frames(metrics, spec, tasks), out)
