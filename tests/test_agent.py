@@ -57,7 +57,7 @@ def test_each_methods_phases_stop_early_by_its_alpha(method):
         _, row = agent.step(agent.initial_state())
     finally:
         agent.close()
-    early = method in ("rp1", "rp1-noadapt", "rp1-statevar")  # SPEC §8: α = 0.0005; the others 0
+    early = MODEL_BASED_METHODS[method].early_stop  # SPEC §8: α = 0.0005, or 0
     assert row["phase_samples"] == (12 if early else 40)
     assert (row["residual"] is not None and row["residual"] < 5e-4) if early else row["residual"] is None
 

@@ -106,7 +106,7 @@ def test_report_reads_every_schema_side_by_side(tmp_path):
     metrics = load_runs(SCHEMA3 / "runs").metrics
     out = tmp_path / "report"
     out.mkdir()
-    for spec in TABLES:
+    for spec in [spec for spec in TABLES if spec.name in ("table1", "table2", "table3")]:  # the tables rp1 made then
         for path in write_table_frames(table_frames(metrics, spec, report_tasks(metrics)), out):
             if path.suffix == ".csv" and "ttests" not in path.name:
                 assert path.read_text() == (SCHEMA3 / path.name).read_text(), path.name
@@ -228,7 +228,8 @@ def test_the_fixture_resumes_finishes_and_keeps_its_rows(resumed):
     run_dir, done = resumed
     assert done.returncode == 0, done.stderr
     assert RunDir(run_dir).is_finished(resolve("halfcheetah-rp1", seed=0, budget=600, overrides={**FIXTURE_SETS, **OLD_VALUES}).to_dict())
-    assert rows(run_dir / METRICS)[:3] == rows(FIXTURE / "run" / METRICS)  # timing columns too
+    old = rows(FIXTURE / "run" / METRICS)
+    assert [{k: r[k] for k in old[0]} for r in rows(run_dir / METRICS)[:3]] == old  # timing columns too; columns added since come last
     assert [int(r["iteration"]) for r in rows(run_dir / METRICS)] == list(range(len(rows(FIXTURE / "uninterrupted.csv"))))
     config = dotted(json.loads((run_dir / CONFIG).read_text()))
     assert config["schema"] == SCHEMA and config["model.stop_on"] == "any" and config["model.reward"] == "learned"
@@ -256,4 +257,4 @@ def test_the_fixture_finishes_with_the_old_codes_metrics(resumed):
     if differences:
         pytest.skip(f"the fixture was made in another environment (made, here): {differences}")
     expected = [{k: v for k, v in r.items() if k not in TIMING_COLUMNS} for r in rows(FIXTURE / "uninterrupted.csv")]
-    assert metrics_without_timing(run_dir) == expected
+    assert [{k: r[k] for k in expected[0]} for r in metrics_without_timing(run_dir)] == expected  # the columns that code wrote

@@ -199,7 +199,7 @@ def test_best_and_curves_leave_out_the_untrained_policy(tmp_path):
     cell = cells(tmp_path / "out").loc["halfcheetah", 9_000, "greedy"]
     assert (cell.n_seeds, cell["median"]) == (1, 20.0)
     grid = np.array([0.0, 2_999.0, 3_000.0, 6_000.0, 9_000.0, 9_001.0])
-    curve = stats.best_so_far_curves(load_runs(tmp_path / "runs").metrics, grid)
+    curve = stats.step_curves(load_runs(tmp_path / "runs").metrics, grid)
     np.testing.assert_array_equal(curve, [[np.nan, np.nan, 10.0, 20.0, 20.0, np.nan]])
 
 
@@ -386,7 +386,7 @@ def test_claims_read_each_comparison_as_holds_does_not_hold_or_inconclusive(tmp_
     written = write_claims(frames, tmp_path / "out")
     text = (tmp_path / "out" / "claims.md").read_text()
     assert [path.name for path in written] == ["claims.csv", "claims.md"]
-    assert "| **holds** | 100.0 [99.5, 101.0] | Greedy 0.0 [−0.5, 0.5] |" in text
+    assert "| **holds** | RP1 100.0 [99.5, 101.0] | Greedy 0.0 [−0.5, 0.5] |" in text
     assert verdict(2.0, float("nan")) == "inconclusive" and verdict(-3.0, 0.01) == "does not hold"
 
 
@@ -438,7 +438,7 @@ def test_phase_statistics_use_the_runs_own_cap(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     text = write_phase_summary(metrics, out)[1].read_text()
-    row = "| hopper | paper | rp1 | 2 | 1,000 | 3.5 [3.25, 3.75] | 1,000 [800, 1,000] | 14.3% |"
+    row = "| hopper | paper | rp1 | 2 | 1,000 | 3.5 [3.25, 3.75] | 1,000 [800, 1,000] | 1,000 | 14.3% |"
     assert row in text
     diagnostics = write_diagnostics(metrics, ("hopper",), out)
     assert [path.name for path in diagnostics] == ["diag_hopper.png"]
@@ -468,6 +468,7 @@ def test_full_report_writes_valid_pngs_and_links_them(tmp_path):
             f"fig1_{task}.png",
             f"fig3_{task}.png",
             f"fig_ablation_{task}.png",
+            f"fig_controls_{task}.png",
             f"diag_{task}.png",
         } <= names
     assert {
@@ -483,7 +484,7 @@ def test_full_report_writes_valid_pngs_and_links_them(tmp_path):
         "table3_ttests.csv",
     } <= names
     pngs = [path for path in written if path.suffix == ".png"]
-    assert len(pngs) == 9
+    assert len(pngs) == 11  # no fig_model_*: these runs logged no test-set error
     for path in pngs:
         assert path.read_bytes()[:8] == PNG_SIGNATURE
         pixels = image.imread(path)

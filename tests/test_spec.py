@@ -20,25 +20,31 @@ from rp1.policy.networks import DEFAULT_ACTION_STD
 
 TASKS = ("halfcheetah", "ant", "hopper", "swimmer")
 
-# SPEC §8: method -> (λ mode, fixed λ, early-stopping α, bonus). "adaptive" methods start at λ = 0
-# (§6); the bonus of a method whose λ stays 0 is never used.
+# SPEC §8: method -> (λ mode, fixed λ, early-stopping α, bonus, phase cap). "adaptive" methods start
+# at λ = 0 (§6); the bonus of a method whose λ stays 0 is never used. "matched": the task's matched
+# length (§8: HalfCheetah 300, Ant ≈ 300, Hopper 600, Swimmer 600).
 METHODS = {
-    "rp1": ("adaptive", 0.0, 0.0005, "reward"),
-    "greedy": ("fixed", 0.0, 0.0, "reward"),
-    "vr": ("fixed", 0.5, 0.0, "reward"),
-    "rp1-noadapt": ("fixed", 0.0, 0.0005, "reward"),
-    "rp1-nopca": ("adaptive", 0.0, 0.0, "reward"),
-    "rp1-statevar": ("adaptive", 0.0, 0.0005, "state"),
+    "rp1": ("adaptive", 0.0, 0.0005, "reward", 3000),
+    "greedy": ("fixed", 0.0, 0.0, "reward", 3000),
+    "vr": ("fixed", 0.5, 0.0, "reward", 3000),
+    "rp1-noadapt": ("fixed", 0.0, 0.0005, "reward", 3000),
+    "rp1-nopca": ("adaptive", 0.0, 0.0, "reward", 3000),
+    "rp1-statevar": ("adaptive", 0.0, 0.0005, "state", 3000),
+    "greedy-matched": ("fixed", 0.0, 0.0, "reward", "matched"),
+    "rp1-nopca-matched": ("adaptive", 0.0, 0.0, "reward", "matched"),
+    "rp1-fixed05": ("fixed", 0.5, 0.0005, "reward", 3000),  # rp1's λ = 0.5 control (issue 26)
 }
+MATCHED = {"halfcheetah": 300, "ant": 294, "hopper": 600, "swimmer": 600}
 
 
 @pytest.mark.parametrize("task", TASKS)
 @pytest.mark.parametrize("method", list(METHODS))
 def test_every_preset_is_its_method_of_spec_section_8(task, method):
     cfg = resolve(f"{task}-{method}")
-    mode, value, alpha, bonus = METHODS[method]
+    mode, value, alpha, bonus, cap = METHODS[method]
     assert (cfg.task, cfg.method, cfg.scale) == (task, method, "paper")
     assert (cfg.lam.mode, cfg.lam.value, cfg.collect.alpha) == (mode, value, alpha)
+    assert cfg.collect.phase_cap == (MATCHED[task] if cap == "matched" else cap)
     if mode == "fixed" and value == 0.0:
         return  # no bonus is ever added
     assert cfg.bonus == bonus

@@ -8,7 +8,9 @@ fitting, imagination and PPO are compiled JAX (``rp1.dynamics``, ``rp1.imaginati
 Iteration 0 evaluates the initial policy and collects the first phase with it (the "random policy"
 of Algorithm 3); its ``model_error`` is G of the untrained model, which by default does not enter
 the bandit's window (``lam.first_feedback``, SPEC §6). Every later iteration fits the ensemble,
-trains the policy in it with λ, evaluates it in the real env and collects a phase.
+trains the policy in it with λ, evaluates it in the real env and collects a phase. On a paper task
+every fit is also scored on the task's fixed test set (:mod:`rp1.dynamics.testset`), which no run
+trains on: ``test_model_error`` and ``test_model_error_common``.
 
 Randomness: one ``SeedSequence(cfg.seed)`` spawns an independent stream per consumer
 (:data:`STREAMS`, :mod:`rp1.seeding`). The JAX key lives in the :class:`Learner`; every NumPy
@@ -46,6 +48,7 @@ from rp1.dynamics.fit import (
 )
 from rp1.dynamics.losses import model_error
 from rp1.dynamics.store import TransitionStore
+from rp1.dynamics.testset import errors_on_test_set, shipped_test_set
 from rp1.envs.task import LEARNED
 from rp1.imagination import train_policy
 from rp1.policy.networks import Policy, host_actor, policy_init
@@ -121,6 +124,7 @@ class ModelBasedAgent:
         self.rollouts = max(1, cfg.policy.batch_steps // self.task.horizon)
         self.fitting = fit_settings(cfg)
         self.training = policy_training(cfg, self.task)
+        self.test_set = shipped_test_set(self.task.name)  # None off the paper's tasks
 
     def close(self) -> None:
         """Close the environments."""
@@ -248,7 +252,10 @@ class ModelBasedAgent:
         val = s.store.val_set() if s.store.n_val else train
         model, model_opt, result = fit(s.learner.model, s.learner.model_opt, train, val, k, self.fitting)
         s.learner = s.learner.replace(key=key, model=model, model_opt=model_opt)
-        return {"val_loss": result.val_loss, "model_epochs": result.epochs, "fit_s": time.perf_counter() - t}
+        row = {"val_loss": result.val_loss, "model_epochs": result.epochs, "fit_s": time.perf_counter() - t}
+        if self.test_set is not None:  # draws nothing: every other metric stays as it was
+            row |= errors_on_test_set(model, self.test_set)
+        return row
 
     def _train_policy(self, s: AgentState) -> dict[str, Any]:
         t = time.perf_counter()

@@ -263,6 +263,37 @@ def report(
     typer.echo(f"wrote {len(written)} files to {out}")
 
 
+@app.command()
+def testsets(
+    out: Path = typer.Option(..., "--out", help="Directory for TASK.npz (src/rp1/dynamics/testsets replaces the shipped ones)."),
+    tasks: Optional[str] = typer.Option(None, "--tasks", help="Comma-separated paper tasks (default: all four)."),
+) -> None:
+    """Build the world models' test sets (README "World models on common data") from the shipped
+    kept policies, and say whether each is byte for byte the shipped one.
+
+    Every model-based run on a paper task scores each fit on its task's test set
+    (test_model_error, test_model_error_common in metrics.csv); no run trains on it.
+    """
+    import hashlib
+
+    from rp1.dynamics.testset import SHIPPED
+    from rp1.experiments.testsets import build_shipped, shipped_tasks
+    from rp1.runs import check_writable_dir
+
+    chosen = parse_names(tasks) or list(shipped_tasks())
+    unknown = sorted(set(chosen) - set(shipped_tasks()))
+    if unknown:
+        raise ConfigError(f"--tasks: no test set for {', '.join(unknown)}; the tasks with one: {', '.join(shipped_tasks())}")
+    check_writable_dir(out)
+    for task in chosen:
+        path = build_shipped(task, out)
+        shipped = SHIPPED / path.name
+        same = shipped.is_file() and shipped.read_bytes() == path.read_bytes()
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+        verdict = "the shipped file" if same else "differs from the shipped file" if shipped.is_file() else "no shipped file"
+        typer.echo(f"{path}: sha256 {digest}…, {path.stat().st_size:,} bytes; {verdict}")
+
+
 for _info in app.registered_commands:  # every command's help as paragraphs the terminal wraps
     _info.help = _info.help or reflowed(_info.callback.__doc__)
 

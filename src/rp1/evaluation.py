@@ -72,7 +72,7 @@ def checkpoint_policy(run: RunDir) -> TrainedPolicy:
     policy is not quite the one evaluated last: ``eval_return`` is ``None``, and the episodes are
     those the run's next evaluation would have run.
     """
-    from rp1.config import Config
+    from rp1.config import MODEL_FREE, Config
     from rp1.run_outputs import trained_policy
     from rp1.runs import config_hash
     from rp1.train import make_agent, restore_state
@@ -86,7 +86,7 @@ def checkpoint_policy(run: RunDir) -> TrainedPolicy:
     finally:
         agent.close()
     last = state.rows[-1]
-    if cfg.method != "modelfree":  # the policy in the checkpoint is not the one its last row evaluated
+    if cfg.method != MODEL_FREE:  # the policy in the checkpoint is not the one its last row evaluated
         last = {**last, "eval_return": None, "eval_std": None}
     return trained_policy(snapshot, cfg, task, last, config_hash=config_hash(config), which=CHECKPOINT, path=run.checkpoint_path)
 

@@ -68,7 +68,11 @@ METRIC_COLUMNS = (
     "policy_s",
     "collect_s",
     "wall_s",
+    "test_model_error",
+    "test_model_error_common",
 )
+"""Every column of ``metrics.csv``, in file order; columns added later come last (the world model's
+error on its task's test set, :mod:`rp1.dynamics.testset`, empty off the paper's tasks)."""
 
 # Wall-clock measurements: the only columns that differ between identical runs.
 TIMING_COLUMNS = ("steps_per_s", "fit_s", "policy_s", "collect_s", "wall_s")

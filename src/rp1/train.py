@@ -15,7 +15,7 @@ from pathlib import Path
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from rp1.compilation import enable_compilation_cache
-from rp1.config import Config, validate
+from rp1.config import MODEL_FREE, Config, validate
 from rp1.errors import ConfigError
 from rp1.migrations import continued_note
 from rp1.protocol import Agent
@@ -27,7 +27,7 @@ from rp1.runs import RunDir, check_writable_dir
 
 def make_agent(cfg: Config) -> Agent:
     """The agent that runs ``cfg.method``."""
-    if cfg.method == "modelfree":
+    if cfg.method == MODEL_FREE:
         from rp1.modelfree import ModelFreeAgent
 
         return ModelFreeAgent(cfg)

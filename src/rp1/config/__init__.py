@@ -20,13 +20,19 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rp1.config.methods import (
+    ADAPTIVE_LAMBDA,
+    MATCHED_PHASE_LENGTH,
+    METHOD_LABELS,
+    METHOD_TABLE,
     METHODS,
     MODEL_BASED_METHODS,
     MODEL_FREE,
     MODEL_FREE_BUDGETS,
+    Method,
     check_method,
     method_config,
     modelfree_config,
+    run_cell,
 )
 from rp1.config.overrides import FIXED_KEYS, apply_overrides, settable_keys
 from rp1.config.presets import (
@@ -93,6 +99,7 @@ def _finish(cfg: Config, seed: int | None, budget: int | None, overrides: dict[s
 
 
 __all__ = [
+    "ADAPTIVE_LAMBDA",
     "AT_LEAST",
     "FIRST_FEEDBACK",
     "FIXED_KEYS",
@@ -109,6 +116,10 @@ __all__ = [
     "CollectConfig",
     "Config",
     "LambdaConfig",
+    "MATCHED_PHASE_LENGTH",
+    "METHOD_LABELS",
+    "METHOD_TABLE",
+    "Method",
     "ModelConfig",
     "ModelFreeConfig",
     "PolicyConfig",
@@ -122,6 +133,7 @@ __all__ = [
     "preset_names",
     "quick_config",
     "resolve",
+    "run_cell",
     "settable_keys",
     "validate",
     "with_scale",

@@ -7,7 +7,7 @@ import typing
 from dataclasses import replace
 from typing import Any
 
-from rp1.config.methods import MODEL_BASED_METHODS, method_config, modelfree_config
+from rp1.config.methods import METHOD_TABLE, method_config, modelfree_config
 from rp1.config.schema import Config
 from rp1.envs import names as task_names
 from rp1.errors import ConfigError
@@ -51,11 +51,12 @@ def quick_config(task: str, preset: str) -> Config:
 def _build_presets() -> dict[str, tuple[str, typing.Callable[[], Config]]]:
     presets = {}
     for task in task_names():
-        for method in MODEL_BASED_METHODS:
-            name = f"{task}-{method}"
+        for method in METHOD_TABLE:
+            name = f"{task}-{method.name}"
+            control = "" if method.in_paper else f" (a control beyond the paper: {method.label})"
             presets[name] = (
-                f"{method} on {task} at paper settings (10^5 samples)",
-                lambda t=task, m=method, n=name: method_config(t, m, n),
+                f"{method.name} on {task} at paper settings (10^5 samples){control}",
+                lambda t=task, m=method.name, n=name: method_config(t, m, n),
             )
         presets[f"{task}-quick"] = (
             f"{task}-rp1 at small scale (--scale small) with 10^4 samples: learns on a laptop CPU in minutes",

@@ -17,7 +17,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from rp1.experiments import stats
-from rp1.experiments.paper import ADAPTIVE_LAMBDA, METHOD_LABELS
+from rp1.config.methods import ADAPTIVE_LAMBDA, METHOD_LABELS, MODEL_FREE
 from rp1.experiments.runs_table import DEFAULT_SCALE, scale_order
 from rp1.runs import CURVE, METRICS
 
@@ -71,15 +71,16 @@ def save(figure: Figure, path: Path) -> Path:
     return path
 
 
-def plot_median_iqr(ax: Axes, metrics: pd.DataFrame, methods: tuple[str, ...]) -> None:
-    """Median (line) and IQR (band) over runs of each method's best-so-far evaluation return.
+def plot_median_iqr(ax: Axes, metrics: pd.DataFrame, methods: tuple[str, ...], per_row=stats.best_so_far) -> None:
+    """Median (line) and IQR (band) over runs of each method's ``per_row`` (by default the
+    best-so-far evaluation return; :func:`stats.step_curves`).
 
-    Runs are aligned on a common grid of real samples, 0 to the most any run reached, by
-    :func:`stats.best_so_far_curves` (step alignment; a run leaves the band beyond what it reached).
+    Runs are aligned on a common grid of real samples, 0 to the most any run reached (step
+    alignment; a run leaves the band beyond what it reached).
     """
     grid = np.linspace(0.0, float(metrics["reached"].max()), GRID_POINTS)
     for method, scale, runs in series(metrics, methods):
-        q25, median, q75 = stats.quartile_bands(stats.best_so_far_curves(runs, grid))
+        q25, median, q75 = stats.quartile_bands(stats.step_curves(runs, grid, per_row))
         count = runs["run"].nunique()
         ax.plot(
             grid,
@@ -118,10 +119,30 @@ def curve_figure(
             level,
             color=grey,
             linestyle="--",
-            label=f"{label('modelfree', scale)}, best by {samples:,} samples (n = {count})",
+            label=f"{label(MODEL_FREE, scale)}, best by {samples:,} samples (n = {count})",
         )
     ax.set_title(title)
     ax.legend(fontsize="small", loc="upper left")  # curves rise to the right; "best" is slow
+    return save(figure, path)
+
+
+MODEL_ERROR = "test_model_error_common"
+"""The world models' error on their task's test set that the report compares (rp1.dynamics.testset)."""
+
+
+def model_error_figure(metrics: pd.DataFrame, methods: tuple[str, ...], title: str, path: Path) -> Path | None:
+    """Median + IQR over runs of the test-set error of each method's latest fit against real
+    samples (log scale), for the methods whose runs logged it; None when none did."""
+    logged = metrics[metrics["method"].isin(methods)].groupby("run").filter(lambda run: run[MODEL_ERROR].notna().any())
+    if logged.empty:
+        return None
+    figure, axes = new_figure()
+    ax = axes[0, 0]
+    plot_median_iqr(ax, logged, methods, stats.latest(MODEL_ERROR))
+    ax.set_yscale("log")
+    ax.set_ylabel("test-set one-step error of the latest fit\n(G's formula, the test set's units)")
+    ax.set_title(title)
+    ax.legend(fontsize="small", loc="upper right")
     return save(figure, path)
 
 

@@ -1,25 +1,10 @@
-"""The paper's names and numbers (SPEC §8), in one place, for the report to print beside ours."""
+"""The paper's numbers (SPEC §8), in one place, for the report to print beside ours; the methods' names
+and labels are :data:`rp1.config.methods.METHOD_TABLE`'s."""
 
 from __future__ import annotations
 
 TASKS: tuple[str, ...] = ("halfcheetah", "ant", "swimmer", "hopper")
 """Task order of the paper's tables."""
-
-METHOD_LABELS: dict[str, str] = {
-    "greedy": "Greedy",
-    "vr": "V+R",
-    "rp1": "RP1",
-    "rp1-noadapt": "RP1 (λ = 0)",
-    "rp1-nopca": "RP1 (No EarlyStop)",
-    "rp1-statevar": "RP1 (state variance)",
-    "modelfree": "PPO",
-}
-"""Display name of each method."""
-
-ADAPTIVE_LAMBDA: tuple[str, ...] = ("rp1", "rp1-nopca", "rp1-statevar")
-"""Methods that choose λ online with the bandit (SPEC §6, §8)."""
-
-MODEL_FREE = "modelfree"
 
 PAPER_LAMBDA_DIRECTION: dict[str, int] = {"halfcheetah": 1, "ant": 1, "swimmer": 1, "hopper": -1}
 """Sign of the relation between λ and RP1's one-step improvement that the paper reads from its

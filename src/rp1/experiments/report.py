@@ -14,7 +14,8 @@ import pandas as pd
 
 from rp1.envs import path_name
 from rp1.experiments import figures, stats
-from rp1.experiments.paper import ADAPTIVE_LAMBDA, MODEL_FREE, PAPER_LAMBDA_DIRECTION, TASKS
+from rp1.config.methods import ADAPTIVE_LAMBDA, MODEL_BASED_METHODS, MODEL_FREE
+from rp1.experiments.paper import PAPER_LAMBDA_DIRECTION, TASKS
 from rp1.experiments.runs_table import LoadedRuns, load_runs, scale_order
 from rp1.experiments.claims import write_claims
 from rp1.experiments.tables import TABLES, markdown_table, table_frames, write_table_frames
@@ -23,6 +24,7 @@ CURVE_FIGURES: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
     ("fig1", "Figure 1: RP1 vs baselines", ("greedy", "vr", "rp1"), True),
     ("fig3", "Figure 3: state vs reward variance", ("rp1-statevar", "rp1"), False),
     ("fig_ablation", "Ablations", ("rp1-noadapt", "rp1-nopca", "rp1"), False),
+    ("fig_controls", "Controls: PCA vs phases of the same length; λ = 0.5", ("greedy-matched", "rp1-noadapt", "rp1-fixed05", "rp1-nopca-matched", "rp1"), False),
 )
 """(file prefix, title, methods, with PPO reference lines) of the per-task curve figures."""
 
@@ -120,6 +122,19 @@ def write_curve_figures(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Path
                     runs, methods, f"{title} — {task}", out / f"{prefix}_{path_name(task)}.png", references
                 )
             )
+    return [path for path in paths if path]
+
+
+def write_model_figures(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Path) -> list[Path]:
+    """fig_model_<task>: the test-set error of every model-based method's fits against real
+    samples, for the tasks whose runs logged it."""
+    methods = tuple(MODEL_BASED_METHODS)
+    paths = [
+        figures.model_error_figure(
+            metrics[metrics["task"] == task], methods, f"World models on common data — {task}", out / f"fig_model_{path_name(task)}.png"
+        )
+        for task in tasks
+    ]
     return [path for path in paths if path]
 
 
@@ -225,6 +240,7 @@ def write_phase_summary(metrics: pd.DataFrame, out: Path) -> list[Path]:
         "phase cap": summary["caps"],
         "phases per run": quartile_text(summary, "phases_per_run", "{:,.6g}"),
         "samples per phase": quartile_text(summary, "phase_samples", "{:,.0f}"),
+        "median, trained phases": summary["trained_phase_samples"].map(lambda n: "—" if pd.isna(n) else f"{n:,.0f}"),
         "stopped early": summary["stopped_early"].map(
             lambda share: "—" if pd.isna(share) else f"{share:.1%}"
         ),
@@ -234,7 +250,9 @@ def write_phase_summary(metrics: pd.DataFrame, out: Path) -> list[Path]:
     text = (
         "# Collection phases of the model-based runs\n\n"
         "Median [25th, 75th percentile]; phase cap from each run's config.json; stopped early: "
-        "share of phases that took fewer samples than the cap or the budget left allowed. See "
+        "share of phases that took fewer samples than the cap or the budget left allowed; median, "
+        "trained phases: median samples of the phases of iterations ≥ 1 (for RP1, the matched "
+        "length of the `-matched` controls). See "
         f"index.md for the definitions.\n\n{table}\n"
     )
     (out / "phases.md").write_text(text, encoding="utf-8")
@@ -283,10 +301,10 @@ def write_index(loaded: LoadedRuns, written: list[Path], out: Path) -> Path:
 def write_report(root: Path, out: Path) -> list[Path]:
     """Write the report of every run directory under ``root`` into ``out`` (created if needed).
 
-    Files: ``table{1,2,3}.md`` / ``.csv`` / ``_ttests.csv``, ``claims.md`` / ``.csv``,
-    ``fig1_<task>.png``,
+    Files: ``table{1,2,3,4}.md`` / ``.csv`` / ``_ttests.csv``, ``table_model.md`` / ``.csv`` /
+    ``_ttests.csv``, ``claims.md`` / ``.csv``, ``fig1_<task>.png``,
     ``fig2_lambda.png`` / ``.csv`` / ``.md``, ``fig2_lambda_trend.csv``, ``fig3_<task>.png``,
-    ``fig_ablation_<task>.png``,
+    ``fig_ablation_<task>.png``, ``fig_controls_<task>.png``, ``fig_model_<task>.png``,
     ``diag_<task>.png``, ``phases.csv`` / ``.md`` and ``index.md`` (tables, figures and summaries
     only where there are runs for them). Returns the paths written, ``index.md`` last. Raises
     ConfigError when ``root`` holds no run directory or a malformed one.
@@ -299,6 +317,7 @@ def write_report(root: Path, out: Path) -> list[Path]:
     written = [path for table in frames.values() for path in write_table_frames(table, out)]
     written += write_claims(frames, out)
     written += write_curve_figures(metrics, tasks, out)
+    written += write_model_figures(metrics, tasks, out)
     written += write_lambda_analysis(metrics, tasks, out)
     written += write_diagnostics(metrics, tasks, out)
     written += write_phase_summary(metrics, out)

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import pandas as pd
 
 from rp1.errors import ConfigError
-from rp1.experiments.paper import MODEL_FREE
+from rp1.config.methods import MODEL_FREE, run_cell
 from rp1.migrations import NewerSchema, migrate
 from rp1.runs import METRIC_COLUMNS
 
@@ -69,7 +69,8 @@ def read_config(run_dir: Path) -> dict:
     :class:`~rp1.migrations.NewerSchema` for a config of a newer rp1.
 
     ``scale`` defaults to :data:`DEFAULT_SCALE`; ``phase_cap`` is NaN when the config has no
-    ``collect.phase_cap``.
+    ``collect.phase_cap``; ``method`` is the method the run ran as (:func:`rp1.config.methods.run_cell`:
+    an ``rp1`` run with λ fixed at 0.5 by ``--set`` pools with ``rp1-fixed05``).
     """
     path = run_dir / "config.json"
     try:
@@ -88,7 +89,7 @@ def read_config(run_dir: Path) -> dict:
         "preset": str(config.get("preset", "")),
         "task": str(config["task"]),
         "scale": str(config.get("scale", DEFAULT_SCALE)),
-        "method": str(config["method"]),
+        "method": run_cell(config),
         "seed": int(config["seed"]),
         "budget": int(config["budget"]),
         "phase_cap": float(config.get("collect", {}).get("phase_cap", math.nan)),

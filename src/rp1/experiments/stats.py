@@ -76,6 +76,14 @@ def best_at(metrics: pd.DataFrame, timestep: float) -> pd.Series:
     return eligible.groupby("run")["eval_return"].max().dropna()
 
 
+def last_at(metrics: pd.DataFrame, timestep: float, column: str) -> pd.Series:
+    """Per run, ``column`` of its last row with ``samples <= timestep`` where it has a value (e.g.
+    the test-set error of the last fit made with at most that many real samples). A run counts only
+    if it reached ``timestep`` (as in :func:`best_at`). A Series indexed by run."""
+    eligible = metrics[(metrics["samples"] <= timestep) & (metrics["reached"] >= timestep) & metrics[column].notna()]
+    return eligible.sort_values(["run", "samples"], kind="stable").groupby("run")[column].last()
+
+
 def iqm(values: np.ndarray, axis: int = -1) -> np.ndarray:
     """Interquartile mean: mean of the values left after cutting 25 % from each end."""
     return stats.trim_mean(values, IQM_TRIM, axis=axis)
@@ -127,6 +135,27 @@ def welch(a: np.ndarray, b: np.ndarray) -> TTest:
     return TTest(float(result.statistic), float(result.pvalue))
 
 
+POWER = 0.8
+"""The power at which :func:`detectable_difference` states the smallest effect a test detects."""
+
+
+def detectable_difference(a: np.ndarray, b: np.ndarray, power: float = POWER) -> float:
+    """The smallest difference of means that Welch's two-sided test at :data:`SIGNIFICANCE_LEVEL`
+    detects with probability ``power``, for samples of the sizes and variances of ``a`` and ``b``:
+    ``(t(1 − level/2, ν) + t(power, ν)) · SE``, ``SE² = s_a²/n_a + s_b²/n_b`` and ``ν`` the
+    Welch–Satterthwaite degrees of freedom (the usual normal-theory approximation, in the units of
+    the values). NaN when a side has fewer than 2 values or both have no spread."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(a) < 2 or len(b) < 2:
+        return float("nan")
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    if va + vb == 0:
+        return float("nan")
+    dof = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    quantiles = stats.t.ppf(1 - SIGNIFICANCE_LEVEL / 2, dof) + stats.t.ppf(power, dof)
+    return float(quantiles * np.sqrt(va + vb))
+
+
 class Improvement(NamedTuple):
     """Probability of improvement ``P(X > Y)`` of a over b with its 95 % bootstrap interval; NaN
     when a side has no value (interval: fewer than 2 values on a side)."""
@@ -168,18 +197,30 @@ def probability_of_improvement(a: np.ndarray, b: np.ndarray, seed: int = 0) -> I
     return Improvement(p, float(result.confidence_interval.low), float(result.confidence_interval.high))
 
 
-def best_so_far_curves(metrics: pd.DataFrame, grid: np.ndarray) -> np.ndarray:
-    """Per run, the best ``eval_return`` so far at each grid point (real samples), ``[runs, grid]``.
+def best_so_far(run: pd.DataFrame) -> np.ndarray:
+    """One run's best trained ``eval_return`` so far at each of its rows (NaN before the first)."""
+    returns, is_trained = run["eval_return"].to_numpy(dtype=float), trained(run).to_numpy()
+    return np.fmax.accumulate(np.where(is_trained, returns, np.nan))
 
-    Step alignment: the value at x is the best trained evaluation among rows with ``samples <=
-    x`` — the same quantity as the tables' "best at a timestep", so a curve at 10⁵ equals the
-    table cell. NaN before a run's first trained evaluation (the untrained policy's score is not
-    a best of training) and beyond the samples it reached.
+
+def latest(column: str):
+    """``run -> [rows]``: one run's last value of ``column`` so far at each of its rows (NaN
+    before the first)."""
+    return lambda run: run[column].ffill().to_numpy(dtype=float)
+
+
+def step_curves(metrics: pd.DataFrame, grid: np.ndarray, per_row=best_so_far) -> np.ndarray:
+    """Per run, ``per_row(run)`` (a value per row, e.g. :func:`best_so_far`) at each grid point
+    (real samples), ``[runs, grid]``.
+
+    Step alignment: the value at x is that of the last row with ``samples <= x`` — for
+    :func:`best_so_far` the same quantity as the tables' "best at a timestep", so a curve at 10⁵
+    equals the table cell. NaN before a run's first value (the untrained policy's score is not a
+    best of training) and beyond the samples it reached.
     """
     curves = []
     for _, run in metrics.groupby("run", sort=True):
-        returns, is_trained = run["eval_return"].to_numpy(dtype=float), trained(run).to_numpy()
-        best = np.fmax.accumulate(np.where(is_trained, returns, np.nan))
+        best = per_row(run)
         index = np.searchsorted(run["samples"].to_numpy(dtype=float), grid, side="right") - 1
         curve = np.where(index >= 0, best[np.maximum(index, 0)], np.nan)
         curves.append(np.where(grid <= run["reached"].iloc[0], curve, np.nan))
@@ -294,7 +335,9 @@ def phase_summary(metrics: pd.DataFrame) -> pd.DataFrame:
     values, e.g. ``"1,000"``); ``phases`` (in all); ``phases_per_run`` with ``_q25`` and ``_q75``
     (quartiles over runs); ``phase_samples`` with ``_q25`` and ``_q75`` (quartiles over phases);
     ``stopped_early`` (share of phases with a known cap that took fewer samples than they could:
-    ``min(phase_cap, budget − samples)``, the cap or what the budget left).
+    ``min(phase_cap, budget − samples)``, the cap or what the budget left); ``trained_phase_samples``
+    (median over the phases of iterations ≥ 1, collected by trained policies: for ``rp1``, the
+    matched length of :data:`rp1.config.methods.MATCHED_PHASE_LENGTH`).
     """
     phases = metrics.dropna(subset=["phase_samples"])
     allowed = np.minimum(phases["phase_cap"], phases["budget"] - phases["samples"])
@@ -311,7 +354,16 @@ def phase_summary(metrics: pd.DataFrame) -> pd.DataFrame:
             quartiles(by_run.groupby(level=PHASE_GROUP), "phases_per_run"),
             quartiles(grouped["phase_samples"], "phase_samples"),
             grouped["stopped_early"].mean(),
+            phases[trained(phases)].groupby(PHASE_GROUP)["phase_samples"].median().rename("trained_phase_samples"),
         ],
         axis=1,
     )
     return summary.reset_index()
+
+
+def median_phase_lengths(metrics: pd.DataFrame, method: str = "rp1") -> dict[str, float]:
+    """Per task, the median ``phase_samples`` of iterations ≥ 1 over ``method``'s rows of
+    ``metrics`` (real samples): what :data:`rp1.config.methods.MATCHED_PHASE_LENGTH` holds for the
+    committed small-scale runs."""
+    rows = metrics[(metrics["method"] == method) & trained(metrics)].dropna(subset=["phase_samples"])
+    return {task: float(length) for task, length in rows.groupby("task")["phase_samples"].median().items()}

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from functools import partial
 from pathlib import Path
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -23,12 +24,19 @@ from rp1.experiments.paper import PAPER_MEDIANS, PAPER_T
 from rp1.experiments.runs_table import scale_order
 
 
+RETURN = "eval_return"
+MODEL_ERROR = "test_model_error_common"
+
+
 class TableSpec(NamedTuple):
     """One report table.
 
     ``columns``: (method, header) per method column; ``comparisons``: (header, method a,
     method b) per t-test column, t > 0 when a is better; ``timesteps``: the paper's timesteps
-    (real samples) — the table also has every budget of its runs (:func:`table_timesteps`).
+    (real samples) — the table also has every budget of its runs (:func:`table_timesteps`);
+    ``quantity``: what a cell holds per seed, :data:`RETURN` (the best evaluation return at the
+    timestep, higher is better) or :data:`MODEL_ERROR` (the test-set error of the last fit by the
+    timestep, lower is better; see :data:`QUANTITIES`).
     """
 
     name: str
@@ -36,6 +44,34 @@ class TableSpec(NamedTuple):
     timesteps: tuple[int, ...]
     columns: tuple[tuple[str, str], ...]
     comparisons: tuple[tuple[str, str, str], ...]
+    quantity: str = RETURN
+
+
+class Quantity(NamedTuple):
+    """What a table's cells hold: ``per_seed(runs, timestep) -> Series by run``, whether lower is
+    better, and the sentence that says so in the table's file."""
+
+    per_seed: Callable[[pd.DataFrame, float], pd.Series]
+    lower_is_better: bool
+    description: str
+    digits: Callable[[float], str] = lambda value: number(value)
+
+
+QUANTITIES: dict[str, Quantity] = {
+    RETURN: Quantity(
+        stats.best_at,
+        False,
+        "Median over seeds of each seed's best evaluation return of a trained policy\n"
+        "(iteration ≥ 1) among evaluations made with at most that many real samples,",
+    ),
+    MODEL_ERROR: Quantity(
+        lambda runs, timestep: stats.last_at(runs, timestep, MODEL_ERROR),
+        True,
+        "Median over seeds of the one-step error on the task's fixed test set (`test_model_error_common`;\n"
+        "lower is better, and t > 0 when a's error is lower) of each seed's last fit made with at most that many real samples,",
+        lambda value: f"{value:.3g}",
+    ),
+}
 
 
 TABLES: tuple[TableSpec, ...] = (
@@ -63,6 +99,43 @@ TABLES: tuple[TableSpec, ...] = (
             ("t (RP1 vs No EarlyStop)", "rp1", "rp1-nopca"),
         ),
     ),
+    TableSpec(
+        "table4",
+        "Table 4: controls beyond the paper — PCA early stopping against fixed phases of the same length, and the bonus at λ = 0.5",
+        (10_000, 100_000),
+        (
+            ("greedy-matched", "Greedy (matched)"),
+            ("rp1-noadapt", "RP1 (λ = 0)"),
+            ("rp1-fixed05", "RP1 (λ = 0.5)"),
+            ("rp1-nopca-matched", "No EarlyStop (matched)"),
+            ("rp1", "RP1"),
+        ),
+        (
+            ("t (λ = 0 vs matched Greedy)", "rp1-noadapt", "greedy-matched"),
+            ("t (RP1 vs matched No EarlyStop)", "rp1", "rp1-nopca-matched"),
+            ("t (λ = 0.5 vs λ = 0)", "rp1-fixed05", "rp1-noadapt"),
+        ),
+    ),
+    TableSpec(
+        "table_model",
+        "World models on common data: one-step error on the task's test set (beyond the paper)",
+        (10_000, 100_000),
+        (
+            ("greedy-matched", "Greedy (matched)"),
+            ("rp1-noadapt", "RP1 (λ = 0)"),
+            ("rp1-nopca-matched", "No EarlyStop (matched)"),
+            ("rp1-fixed05", "RP1 (λ = 0.5)"),
+            ("rp1", "RP1"),
+        ),
+        (
+            ("t (RP1 vs λ = 0)", "rp1", "rp1-noadapt"),
+            ("t (RP1 vs matched Greedy)", "rp1", "greedy-matched"),
+            ("t (λ = 0.5 vs λ = 0)", "rp1-fixed05", "rp1-noadapt"),
+            ("t (λ = 0.5 vs matched Greedy)", "rp1-fixed05", "greedy-matched"),
+            ("t (No EarlyStop vs Greedy, matched)", "rp1-nopca-matched", "greedy-matched"),
+        ),
+        MODEL_ERROR,
+    ),
 )
 
 Row = tuple[str, str, int]
@@ -78,6 +151,7 @@ CELL_COLUMNS: tuple[str, ...] = (
 TTEST_COLUMNS: tuple[str, ...] = (
     *("task", "scale", "samples", "comparison", "method_a", "method_b", "n_a", "n_b"),
     *("t", "p", "significant", "prob_improvement", "pi_low", "pi_high", "paper_t", "paper_significant"),
+    "detectable",
 )
 
 
@@ -89,10 +163,12 @@ def table_timesteps(runs: pd.DataFrame, spec: TableSpec) -> dict[tuple[str, str]
 
 
 def collect_bests(metrics: pd.DataFrame, spec: TableSpec, tasks: tuple[str, ...]) -> Bests:
-    """Per-seed best returns (see :func:`stats.best_at`) of every cell of ``spec`` with runs, at
+    """Per-seed values of ``spec``'s quantity (best returns, :func:`stats.best_at`, or model
+    errors, :data:`QUANTITIES`) of every cell of ``spec`` with runs, at
     :func:`table_timesteps`, in table order: timestep, task (``tasks`` order), scale (paper
     first), method (``spec`` order)."""
     methods = [method for method, _ in spec.columns]
+    per_seed = QUANTITIES[spec.quantity].per_seed
     runs = metrics[metrics["method"].isin(methods)]
     groups = dict(tuple(runs.groupby(["task", "scale", "method"])))
     timesteps = table_timesteps(runs, spec)
@@ -102,7 +178,7 @@ def collect_bests(metrics: pd.DataFrame, spec: TableSpec, tasks: tuple[str, ...]
         sorted(set().union(*timesteps.values())), tasks, scales, methods
     ):
         if (task, scale, method) in groups and timestep in timesteps[task, scale]:
-            best = stats.best_at(groups[task, scale, method], timestep).to_numpy(float)
+            best = per_seed(groups[task, scale, method], timestep).to_numpy(float)
             if len(best):
                 bests[task, scale, timestep, method] = best
     return bests
@@ -113,21 +189,25 @@ def table_rows(bests: Bests) -> list[Row]:
     return list(dict.fromkeys(key[:3] for key in bests))
 
 
-def cell_table(bests: Bests) -> pd.DataFrame:
-    """One row per cell with runs: :data:`CELL_COLUMNS` (returns; paper_median NaN where the paper
-    has none)."""
+def cell_table(bests: Bests, spec: TableSpec) -> pd.DataFrame:
+    """One row per cell with runs: :data:`CELL_COLUMNS` (paper_median NaN where the paper has
+    none, and for any quantity but returns)."""
     rows = []
     for (task, scale, timestep, method), values in bests.items():
         cell = stats.summarise(values)
-        paper = PAPER_MEDIANS.get((task, method, timestep), math.nan)
+        paper = PAPER_MEDIANS.get((task, method, timestep), math.nan) if spec.quantity == RETURN else math.nan
         rows.append((task, scale, timestep, method, *cell, paper))
     return pd.DataFrame(rows, columns=list(CELL_COLUMNS))
 
 
 def ttest_table(bests: Bests, spec: TableSpec) -> pd.DataFrame:
     """One row per comparison whose two cells have runs: :data:`TTEST_COLUMNS` (Welch's t-test
-    on per-seed bests, t and p NaN when a side has fewer than 2 seeds; the probability of
-    improvement of a over b, :func:`~rp1.experiments.stats.probability_of_improvement`)."""
+    on per-seed values, t and p NaN when a side has fewer than 2 seeds; the probability of
+    improvement of a over b, :func:`~rp1.experiments.stats.probability_of_improvement`; the
+    smallest difference the test detects at 80 % power, :func:`~rp1.experiments.stats.detectable_difference`).
+    Where lower is better (:data:`QUANTITIES`) both read the values negated: t > 0 and PI > 0.5
+    when a's values are lower."""
+    sign = -1.0 if QUANTITIES[spec.quantity].lower_is_better else 1.0
     rows = []
     for (task, scale, timestep), (header, method_a, method_b) in itertools.product(
         table_rows(bests), spec.comparisons
@@ -136,6 +216,7 @@ def ttest_table(bests: Bests, spec: TableSpec) -> pd.DataFrame:
         b = bests.get((task, scale, timestep, method_b))
         if a is None or b is None:
             continue
+        a, b = sign * a, sign * b
         test = stats.welch(a, b)
         paper_t, paper_significant = PAPER_T.get(
             (task, timestep, method_a, method_b), (math.nan, None)
@@ -143,7 +224,7 @@ def ttest_table(bests: Bests, spec: TableSpec) -> pd.DataFrame:
         rows.append(
             (task, scale, timestep, header, method_a, method_b, len(a), len(b))
             + (test.t, test.p, test.significant, *stats.probability_of_improvement(a, b))
-            + (paper_t, paper_significant)
+            + (paper_t, paper_significant, stats.detectable_difference(a, b))
         )
     return pd.DataFrame(rows, columns=list(TTEST_COLUMNS))
 
@@ -165,18 +246,18 @@ BLANK = "—"
 """A Markdown cell without runs, in a row or column that has some."""
 
 
-def median_text(cell: tuple) -> str:
-    """``median [q25, q75] (n seeds; paper x)``."""
+def median_text(cell: tuple, digits: Callable[[float], str] = number) -> str:
+    """``median [q25, q75] (n seeds; paper x)``, values written by ``digits``."""
     note = f"({seeds(cell.n_seeds)}{paper_note(cell.paper_median)})"
-    return f"{number(cell.median)} [{number(cell.q25)}, {number(cell.q75)}] {note}"
+    return f"{digits(cell.median)} [{digits(cell.q25)}, {digits(cell.q75)}] {note}"
 
 
-def iqm_text(cell: tuple) -> str:
-    """``iqm [ci low, ci high] (n seeds)``; no interval below 2 seeds."""
+def iqm_text(cell: tuple, digits: Callable[[float], str] = number) -> str:
+    """``iqm [ci low, ci high] (n seeds)``, values written by ``digits``; no interval below 2 seeds."""
     if cell.n_seeds == 1:
-        return f"{number(cell.iqm)} (1 seed; no CI)"
-    interval = f"[{number(cell.iqm_ci_low)}, {number(cell.iqm_ci_high)}]"
-    return f"{number(cell.iqm)} {interval} ({seeds(cell.n_seeds)})"
+        return f"{digits(cell.iqm)} (1 seed; no CI)"
+    interval = f"[{digits(cell.iqm_ci_low)}, {digits(cell.iqm_ci_high)}]"
+    return f"{digits(cell.iqm)} {interval} ({seeds(cell.n_seeds)})"
 
 
 def star(significant: bool | None) -> str:
@@ -214,25 +295,25 @@ def render(spec: TableSpec, bests: Bests, cells: pd.DataFrame, tests: pd.DataFra
     cell = {tuple(row[:4]): row for row in cells.itertuples(index=False)}
     test = {tuple(row[:4]): row for row in tests.itertuples(index=False)}
     rows = table_rows(bests)
+    digits = QUANTITIES[spec.quantity].digits
     shown = {key[3] for key in bests}
     methods = [method for method, _ in spec.columns if method in shown]
     comparisons = [header for header, a, b in spec.comparisons if {a, b} <= shown]
     medians = [
         [row[0], row[1], f"{row[2]:,}"]
-        + row_texts(cell, row, methods, median_text)
+        + row_texts(cell, row, methods, partial(median_text, digits=digits))
         + row_texts(test, row, comparisons, t_text)
         for row in rows
     ]
     iqms = [
-        [row[0], row[1], f"{row[2]:,}", *row_texts(cell, row, methods, iqm_text)] for row in rows
+        [row[0], row[1], f"{row[2]:,}", *row_texts(cell, row, methods, partial(iqm_text, digits=digits))] for row in rows
     ]
     headers = ["task", "scale", "samples", *(h for m, h in spec.columns if m in shown)]
     return "\n".join(
         [
             f"# {spec.title}",
             "",
-            "Median over seeds of each seed's best evaluation return of a trained policy",
-            "(iteration ≥ 1) among evaluations made with at most that many real samples,",
+            QUANTITIES[spec.quantity].description,
             "[25th, 75th percentile]; a run counts at a timestep only if it reached that many",
             "samples. Rows: the paper's sample counts and every budget of the task's runs, where",
             "some method has runs; `—`: no runs. t: Welch's t-statistic, `*` where p < 0.05;",
@@ -265,7 +346,7 @@ def table_frames(metrics: pd.DataFrame, spec: TableSpec, tasks: tuple[str, ...])
     bests = collect_bests(metrics, spec, tasks)
     if not bests:
         return None
-    return TableFrames(spec, bests, cell_table(bests), ttest_table(bests, spec))
+    return TableFrames(spec, bests, cell_table(bests, spec), ttest_table(bests, spec))
 
 
 def write_table_frames(frames: TableFrames | None, out: Path) -> list[Path]:
