@@ -268,10 +268,10 @@ def testsets(
     out: Path = typer.Option(..., "--out", help="Directory for TASK.npz (src/rp1/dynamics/testsets replaces the shipped ones)."),
     tasks: Optional[str] = typer.Option(None, "--tasks", help="Comma-separated paper tasks (default: all four)."),
 ) -> None:
-    """Build the world models' test sets (README "World models on common data") from the shipped
-    kept policies, and say whether each is byte for byte the shipped one.
+    """Rebuild the world models' test sets from the shipped kept policies.
 
-    Every model-based run on a paper task scores each fit on its task's test set
+    Says whether each file is byte for byte the shipped one (README "World models on common
+    data"). Every model-based run on a paper task scores each fit on its task's test set
     (test_model_error, test_model_error_common in metrics.csv); no run trains on it.
     """
     import hashlib

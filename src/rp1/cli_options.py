@@ -20,8 +20,6 @@ from typing import Any, Callable, List, NamedTuple, Optional, Sequence
 
 import typer
 
-from rp1.config.methods import METHODS
-
 Options = SimpleNamespace
 """What a command function receives: one attribute per option of its groups."""
 
@@ -79,7 +77,7 @@ LOGGING = (
 ONE_RUN = (
     Option("preset", Optional[str], typer.Option(None, "--preset", "-p", help="A preset name (see `rp1 presets`).")),
     Option("env", Optional[str], typer.Option(None, "--env", help="Instead of --preset, any task: a Gymnasium id or package.module:attribute (see `rp1 envs`).")),
-    Option("method", Optional[str], typer.Option(None, "--method", help=f"With --env: {', '.join(METHODS[:-1])} or {METHODS[-1]} (default rp1).")),
+    Option("method", Optional[str], typer.Option(None, "--method", help="With --env: a method, rp1 by default (`rp1 presets` shows every method as TASK-METHOD).")),
     Option("seed", Optional[int], typer.Option(None, "--seed", help="Random seed (default: the preset's, 0).")),
     Option("out", Optional[Path], typer.Option(None, "--out", help="Run directory (default: runs/PRESET/seedK, runs/TASK-METHOD/seedK with --env).")),
     Option("resume", bool, typer.Option(False, "--resume", help="Continue the run in --out from its checkpoint.")),
@@ -92,7 +90,7 @@ ONE_RUN = (
 MANY_RUNS = (
     Option("presets", Optional[str], typer.Option(None, "--presets", help="Comma-separated preset names.")),
     Option("envs", Optional[str], typer.Option(None, "--envs", help="Comma-separated tasks (Gymnasium ids, package.module:attribute), crossed with --methods.")),
-    Option("methods", Optional[str], typer.Option(None, "--methods", help=f"With --envs: comma-separated methods ({', '.join(METHODS)}; default rp1).")),
+    Option("methods", Optional[str], typer.Option(None, "--methods", help="With --envs: comma-separated methods (default rp1; `rp1 presets` shows them).")),
     Option("seeds", str, typer.Option("0-9", "--seeds", help="Seeds, e.g. 0-9 or 0,3,5.")),
     Option("out", Path, typer.Option(..., "--out", help="Sweep directory: OUT/<preset>/seed<k>/ (OUT/<task>-<method>/seed<k>/ for --envs).")),
     Option("backend", str, typer.Option("local", "--backend", help="local (process pool) or ray.")),
