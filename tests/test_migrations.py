@@ -35,8 +35,10 @@ FIXTURE_SETS = {  # the fixture's config (fixtures/before_stop_on/make.py)
     "collect.phase_cap": "100", "eval_episodes": "2", "horizon": "50",
 }  # fmt: skip
 OLD_VALUES = {"lam.baseline": "including", "lam.g_normalizers": "inputs"}  # 3fab089's, unlike today's defaults
-COMPARED = ("jax", "jaxlib", "numpy", "mujoco", "gymnasium", "optax", "backend", "device", "xla_threads", "xla_flags")
+COMPARED = ("jax", "jaxlib", "numpy", "mujoco", "gymnasium", "optax", "backend", "device", "cpu_features", "xla_threads", "xla_flags", "openblas_coretype")
 """What the fixture's exact metrics depend on besides the code (README "Runs")."""
+MADE_IN = json.loads((FIXTURE / "made_in.json").read_text())
+"""An environment in which the fixture's metrics are written (fixtures/before_stop_on/make.py)."""
 
 
 def dotted(config: dict, prefix: str = "") -> dict:
@@ -213,10 +215,10 @@ def test_a_different_setting_of_a_key_the_run_had_is_still_refused(tmp_path, cap
 @pytest.fixture(scope="module")
 def resumed(tmp_path_factory):
     """The fixture resumed by this rp1 with today's defaults (no ``--set`` for the keys 3fab089 did
-    not write) and XLA's thread pool at 1 (as it was made), in a process of its own: ``(run
-    directory, completed process)``."""
+    not write), XLA's thread pool at 1 and OpenBLAS's kernels those of :data:`MADE_IN`, in a
+    process of its own: ``(run directory, completed process)``."""
     run_dir = shutil.copytree(FIXTURE / "run", tmp_path_factory.mktemp("fixture") / "run")
-    env = {**os.environ, "PJRT_NPROC": "1"}
+    env = {**os.environ, "PJRT_NPROC": str(MADE_IN["xla_threads"]), "OPENBLAS_CORETYPE": MADE_IN["openblas_coretype"]}
     done = subprocess.run(
         [sys.executable, "-m", "rp1", *fixture_cmd(run_dir, FIXTURE_SETS)], env=env, capture_output=True, text=True
     )
@@ -247,14 +249,13 @@ def test_the_fixture_resumes_finishes_and_keeps_its_rows(resumed):
 
 @pytest.mark.slow
 def test_the_fixture_finishes_with_the_old_codes_metrics(resumed):
-    """Bit for bit where the environment matches the one that made it (fixtures/before_stop_on/
-    made_in.json): XLA's CPU arithmetic depends on the CPU and its thread count."""
+    """Bit for bit where the environment matches :data:`MADE_IN`: the arithmetic of XLA and
+    NumPy's OpenBLAS depends on the CPU's features and XLA's thread count."""
     run_dir, done = resumed
     assert done.returncode == 0, done.stderr
-    made_in = json.loads((FIXTURE / "made_in.json").read_text())
     here = json.loads((run_dir / "environment.json").read_text())["environments"][-1]
-    differences = {key: (made_in[key], here[key]) for key in COMPARED if made_in[key] != here[key]}
+    differences = {key: (MADE_IN[key], here[key]) for key in COMPARED if MADE_IN[key] != here[key]}
     if differences:
-        pytest.skip(f"the fixture was made in another environment (made, here): {differences}")
+        pytest.skip(f"the fixture's metrics were written in another environment (made_in.json, here): {differences}")
     expected = [{k: v for k, v in r.items() if k not in TIMING_COLUMNS} for r in rows(FIXTURE / "uninterrupted.csv")]
     assert [{k: r[k] for k in expected[0]} for r in metrics_without_timing(run_dir)] == expected  # the columns that code wrote

@@ -109,7 +109,16 @@ def train(policy, opt_state, **kw):
     return train_policy(replace(TRAINING, **kw), MODEL, policy, opt_state, START, jax.random.key(1), 0.0)
 
 
-def test_train_policy_stops_by_the_rule_and_restores_the_best_update():
+@pytest.fixture
+def threefry_partitionable():
+    """JAX's random numbers as jax >= 0.5 draws them by default (``jax_threefry_partitionable``):
+    the toy run below plateaus within 60 updates on them; on jax 0.4's default ones it still
+    improves at update 60."""
+    with jax.threefry_partitionable(True):
+        yield
+
+
+def test_train_policy_stops_by_the_rule_and_restores_the_best_update(threefry_partitionable):
     """Replay the same updates with the train step to find the last improving one; train_policy must
     stop 5 checks later and return exactly that update's weights."""
     policy, opt_state = fresh(1e-2)

@@ -3,7 +3,8 @@ episode at the requested size, from a rendering pass that gives the evaluation's
 OpenGL, a task that cannot render or a missing package is one line and nothing written.
 
 The tests that render skip, with the reason, where no OpenGL is available (MuJoCo offscreen:
-``MUJOCO_GL=egl`` with Mesa's EGL, which ``.ci/run`` installs)."""
+``MUJOCO_GL=egl`` with Mesa's EGL, which ``.ci/run`` installs); those that ask for a video skip
+without the video extra."""
 
 from __future__ import annotations
 
@@ -40,12 +41,21 @@ def gl():
 
 
 @pytest.fixture(scope="module")
+def video_extra():
+    """Skip unless the video extra's packages are here: without them rp1 refuses ``--video`` first."""
+    from rp1.video import PACKAGES
+
+    for module, _ in PACKAGES.values():
+        pytest.importorskip(module, reason='the video extra: pip install "ready-policy-one[video]"')
+
+
+@pytest.fixture(scope="module")
 def run(tmp_path_factory):
     return run_training(config(), tmp_path_factory.mktemp("runs") / "run", progress=False)
 
 
 @pytest.mark.parametrize("suffix", [".mp4", ".gif"])
-def test_evaluate_video_has_a_frame_per_state_at_the_requested_size(suffix, gl, run, tmp_path, capsys):
+def test_evaluate_video_has_a_frame_per_state_at_the_requested_size(suffix, video_extra, gl, run, tmp_path, capsys):
     from rp1.video import read_video
 
     video = tmp_path / f"best{suffix}"
@@ -66,7 +76,7 @@ def test_rendering_gives_the_evaluations_returns(gl, run):
     assert frames == {k: (HORIZON + 1, 48, 64, 3) for k in range(3)}
 
 
-def test_train_video_renders_every_new_best(gl, tmp_path):
+def test_train_video_renders_every_new_best(video_extra, gl, tmp_path):
     from rp1.video import read_video
 
     options = RunOptions(video=True, tensorboard=True, video_size=(96, 64))
@@ -87,7 +97,7 @@ def test_train_video_renders_every_new_best(gl, tmp_path):
     assert {(image.width, image.height) for image in videos.values()} == {(96, 64)}
 
 
-def test_no_opengl_one_line_exit_1_nothing_written(run, tmp_path, capsys, monkeypatch):
+def test_no_opengl_one_line_exit_1_nothing_written(video_extra, run, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("MUJOCO_GL", "no-such-backend")
     before = snapshot(run)
     code, out, err = run_cli(["evaluate", run, "--video", tmp_path / "v.mp4"], capsys)
@@ -117,7 +127,7 @@ def test_unusable_mujoco_gl_one_line_exit_1(run, tmp_path):
     assert not (tmp_path / "v.mp4").exists()
 
 
-def test_task_that_cannot_render(tmp_path, capsys):
+def test_task_that_cannot_render(video_extra, tmp_path, capsys):
     """A TaskSpec whose environment takes no render_mode: refused before anything is written."""
     args = ["train", "--env", "point_mass:POINT_MASS", "--method", "greedy", "--out", tmp_path / "run", "--video", "--quiet"]
     code, _, err = run_cli(args, capsys)

@@ -1,7 +1,7 @@
 """Where a run ran: what its numbers depend on besides its config, in ``RUN/environment.json``.
 
 A run's metrics are reproduced bit for bit only by the same code and libraries, on the same kind
-of device, with the same number of threads in XLA's CPU thread pool (README "Runs" has the
+of device and CPU, with the same number of threads in XLA's CPU thread pool (README "Runs" has the
 measurements). :func:`environment` collects these:
 
 - ``rp1``: version, and the git commit when rp1 runs from a checkout (``unknown`` otherwise; with
@@ -9,6 +9,12 @@ measurements). :func:`environment` collects these:
 - ``python``, and the versions of the libraries the numbers come from (:data:`PACKAGES`);
 - ``backend`` and ``device``: JAX's default backend and its device (the CPU's model name from
   ``/proc/cpuinfo``, else the platform's processor; a GPU's kind);
+- ``cpu_features``: the CPU's vector and floating-point instruction-set extensions
+  (:data:`CPU_EXTENSIONS`), on every backend. A model name can hide them (a hypervisor's "AMD
+  EPYC" is CPUs with and without AVX-512), and they choose the arithmetic: XLA compiles for the
+  extensions of the CPU it runs on, NumPy's OpenBLAS picks its kernels by them (for the PCA
+  residual's linear algebra: its AVX-512 kernels and its Zen kernels give a quick run two curves);
+  ``openblas_coretype``: ``OPENBLAS_CORETYPE``, which overrides OpenBLAS's pick;
 - ``xla_threads``: the size of XLA's CPU thread pool, which XLA takes from ``PJRT_NPROC`` or
   ``NPROC`` where set and otherwise from the CPUs this process may run on
   (``os.sched_getaffinity``: ``taskset`` and cgroups' cpusets narrow it); ``xla_flags``:
@@ -17,7 +23,8 @@ measurements). :func:`environment` collects these:
 :func:`record` keeps a list of them in the run directory, each with the iteration from which it
 applies: a fresh run writes one; a resume on the environment of the last entry adds nothing, a
 resume elsewhere appends one and returns a one-line warning. ``host`` and ``recorded`` (local time)
-are kept with each entry but not compared: identical machines give identical numbers.
+are kept with each entry but not compared: identical machines give identical numbers. An entry
+written before a field existed is read too; the field counts as differing (``not recorded``).
 """
 
 from __future__ import annotations
@@ -38,6 +45,13 @@ from rp1.runs import ENVIRONMENT, write_atomically
 
 PACKAGES = ("jax", "jaxlib", "numpy", "mujoco", "gymnasium", "optax")
 """The libraries whose versions a run's numbers depend on."""
+CPU_EXTENSIONS = {
+    "flags": ("sse", "ssse3", "pni", "avx", "fma", "f16c", "xop", "amx"),
+    "Features": ("asimd", "sve", "sme", "fphp", "bf16", "i8mm", "f32mm", "f64mm"),
+}
+"""Prefixes of the ``/proc/cpuinfo`` flags of vector and floating-point extensions, per line: x86's
+``flags`` (SSE, ``pni`` being SSE3; AVX, AVX2, AVX-512, AVX-VNNI; FMA, F16C, XOP, AMX) and Arm's
+``Features`` (Advanced SIMD, SVE, SME, half precision, BF16, the matrix multiplies)."""
 NOT_COMPARED = ("from_iteration", "host", "recorded")
 """Fields of a record entry that say when and where, not what the numbers depend on."""
 
@@ -54,8 +68,10 @@ def environment() -> dict[str, Any]:
         **{name: _version(name) for name in PACKAGES},
         "backend": backend,
         "device": _cpu_model() if backend == "cpu" else jax.devices()[0].device_kind,
+        "cpu_features": cpu_features(),
         "xla_threads": xla_threads(),
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", ""),
     }
 
 
@@ -72,6 +88,21 @@ def xla_threads(environ: dict[str, str] | os._Environ = os.environ) -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # no affinity on this platform
         return os.cpu_count() or 1
+
+
+def cpu_features(cpuinfo: str | os.PathLike = "/proc/cpuinfo") -> str:
+    """The CPU's vector and floating-point extensions (:data:`CPU_EXTENSIONS`) in ``cpuinfo``'s
+    first ``flags`` or ``Features`` line, sorted and space-separated; ``unknown`` without one
+    (a system without ``/proc/cpuinfo``)."""
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() in CPU_EXTENSIONS:
+                    return " ".join(sorted(flag for flag in set(value.split()) if flag.startswith(CPU_EXTENSIONS[key.strip()])))
+    except OSError:
+        pass
+    return "unknown"
 
 
 def record(run_dir: str | os.PathLike, iteration: int) -> str | None:
@@ -98,7 +129,7 @@ def record(run_dir: str | os.PathLike, iteration: int) -> str | None:
             f"rp1: warning: {run_dir} has no record of where iterations 0-{iteration - 1} ran (an earlier rp1 wrote "
             f"them); from iteration {iteration} on it runs on {summary(here)}"
         )
-    changed = "; ".join(f"{key} {last.get(key)!r} -> {value!r}" for key, value in here.items() if last.get(key) != value)
+    changed = "; ".join(_change(key, last, value) for key, value in here.items() if last.get(key) != value)
     return (
         f"rp1: warning: {run_dir} continues from iteration {iteration} in another environment than it ran in "
         f"({changed}): its metrics may differ from an uninterrupted run's from there on; recorded in {file}"
@@ -108,6 +139,18 @@ def record(run_dir: str | os.PathLike, iteration: int) -> str | None:
 def summary(env: dict[str, Any]) -> str:
     """``device, N XLA threads, jax X, rp1 V (commit)`` of an :func:`environment`."""
     return f"{env['device']}, {env['xla_threads']} XLA threads, jax {env['jax']}, rp1 {env['rp1']} ({env['commit']})"
+
+
+def _change(key: str, last: dict[str, Any], now: Any) -> str:
+    """How field ``key`` of entry ``last`` became ``now``: ``key 'was' -> 'now'``, ``key not
+    recorded -> 'now'`` for a field ``last`` was written without, and for ``cpu_features`` the
+    extensions gone (``-``) and added (``+``)."""
+    if key not in last:
+        return f"{key} not recorded -> {now!r}"
+    if key == "cpu_features":
+        was, here = set(str(last[key]).split()), set(str(now).split())
+        return f"{key} " + " ".join([*(f"-{f}" for f in sorted(was - here)), *(f"+{f}" for f in sorted(here - was))])
+    return f"{key} {last[key]!r} -> {now!r}"
 
 
 def _compared(entry: dict[str, Any]) -> dict[str, Any]:
