@@ -40,6 +40,7 @@ import io
 import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -177,10 +178,10 @@ class RunDir:
         else:
             self._check_new(config)
         self._config = config
-        with _storage("write", self.path / CONFIG):
+        with _storage("write", self.path / FINISHED):
             self.path.mkdir(parents=True, exist_ok=True)
             (self.path / FINISHED).unlink(missing_ok=True)
-            _atomic_write(self.path / CONFIG, json.dumps(config, indent=2).encode())
+        write_atomically(self.path / CONFIG, json.dumps(config, indent=2).encode(), "config")
         return saved
 
     def _run_files(self) -> list[str]:
@@ -236,8 +237,7 @@ class RunDir:
         writer = csv.DictWriter(text, METRIC_COLUMNS, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(_clean(r) for r in rows)
-        with _storage("write", self.path / METRICS):
-            _atomic_write(self.path / METRICS, text.getvalue().encode())
+        write_atomically(self.path / METRICS, text.getvalue().encode(), "metrics")
 
     def append_metrics(self, row: dict[str, Any]) -> None:
         """Append one row and flush it to disk."""
@@ -250,9 +250,7 @@ class RunDir:
         """Write ``state`` (nested dicts of arrays, numbers, strings) with the config it belongs
         to, atomically: on any failure the previous checkpoint stays as it was."""
         data = {"config": _canonical(self._bound_config()), "agent": state}
-        with _storage("write checkpoint", self.checkpoint_path):
-            self.checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
-            _atomic_write(self.checkpoint_path, serialization.msgpack_serialize(data))
+        write_atomically(self.checkpoint_path, serialization.msgpack_serialize(data), "checkpoint")
 
     def load_checkpoint(self, config: dict[str, Any]) -> dict[str, Any]:
         """The agent state saved by :meth:`save_checkpoint` under ``config``; ConfigError if the
@@ -273,8 +271,7 @@ class RunDir:
 
     def mark_finished(self) -> None:
         """Write the ``finished`` marker of the bound config, atomically."""
-        with _storage("write", self.path / FINISHED):
-            _atomic_write(self.path / FINISHED, (config_hash(self._bound_config()) + "\n").encode())
+        write_atomically(self.path / FINISHED, (config_hash(self._bound_config()) + "\n").encode(), "finished marker")
 
     def _bound_config(self) -> dict[str, Any]:
         if self._config is None:
@@ -331,25 +328,32 @@ def _clean(row: dict[str, Any]) -> dict[str, Any]:
 
 def write_atomically(path: Path, data: bytes, what: str) -> None:
     """Replace the file ``path`` (``what`` it is, for the error) by ``data`` atomically, creating its
-    directory; StorageError naming the file if the machine fails."""
+    directory; StorageError naming the file if the machine fails. The one way rp1 replaces a file
+    (run files, policy files, videos, report outputs)."""
     with _storage(f"write {what}", path):
         path.parent.mkdir(parents=True, exist_ok=True)
         _atomic_write(path, data)
 
 
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)  # read once: the mode a file created as usual would get is 0o666 & ~umask
+
+
 def _atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` by ``data`` through a temporary file: ``path`` is either the old or the new
-    content, never a mix; the temporary file is removed if writing it fails."""
-    tmp = path.with_name(path.name + ".tmp")
+    """Replace ``path`` by ``data`` through a temporary file of a new, unique name in its directory
+    (created exclusively, so no file or link planted there is followed): ``path`` is either the old
+    or the new content, never a mix; the temporary file is removed if writing it fails."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with open(tmp, "wb") as f:
+        with open(fd, "wb") as f:
+            os.fchmod(f.fileno(), 0o666 & ~_UMASK)
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
-            tmp.unlink()
+            os.unlink(tmp)
         raise
 
 

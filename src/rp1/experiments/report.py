@@ -18,6 +18,7 @@ from rp1.experiments.paper import ADAPTIVE_LAMBDA, MODEL_FREE, PAPER_LAMBDA_DIRE
 from rp1.experiments.runs_table import LoadedRuns, load_runs, scale_order
 from rp1.experiments.claims import write_claims
 from rp1.experiments.tables import TABLES, markdown_table, table_frames, write_table_frames
+from rp1.runs import write_atomically
 
 CURVE_FIGURES: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
     ("fig1", "Figure 1: RP1 vs baselines", ("greedy", "vr", "rp1"), True),
@@ -131,7 +132,7 @@ def write_lambda_analysis(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Pa
     summary = stats.lambda_summary(improvements)
     if summary.empty:
         return []
-    summary.to_csv(out / "fig2_lambda.csv", index=False)
+    write_atomically(out / "fig2_lambda.csv", summary.to_csv(index=False).encode(), "report file")
     trend = stats.lambda_trend(improvements)
     order = sorted(
         range(len(trend)),
@@ -142,8 +143,8 @@ def write_lambda_analysis(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Pa
         ),
     )
     trend = trend.iloc[order].reset_index(drop=True)
-    trend.to_csv(out / "fig2_lambda_trend.csv", index=False)
-    (out / "fig2_lambda.md").write_text(lambda_trend_text(trend), encoding="utf-8")
+    write_atomically(out / "fig2_lambda_trend.csv", trend.to_csv(index=False).encode(), "report file")
+    write_atomically(out / "fig2_lambda.md", lambda_trend_text(trend).encode(), "report file")
     figure = figures.lambda_figure(summary, tasks, out / "fig2_lambda.png")
     written = [out / "fig2_lambda.csv", out / "fig2_lambda_trend.csv", out / "fig2_lambda.md"]
     return written + ([figure] if figure else [])
@@ -219,7 +220,7 @@ def write_phase_summary(metrics: pd.DataFrame, out: Path) -> list[Path]:
     summary = stats.phase_summary(metrics[metrics["method"] != MODEL_FREE])
     if summary.empty:
         return []
-    summary.to_csv(out / "phases.csv", index=False)
+    write_atomically(out / "phases.csv", summary.to_csv(index=False).encode(), "report file")
     columns = {
         "runs": summary["runs"].map("{:,}".format),
         "phase cap": summary["caps"],
@@ -237,7 +238,7 @@ def write_phase_summary(metrics: pd.DataFrame, out: Path) -> list[Path]:
         "share of phases that took fewer samples than the cap or the budget left allowed. See "
         f"index.md for the definitions.\n\n{table}\n"
     )
-    (out / "phases.md").write_text(text, encoding="utf-8")
+    write_atomically(out / "phases.md", text.encode(), "report file")
     return [out / "phases.csv", out / "phases.md"]
 
 
@@ -276,7 +277,7 @@ def write_index(loaded: LoadedRuns, written: list[Path], out: Path) -> Path:
     body = "".join(f"## {title}\n\n{content}\n\n" for title, content in sections)
     text = f"# rp1 report\n\n{body}{DEFINITIONS}"
     path = out / "index.md"
-    path.write_text(text, encoding="utf-8")
+    write_atomically(path, text.encode(), "report file")
     return path
 
 
