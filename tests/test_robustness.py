@@ -47,3 +47,48 @@ def test_a_link_planted_as_the_lock_file_is_not_followed(tmp_path, capsys):
     (out / "lock").symlink_to(victim)
     one_error(*run_cli(train_args(out), capsys), 1, str(out / "lock"))
     assert victim.read_text() == "precious"
+
+
+# --- options: range-checked, usage errors one line on every command (defect 8) ------------------
+
+USAGE = {
+    "train: not an integer": (["train", "--preset", "hopper-quick", "--budget", "1e12"], "--budget"),
+    "train: unknown option": (["train", "--preset", "hopper-quick", "--bogus"], "--bogus"),
+    "sweep: missing --out": (["sweep", "--presets", "hopper-quick"], "--out"),
+    "evaluate: not an integer": (["evaluate", "RUN", "--episodes", "1e20"], "--episodes"),
+    "evaluate: no run": (["evaluate"], "run"),
+    "report: no root": (["report"], "root"),
+    "envs: extra argument": (["envs", "a", "b"], "b"),
+    "presets: unknown option": (["presets", "--x"], "--x"),
+}
+
+
+@pytest.mark.parametrize("case", list(USAGE))
+def test_usage_errors_are_one_line_exit_2_on_every_command(case, capsys):
+    args, fragment = USAGE[case]
+    one_error(*run_cli(args, capsys), 2, fragment)
+
+
+OUT_OF_RANGE = {
+    "train: budget": (["train", "--preset", "hopper-quick", "--budget", str(10**12)], "budget", "1,000,000,000"),
+    "train: seed 2**64": (["train", "--preset", "hopper-quick", "--seed", str(2**64)], "seed", "2143289344"),
+    "train: members": (["train", "--preset", "hopper-quick", "--set", "model.members=100000"], "model.members", "100"),
+    "train: batch": (["train", "--preset", "hopper-quick", "--set", "policy.batch_steps=1000000000"], "policy.batch_steps", "10,000,000"),
+    "train: no hidden layers": (["train", "--preset", "hopper-quick", "--set", "model.hidden="], "model.hidden", "1 to 16"),
+    "train: horizon": (["train", "--preset", "hopper-quick", "--horizon", str(10**9)], "horizon", "1,000,000"),
+    "sweep: seeds": (["sweep", "--presets", "hopper-quick", "--seeds", f"0-{10**20}"], "--seeds", "10,000"),
+    "sweep: workers": (["sweep", "--presets", "hopper-quick", "--workers", str(10**20)], "--workers", "1024"),
+    "evaluate: seed 2**64": (["evaluate", "RUN", "--seed", str(2**64)], "--seed", "2143289344"),
+    "evaluate: episodes": (["evaluate", "RUN", "--episodes", str(10**20)], "--episodes", "10,000"),
+    "evaluate: size": (["evaluate", "RUN", "--size", "100000x100000", "--video", "OUT/v.mp4"], "--size", "4096"),
+}
+
+
+@pytest.mark.parametrize("case", list(OUT_OF_RANGE))
+def test_out_of_range_options_are_one_line_exit_2_nothing_written(case, tmp_path, capsys):
+    args, *fragments = OUT_OF_RANGE[case]
+    args = [a.replace("RUN", str(tmp_path / "run")).replace("OUT", str(tmp_path / "out")) for a in args]
+    if args[0] in ("train", "sweep"):
+        args += ["--out", str(tmp_path / "out")]
+    one_error(*run_cli(args, capsys), 2, *fragments)
+    assert not (tmp_path / "out").exists()

@@ -25,11 +25,14 @@ from pathlib import Path
 
 import numpy as np
 
+from rp1.config.validation import AT_MOST, SEED_LIMIT
 from rp1.errors import ConfigError
 from rp1.policy_files import BEST, LAST, WHICH, Replay, TrainedPolicy, read_policy, returns_summary
 from rp1.runs import POLICY_DIR, RunDir
 
 CHECKPOINT = "last (checkpoint)"  # TrainedPolicy.which of a policy read from a checkpoint
+MAX_EPISODES = AT_MOST["eval_episodes"]
+"""Episodes ``rp1 evaluate`` runs at most, as many as a run may evaluate."""
 
 
 def load_policy(run_dir: str | os.PathLike, which: str = BEST) -> TrainedPolicy:
@@ -147,10 +150,10 @@ def evaluate_run(
     """
     if which not in WHICH:
         raise ConfigError(f"unknown --policy {which!r}; choose {' or '.join(WHICH)}")
-    if episodes is not None and episodes < 1:
-        raise ConfigError(f"--episodes must be >= 1, got {episodes}")
-    if seed is not None and seed < 0:
-        raise ConfigError(f"--seed must be >= 0, got {seed}")
+    if episodes is not None and not 1 <= episodes <= MAX_EPISODES:
+        raise ConfigError(f"--episodes must be in [1, {MAX_EPISODES:,}], got {episodes}")
+    if seed is not None and not 0 <= seed < SEED_LIMIT:
+        raise ConfigError(f"--seed must be in [0, {SEED_LIMIT}) (2**31 - 2**22), got {seed}")
     if video is not None:
         from rp1.video import DEFAULT_SIZE, check_video
 

@@ -39,6 +39,9 @@ from rp1.runs import check_writable_dir, write_atomically
 
 SUFFIXES = (".mp4", ".gif")
 DEFAULT_SIZE = (320, 240)  # width, height
+MAX_SIDE = 4096
+"""The largest width or height of a video, in pixels (4K; MuJoCo's offscreen buffer holds no more
+on common OpenGL drivers)."""
 PACKAGES = {".mp4": ("imageio_ffmpeg", "imageio-ffmpeg"), ".gif": ("PIL", "Pillow")}
 
 
@@ -46,7 +49,8 @@ PACKAGES = {".mp4": ("imageio_ffmpeg", "imageio-ffmpeg"), ".gif": ("PIL", "Pillo
 
 
 def parse_size(text: str) -> tuple[int, int]:
-    """``"320x240"`` -> ``(320, 240)``; ConfigError unless two positive integers."""
+    """``"320x240"`` -> ``(320, 240)``; ConfigError unless two positive integers of at most
+    :data:`MAX_SIDE`."""
     width, sep, height = text.lower().partition("x")
     try:
         size = (int(width), int(height))
@@ -54,6 +58,8 @@ def parse_size(text: str) -> tuple[int, int]:
         size = (0, 0)
     if not sep or min(size) < 1:
         raise ConfigError(f"--size expects WIDTHxHEIGHT in pixels, e.g. 320x240, got {text!r}")
+    if max(size) > MAX_SIDE:
+        raise ConfigError(f"--size {text}: width and height must be at most {MAX_SIDE} pixels")
     return size
 
 
