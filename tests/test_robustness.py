@@ -92,3 +92,37 @@ def test_out_of_range_options_are_one_line_exit_2_nothing_written(case, tmp_path
         args += ["--out", str(tmp_path / "out")]
     one_error(*run_cli(args, capsys), 2, *fragments)
     assert not (tmp_path / "out").exists()
+
+
+# --- policy files: metadata checked, a policy of another run refused (defect 7) -----------------
+
+
+def rewrite_meta(path: Path, change) -> None:
+    """Replace the metadata of the policy file ``path`` by ``change(meta)`` (a valid msgpack file)."""
+    from flax import serialization
+
+    data = serialization.msgpack_restore(path.read_bytes())
+    data["meta"] = json.dumps(change(json.loads(data["meta"])))
+    path.write_bytes(serialization.msgpack_serialize(data))
+
+
+BAD_META = {
+    "a key missing": (lambda meta: {k: v for k, v in meta.items() if k != "evaluator"}, "lacks evaluator"),
+    "not a map": (lambda meta: [meta], "not a map"),
+    "a key of the wrong type": (lambda meta: {**meta, "obs_dim": "17"}, "obs_dim"),
+    "sizes that do not fit": (lambda meta: {**meta, "act_dim": 2}, "sizes"),
+    "another task": (lambda meta: {**meta, "task": "hopper"}, "task 'hopper'"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_META))
+def test_policy_file_with_bad_metadata_is_one_line_exit_2_and_a_config_error(case, copied_run, capsys):
+    from rp1 import load_policy
+    from rp1.errors import ConfigError
+
+    change, fragment = BAD_META[case]
+    policy = copied_run / "policy" / "best.msgpack"
+    rewrite_meta(policy, change)
+    one_error(*run_cli(["evaluate", copied_run], capsys), 2, str(policy), fragment)
+    with pytest.raises(ConfigError, match=fragment):
+        load_policy(copied_run)

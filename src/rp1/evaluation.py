@@ -51,7 +51,7 @@ def load_policy(run_dir: str | os.PathLike, which: str = BEST) -> TrainedPolicy:
         raise ConfigError(f"no run directory {run.path}")
     path = run.path / POLICY_DIR / f"{which}.msgpack"
     if path.exists():
-        return read_policy(path)
+        return check_policy_of_run(read_policy(path), run)
     if (run.path / POLICY_DIR).is_dir():
         if which == BEST:
             raise ConfigError(f"{run.path} holds no best policy yet: no trained policy has been evaluated (no {path})")
@@ -65,6 +65,25 @@ def load_policy(run_dir: str | os.PathLike, which: str = BEST) -> TrainedPolicy:
         raise ConfigError(f"{earlier}, and its last policy needs a checkpoint, which it lacks")
     fallback = "; --policy last evaluates its last policy, from its checkpoint" if run.has_checkpoint() else ""
     raise ConfigError(f"{earlier}, so its best policy is lost{fallback}")
+
+
+def check_policy_of_run(policy: TrainedPolicy, run: RunDir) -> TrainedPolicy:
+    """``policy``, read from ``run``'s policy files; ConfigError naming its file if it is of another
+    task than the run's ``config.json`` names or its sizes are not the task's (a file copied in from
+    another run)."""
+    config = run.read_config()
+    if config is not None and policy.task != config.get("task"):
+        raise ConfigError(f"{policy.path} is a policy of task {policy.task!r}, but {run.path} is a run of {config.get('task')!r}")
+    from rp1 import envs
+
+    env, task = envs.make(policy.task, horizon=policy.horizon)
+    env.close()
+    if (policy.obs_dim, policy.act_dim) != (task.obs_dim, task.act_dim):
+        raise ConfigError(
+            f"{policy.path} acts on observations of {policy.obs_dim} and actions of {policy.act_dim} values, "
+            f"but task {policy.task!r} has {task.obs_dim} and {task.act_dim}"
+        )
+    return policy
 
 
 def checkpoint_policy(run: RunDir) -> TrainedPolicy:
