@@ -19,6 +19,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,8 +130,10 @@ class Evaluation:
     video: Path | None = None
 
     def to_json(self) -> dict:
-        """Everything, for ``rp1 evaluate --json`` (floats in full precision)."""
+        """Everything, for ``rp1 evaluate --json`` (floats in full precision; ``None``, JSON's
+        ``null``, for a number that is not finite, which JSON cannot hold)."""
         p = self.policy
+        finite = lambda x: None if x is None or not math.isfinite(x) else float(x)  # noqa: E731
         return {
             "run": str(self.run),
             "policy": p.which,
@@ -140,13 +143,13 @@ class Evaluation:
             "iteration": p.iteration,
             "samples": p.samples,
             "kept_since": p.kept_since,
-            "recorded_return": p.eval_return,
+            "recorded_return": finite(p.eval_return),
             "episodes": self.replay.episodes,
             "replayed": self.replayed,
             "reset_seeds": None if self.replay.seeds is None else list(self.replay.seeds),
-            "returns": [float(r) for r in self.returns],
-            "mean": self.mean,
-            "std": self.std,
+            "returns": [finite(r) for r in self.returns],
+            "mean": finite(self.mean),
+            "std": finite(self.std),
             "video": None if self.video is None else str(self.video),
         }
 

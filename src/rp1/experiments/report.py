@@ -77,7 +77,9 @@ DEFINITIONS = """## How the numbers are made
   budget − samples).
 - **Metrics rows left out** (listed above): a last line of `metrics.csv` without its newline (the
   run was killed while writing it; a number may be cut, e.g. `12.3` of `12.345`), a row with a
-  field that is not a number or another number of fields than the header.
+  field that is not a number or another number of fields than the header, a row whose
+  `eval_return` is not finite (`nan`, `inf`). A run whose `config.json` or `metrics.csv` is
+  malformed is left out whole.
 """
 
 
@@ -290,7 +292,9 @@ def write_report(root: Path, out: Path) -> list[Path]:
     ``fig_ablation_<task>.png``,
     ``diag_<task>.png``, ``phases.csv`` / ``.md`` and ``index.md`` (tables, figures and summaries
     only where there are runs for them). Returns the paths written, ``index.md`` last. Raises
-    ConfigError when ``root`` holds no run directory or a malformed one.
+    ConfigError when ``root`` holds no run directory (a malformed one is left out with a note);
+    every file is written atomically, and a file the machine fails to write is a StorageError
+    naming it.
     """
     loaded = load_runs(Path(root))
     metrics, out = loaded.metrics, Path(out)
