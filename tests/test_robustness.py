@@ -201,3 +201,36 @@ def test_evaluate_json_writes_null_for_a_number_that_is_not_finite(finished_run,
 
     result = json.loads(out, parse_constant=refuse)
     assert code == 0 and result["mean"] is None and result["returns"] == [None] * len(result["returns"])
+
+
+# --- --overwrite deletes only what rp1 wrote, and only in an rp1 run (defect 6) ------------------
+
+
+def test_a_directory_whose_config_json_is_not_rp1s_is_refused_untouched(tmp_path, capsys):
+    out = tmp_path / "project"
+    out.mkdir()
+    (out / CONFIG).write_text(json.dumps({"name": "my web app", "port": 8080}))
+    (out / METRICS).write_text("mine\n")
+    before = snapshot(out)
+    for flag in ([], ["--overwrite"], ["--resume"]):
+        one_error(*run_cli(train_args(out, *flag), capsys), 2, str(out / CONFIG), "not the config of an rp1 run")
+        assert snapshot(out) == before
+
+
+def test_overwrite_deletes_only_the_files_rp1_wrote(copied_run, capsys):
+    mine = {
+        "notes.txt": "mine",
+        "policy/my_policy.msgpack": "mine",
+        "checkpoint/backup.msgpack": "mine",
+        "videos/holiday.mp4": "mine",
+        "tensorboard/readme.txt": "mine",
+    }
+    for name, text in mine.items():
+        (copied_run / name).parent.mkdir(exist_ok=True)
+        (copied_run / name).write_text(text)
+    (copied_run / "checkpoint" / ".state.msgpack.abc123.tmp").write_bytes(b"left by a kill")
+    assert main(train_args(copied_run, "--overwrite", "--seed", "1")) == 0
+    for name, text in mine.items():
+        assert (copied_run / name).read_text() == text, name
+    assert not (copied_run / "checkpoint" / ".state.msgpack.abc123.tmp").exists()
+    assert json.loads((copied_run / CONFIG).read_text())["seed"] == 1

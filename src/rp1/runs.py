@@ -35,11 +35,11 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import fnmatch
 import hashlib
 import io
 import json
 import os
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
@@ -84,6 +84,17 @@ VIDEO_DIR = "videos"  # best_<samples>.mp4 with --video
 TENSORBOARD_DIR = "tensorboard"  # event files with --tensorboard
 OUTPUT_DIRS = (POLICY_DIR, VIDEO_DIR, TENSORBOARD_DIR)
 ENVIRONMENT = "environment.json"
+RUN_FILES = {
+    ".": (CONFIG, METRICS, FINISHED, CURVE, ENVIRONMENT),
+    str(CHECKPOINT.parent): (CHECKPOINT.name,),
+    POLICY_DIR: ("best.msgpack", "last.msgpack"),
+    VIDEO_DIR: ("best_[0-9]*.mp4",),
+    TENSORBOARD_DIR: ("events.out.tfevents.*",),
+}
+"""The files rp1 writes in a run directory, by folder (``fnmatch`` patterns): what ``--overwrite``
+deletes (with their temporary files), and nothing else."""
+CONFIG_KEYS = ("preset", "task", "method", "seed", "budget")
+"""Keys every rp1 config has, of every schema: a ``config.json`` without them is not rp1's."""
 
 
 class RunDir:
@@ -143,6 +154,9 @@ class RunDir:
             raise ConfigError(f"{file} is not valid JSON ({err})") from None
         if not isinstance(config, dict):
             raise ConfigError(f"{file} does not hold a config (a JSON object), but a {type(config).__name__}")
+        missing = [key for key in CONFIG_KEYS if key not in config]
+        if missing:
+            raise ConfigError(f"{file} is not the config of an rp1 run (it lacks {', '.join(missing)}); rp1 leaves this directory alone")
         return config
 
     def prepare(self, config: dict[str, Any], resume: bool = False, overwrite: bool = False) -> dict[str, Any] | None:
@@ -155,9 +169,10 @@ class RunDir:
           and ``finished`` marker, where present, must have been written under ``config``. A
           missing ``config.json`` is written again; a run killed before its first checkpoint starts
           afresh.
-        - ``overwrite``: the run's files (config, metrics, checkpoint, marker, learning curve,
-          policy files, videos, TensorBoard log, environment record) are deleted first; other
-          files stay.
+        - ``overwrite``: the run's files (:data:`RUN_FILES`: config, metrics, checkpoint, marker,
+          learning curve, policy files, videos, TensorBoard log, environment record) are deleted
+          first, and folders they leave empty; other files stay. A ``config.json`` that is not an
+          rp1 config is refused.
 
         A stored config is compared as :meth:`read_config` reads it (a run of an earlier rp1 with
         the keys it lacked filled in); a run with a checkpoint of a schema before
@@ -172,7 +187,8 @@ class RunDir:
             raise ConfigError("--resume and --overwrite exclude each other: continue the run or replace it")
         saved = None
         if overwrite:
-            self._clear()
+            self.read_stored_config()  # refuses a directory whose config.json is not rp1's
+            self.clear()
         elif resume:
             saved = self._check_resume(config)
         else:
@@ -223,13 +239,19 @@ class RunDir:
         self.is_finished(config)
         return saved
 
-    def _clear(self) -> None:
+    def clear(self) -> None:
+        """Delete the files rp1 wrote here (:data:`RUN_FILES`, with temporary files a kill left) and
+        the folders of :data:`RUN_FILES` they leave empty; any other file stays."""
         with _storage("delete", self.path):
-            for name in (CONFIG, METRICS, FINISHED, CURVE, ENVIRONMENT):
-                (self.path / name).unlink(missing_ok=True)
-            for directory in (self.checkpoint_path.parent, *(self.path / name for name in OUTPUT_DIRS)):
-                if directory.is_dir():
-                    shutil.rmtree(directory)
+            for folder, patterns in RUN_FILES.items():
+                directory = self.path / folder
+                if directory.is_symlink() or not directory.is_dir():
+                    continue
+                for entry in directory.iterdir():
+                    if not entry.is_dir() and _written_by_rp1(entry.name, patterns):
+                        entry.unlink()
+                if folder != "." and not any(directory.iterdir()):
+                    directory.rmdir()
 
     def write_metrics(self, rows: list[dict[str, Any]]) -> None:
         """Replace ``metrics.csv`` by ``rows``, atomically (used when starting or resuming)."""
@@ -320,6 +342,12 @@ def _storage(action: str, path: Path) -> Iterator[None]:
 def _read(path: Path, what: str) -> bytes:
     with _storage(f"read {what}", path):
         return path.read_bytes()
+
+
+def _written_by_rp1(name: str, patterns: tuple[str, ...]) -> bool:
+    """Whether a file ``name`` is one of ``patterns`` or a temporary file of one (``.NAME.*.tmp``
+    of :func:`_atomic_write`, ``NAME.tmp`` of an earlier rp1)."""
+    return any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(name, f".{p}.*.tmp") or fnmatch.fnmatchcase(name, f"{p}.tmp") for p in patterns)
 
 
 def _clean(row: dict[str, Any]) -> dict[str, Any]:
