@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import fill_disk, one_error, run_cli, run_cli_output, snapshot, train_args
+from helpers import fill_disk, one_error, run_cli, run_cli_output, set_args, snapshot, train_args
 from rp1.cli import main
 from rp1.runs import CHECKPOINT, CONFIG, ENVIRONMENT, FINISHED, METRICS
 
@@ -234,3 +234,25 @@ def test_overwrite_deletes_only_the_files_rp1_wrote(copied_run, capsys):
         assert (copied_run / name).read_text() == text, name
     assert not (copied_run / "checkpoint" / ".state.msgpack.abc123.tmp").exists()
     assert json.loads((copied_run / CONFIG).read_text())["seed"] == 1
+
+
+# --- a diverging run stops with one line, its checkpoint kept (defect 3) -------------------------
+
+DIVERGING = {  # the stop rule would restore a policy from before it diverged, unless told not to
+    "model fit": (["model.lr=1e6"], "the world model's fit diverged", "model.lr = 1000000.0"),
+    "policy": (["policy.lr=1e8", "policy.restore_best=false"], "policy training in the model diverged", "policy.lr = 100000000.0"),
+}
+
+
+@pytest.mark.parametrize("case", list(DIVERGING))
+def test_divergence_is_one_line_exit_1_without_a_nan_row_and_the_checkpoint_kept(case, tmp_path, capsys):
+    import math
+
+    from helpers import read_rows
+
+    settings, *fragments = DIVERGING[case]
+    out = tmp_path / "run"
+    one_error(*run_cli(train_args(out, *set_args(settings)), capsys), 1, *fragments, "iteration 1")
+    rows = read_rows(out)
+    assert [row["iteration"] for row in rows] == ["0"] and math.isfinite(float(rows[0]["eval_return"]))
+    assert (out / CHECKPOINT).is_file() and not (out / FINISHED).exists()
