@@ -256,3 +256,27 @@ def test_divergence_is_one_line_exit_1_without_a_nan_row_and_the_checkpoint_kept
     rows = read_rows(out)
     assert [row["iteration"] for row in rows] == ["0"] and math.isfinite(float(rows[0]["eval_return"]))
     assert (out / CHECKPOINT).is_file() and not (out / FINISHED).exists()
+
+
+# --- a run's task module is not imported from the working directory (defect 9) ------------------
+
+
+def test_python_m_rp1_evaluate_does_not_import_a_task_module_from_the_working_directory(copied_run, tmp_path):
+    import subprocess
+    import sys
+
+    from helpers import subprocess_env
+
+    here = tmp_path / "cwd"
+    here.mkdir()
+    marker = tmp_path / "imported"
+    (here / "planted27.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    config = json.loads((copied_run / CONFIG).read_text())
+    (copied_run / CONFIG).write_text(json.dumps({**config, "task": "planted27:SPEC"}))
+    rewrite_meta(copied_run / "policy" / "best.msgpack", lambda meta: {**meta, "task": "planted27:SPEC"})
+    done = subprocess.run(
+        [sys.executable, "-m", "rp1", "evaluate", str(copied_run)], cwd=here, env=subprocess_env(),
+        capture_output=True, text=True, timeout=300,
+    )
+    assert not marker.exists()
+    one_error(done.returncode, done.stderr.strip().splitlines(), 2, "planted27")
