@@ -280,3 +280,44 @@ def test_python_m_rp1_evaluate_does_not_import_a_task_module_from_the_working_di
     )
     assert not marker.exists()
     one_error(done.returncode, done.stderr.strip().splitlines(), 2, "planted27")
+
+
+# --- a video the encoder fails to write is an error, and nothing is left (defect 2) --------------
+
+
+@pytest.fixture
+def failing_encoder(tmp_path, monkeypatch):
+    """Skip unless MuJoCo renders here and the video extra is installed; then make ffmpeg a program
+    that writes part of its output and fails as on a full disk. Returns the temporary directory
+    videos are encoded in (empty again after any video)."""
+    import tempfile
+
+    pytest.importorskip("imageio_ffmpeg")
+    import imageio_ffmpeg
+
+    from rp1.errors import RenderError
+    from rp1.video import check_rendering
+
+    try:
+        check_rendering("halfcheetah", 100, (64, 48))
+    except RenderError as err:
+        pytest.skip(f"no OpenGL for offscreen rendering: {err}")
+    fake = tmp_path / "ffmpeg"
+    fake.write_text('#!/bin/sh\nfor out; do :; done\nhead -c 1000 > "$out"\necho "av_interleaved_write_frame(): No space left on device" >&2\nexit 1\n')
+    fake.chmod(0o755)
+    monkeypatch.setattr(imageio_ffmpeg, "get_ffmpeg_exe", lambda: str(fake))
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    return temporary
+
+
+def test_a_failed_video_encode_is_one_line_exit_1_and_leaves_nothing(failing_encoder, finished_run, tmp_path, capsys):
+    video = tmp_path / "out" / "best.mp4"
+    args = ["evaluate", finished_run, "--episodes", "1", "--size", "64x48", "--video", video]
+    code, out, err = run_cli_output(args, capsys)
+    one_error(code, err, 1, str(video), "No space left on device")
+    assert "video:" not in out and not video.exists() and list(failing_encoder.iterdir()) == []
+    out = tmp_path / "run"
+    one_error(*run_cli(train_args(out, "--video"), capsys), 1, str(out / "videos"), "No space left on device")
+    assert not any((out / "videos").glob("*")) and list(failing_encoder.iterdir()) == []

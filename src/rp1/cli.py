@@ -15,7 +15,6 @@ from typing import Optional
 import typer
 
 from rp1.cli_options import LOGGING, MANY_RUNS, ONE_RUN, RUN_SETTINGS, Options, command, reflowed
-from rp1.config.validation import SEED_LIMIT
 from rp1.errors import ConfigError, Rp1Error
 
 app = typer.Typer(
@@ -181,6 +180,8 @@ def run_summary(run_dir: Path, curve: Path | None) -> str:
 def parse_seeds(text: str) -> list[int]:
     """``"0-9"`` or ``"0,2,5"`` or ``"0-2,7"`` -> sorted unique seeds; ConfigError if malformed, a
     seed is outside ``[0, SEED_LIMIT)`` or there are more than :data:`MAX_SEEDS`."""
+    from rp1.config.validation import SEED_LIMIT
+
     try:
         ranges = [(int(lo), int(hi) if sep else int(lo)) for lo, sep, hi in (part.strip().partition("-") for part in text.split(","))]
     except ValueError:
@@ -242,9 +243,11 @@ def evaluate(
     import json
 
     from rp1.evaluation import describe, evaluate_run
+    from rp1.signals import exit_on_signals
     from rp1.video import parse_size
 
-    result = evaluate_run(run, policy, episodes=episodes, seed=seed, video=video, size=parse_size(size))
+    with exit_on_signals("nothing was written"):
+        result = evaluate_run(run, policy, episodes=episodes, seed=seed, video=video, size=parse_size(size))
     typer.echo(json.dumps(result.to_json()) if json_ else describe(result))
 
 

@@ -363,6 +363,10 @@ def write_atomically(path: Path, data: bytes, what: str) -> None:
         _atomic_write(path, data)
 
 
+TEMPORARY: set[str] = set()
+"""Temporary files and folders being written now (by :func:`_atomic_write`, videos): what an exit on
+a signal removes before it ends the process (:func:`rp1.signals.exit_on_signals`)."""
+
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)  # read once: the mode a file created as usual would get is 0o666 & ~umask
 
@@ -372,6 +376,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
     (created exclusively, so no file or link planted there is followed): ``path`` is either the old
     or the new content, never a mix; the temporary file is removed if writing it fails."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    TEMPORARY.add(tmp)
     try:
         with open(fd, "wb") as f:
             os.fchmod(f.fileno(), 0o666 & ~_UMASK)
@@ -383,6 +388,8 @@ def _atomic_write(path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    finally:
+        TEMPORARY.discard(tmp)
 
 
 def config_diff(old: dict, new: dict, prefix: str = "") -> str:
