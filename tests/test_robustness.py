@@ -1,12 +1,10 @@
-"""Issue 27, a reliability probe: signals to a sweep, failed video encodes, diverging runs, links
-planted in run directories, odd runs in a report, ``--overwrite`` next to files rp1 did not
-write, foreign policy files, out-of-range options, and the smaller defects. Each test fails
-without its fix."""
+"""Issue 27, a reliability probe: failed video encodes, diverging runs, links planted in run
+directories, odd runs in a report, ``--overwrite`` next to files rp1 did not write, foreign
+policy files, out-of-range options, and the smaller defects. Each test fails without its fix."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
