@@ -213,6 +213,26 @@ def crash_before_checkpoint(monkeypatch, saves: int) -> None:
     monkeypatch.setattr(RunDir, "save_checkpoint", crashing)
 
 
+def fill_disk(monkeypatch, name: str = "") -> None:
+    """From now on every file rp1 replaces atomically (:func:`rp1.runs.write_atomically`), or only
+    those whose name holds ``name``, is written to ``/dev/full``, which fails as a full disk does
+    (ENOSPC)."""
+    import rp1.runs
+
+    mkstemp = rp1.runs.tempfile.mkstemp
+
+    def full_mkstemp(*args, **kwargs):
+        fd, path = mkstemp(*args, **kwargs)
+        if name not in Path(path).name:
+            return fd, path
+        full = os.open("/dev/full", os.O_WRONLY)
+        os.dup2(full, fd)
+        os.close(full)
+        return fd, path
+
+    monkeypatch.setattr(rp1.runs.tempfile, "mkstemp", full_mkstemp)
+
+
 # --- TensorBoard ---------------------------------------------------------------------------------
 
 

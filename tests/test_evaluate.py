@@ -208,8 +208,8 @@ def test_resuming_an_earlier_rp1_run_keeps_policies_from_there_on(tmp_path, monk
 
 BAD = {
     "unknown policy": (["--policy", "worst"], 2, "unknown --policy 'worst'"),
-    "no episodes": (["--episodes", "0"], 2, "--episodes must be >= 1"),
-    "negative seed": (["--seed", "-1"], 2, "--seed must be >= 0"),
+    "no episodes": (["--episodes", "0"], 2, "--episodes must be in [1, 10,000]"),
+    "negative seed": (["--seed", "-1"], 2, "--seed must be in [0, "),
     "video suffix": (["--video", "{tmp}/v.avi"], 2, "must end in .mp4 or .gif"),
     "video under a file": (["--video", "{tmp}/file/v.mp4"], 2, "file is not a directory"),
     "video is a directory": (["--video", "{tmp}"], 2, "is a directory"),

@@ -117,7 +117,7 @@ def test_ray_sweep_on_a_local_instance(tmp_path):
 
 BAD = {
     "unknown backend": (dict(name="dask"), "valid backends: local, ray"),
-    "no workers": (dict(workers=0), "--workers must be >= 1"),
+    "no workers": (dict(workers=0), r"--workers must be in \[1, 1024\]"),
     "address without ray": (dict(address="auto"), "ray backend"),
     "unknown preset": (dict(presets=["halfcheetah-greedy", "cheetah-vr"]), "valid presets"),
     "bad override": (dict(overrides={**TINY, "model.members": "five"}), "expected int"),

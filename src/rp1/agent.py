@@ -41,6 +41,7 @@ from rp1.config import Config
 from rp1.config.settings import fit_settings, lambda_bandit, outcome_sources, policy_training
 from rp1.dynamics import Ensemble, ensemble_init, refresh_reward_normalizer, with_heads
 from rp1.dynamics.fit import (
+    NonFiniteLossError,
     fit,
     init_model_opt_state,
     refresh_delta_normalizer,
@@ -50,8 +51,9 @@ from rp1.dynamics.losses import model_error
 from rp1.dynamics.store import TransitionStore
 from rp1.dynamics.testset import errors_on_test_set, shipped_test_set
 from rp1.envs.task import LEARNED
+from rp1.errors import DivergedError
 from rp1.imagination import train_policy
-from rp1.policy.networks import Policy, host_actor, policy_init
+from rp1.policy.networks import Policy, host_actor, is_finite, policy_init
 from rp1.policy.ppo import make_policy_optimizer
 from rp1.policy_files import PolicySnapshot, Replay, returns_summary
 from rp1.realenv import Phase, RealEnvs, collect_phase
@@ -250,7 +252,10 @@ class ModelBasedAgent:
         train = s.store.train_set(s.rngs["subsample"], self.cfg.model.max_train_samples)
         # a first phase of a single rollout leaves no validation data: then validate on training data
         val = s.store.val_set() if s.store.n_val else train
-        model, model_opt, result = fit(s.learner.model, s.learner.model_opt, train, val, k, self.fitting)
+        try:
+            model, model_opt, result = fit(s.learner.model, s.learner.model_opt, train, val, k, self.fitting)
+        except NonFiniteLossError as err:
+            raise DivergedError.of("the world model's fit", s.iteration, "model.lr", self.cfg.model.lr, str(err)) from err
         s.learner = s.learner.replace(key=key, model=model, model_opt=model_opt)
         row = {"val_loss": result.val_loss, "model_epochs": result.epochs, "fit_s": time.perf_counter() - t}
         if self.test_set is not None:  # draws nothing: every other metric stays as it was
@@ -264,6 +269,8 @@ class ModelBasedAgent:
         policy, policy_opt, info = train_policy(
             self.training, learner.model, learner.policy, learner.policy_opt, s.start_obs, k, s.lam
         )
+        if not is_finite(policy):  # before its actions reach the real environment
+            raise DivergedError.of("policy training in the model", s.iteration, "policy.lr", self.cfg.policy.lr, "its parameters became inf or NaN")
         s.learner = s.learner.replace(key=key, policy=policy, policy_opt=policy_opt)
         return {
             "lambda": s.lam,

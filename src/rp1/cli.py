@@ -178,16 +178,19 @@ def run_summary(run_dir: Path, curve: Path | None) -> str:
 
 
 def parse_seeds(text: str) -> list[int]:
-    """``"0-9"`` or ``"0,2,5"`` or ``"0-2,7"`` -> sorted unique seeds; ConfigError if malformed."""
-    seeds: set[int] = set()
+    """``"0-9"`` or ``"0,2,5"`` or ``"0-2,7"`` -> sorted unique seeds; ConfigError if malformed, a
+    seed is outside ``[0, SEED_LIMIT)`` or there are more than :data:`MAX_SEEDS`."""
+    from rp1.config.validation import SEED_LIMIT
+
     try:
-        for part in text.split(","):
-            lo, sep, hi = part.strip().partition("-")
-            seeds.update(range(int(lo), int(hi) + 1) if sep else [int(lo)])
+        ranges = [(int(lo), int(hi) if sep else int(lo)) for lo, sep, hi in (part.strip().partition("-") for part in text.split(","))]
     except ValueError:
         raise ConfigError(f"--seeds expects e.g. 0-9 or 0,2,5, got {text!r}") from None
-    if not seeds or min(seeds) < 0:
-        raise ConfigError(f"--seeds must name seeds >= 0, got {text!r}")
+    if not all(0 <= first and last < SEED_LIMIT and last - first < MAX_SEEDS for first, last in ranges):  # before a range too long to hold is made
+        raise ConfigError(f"--seeds must name at most {MAX_SEEDS:,} seeds in [0, {SEED_LIMIT}) (2**31 - 2**22), got {text!r}")
+    seeds = {seed for first, last in ranges for seed in range(first, last + 1)}
+    if not seeds or len(seeds) > MAX_SEEDS:
+        raise ConfigError(f"--seeds must name 1 to {MAX_SEEDS:,} seeds, got {text!r}")
     return sorted(seeds)
 
 
@@ -240,9 +243,11 @@ def evaluate(
     import json
 
     from rp1.evaluation import describe, evaluate_run
+    from rp1.signals import exit_on_signals
     from rp1.video import parse_size
 
-    result = evaluate_run(run, policy, episodes=episodes, seed=seed, video=video, size=parse_size(size))
+    with exit_on_signals("nothing was written"):
+        result = evaluate_run(run, policy, episodes=episodes, seed=seed, video=video, size=parse_size(size))
     typer.echo(json.dumps(result.to_json()) if json_ else describe(result))
 
 
@@ -298,6 +303,10 @@ for _info in app.registered_commands:  # every command's help as paragraphs the 
     _info.help = _info.help or reflowed(_info.callback.__doc__)
 
 INTERRUPTED = 130  # 128 + SIGINT
+MAX_SEEDS = 10_000
+"""Seeds a sweep may name at most."""
+CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+"""Click's base of the usage errors it raises (taken through typer, which may bundle its own click)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -305,24 +314,34 @@ def main(argv: list[str] | None = None) -> int:
 
     An :class:`~rp1.errors.Rp1Error` or ``OSError`` becomes one line ``rp1: error: …`` on stderr
     and its exit code (``OSError``: 1); with ``RP1_DEBUG=1`` it propagates with its traceback. A
-    Ctrl-C while the command starts up (before a run stops on signals itself,
+    usage error that Click finds (an unknown option, a value of the wrong type) is one line and
+    exit code 2 too. A Ctrl-C while the command starts up (before a run stops on signals itself,
     :func:`rp1.signals.exit_on_signals`) is one line and exit code 130.
     """
     try:
-        app(args=argv, prog_name="rp1")
-    except SystemExit as ex:  # raised by click at the end of every command
-        if ex.code == INTERRUPTED:  # typer's exit on a Ctrl-C before a run installs its handler
-            typer.echo("rp1: interrupted (SIGINT)", err=True)
-        return ex.code if isinstance(ex.code, int) else (0 if ex.code is None else 1)
+        code = app(args=argv, prog_name="rp1", standalone_mode=False)
+    except CLICK_ERROR as usage:  # bad usage, found by click before a command runs
+        if type(usage).__name__ == "NoArgsIsHelpError":  # `rp1 COMMAND` alone (a click that raises it): the help
+            usage.show()
+            return 0
+        if os.environ.get("RP1_DEBUG") == "1":
+            raise
+        where = f" (see `{usage.ctx.command_path} --help`)" if getattr(usage, "ctx", None) is not None else ""
+        typer.echo(f"rp1: error: {_one_line(usage.format_message())}{where}", err=True)
+        return usage.exit_code
+    except typer.Abort:  # end of input at a prompt
+        return 1
     except (Rp1Error, OSError) as err:
         if os.environ.get("RP1_DEBUG") == "1":
             raise
         typer.echo(f"rp1: error: {_one_line(err)}", err=True)
         return err.exit_code if isinstance(err, Rp1Error) else 1
-    return 0
+    if code == INTERRUPTED:  # typer's exit on a Ctrl-C before a run installs its handler
+        typer.echo("rp1: interrupted (SIGINT)", err=True)
+    return code if isinstance(code, int) else 0
 
 
-def _one_line(err: Exception) -> str:
+def _one_line(err: Exception | str) -> str:
     """The message of ``err`` on one line; an ``OSError`` with its file and cause."""
     if isinstance(err, OSError) and not isinstance(err, Rp1Error) and err.strerror:
         text = f"{err.filename}: {err.strerror}" if err.filename else err.strerror

@@ -41,3 +41,22 @@ class RenderError(Rp1Error):
             f"(Debian/Ubuntu: apt-get install {cls.EGL_PACKAGES}) and set MUJOCO_GL=egl, or "
             "MUJOCO_GL=osmesa with OSMesa (libosmesa6), or run with a display (MUJOCO_GL=glfw)"
         )
+
+
+class DivergedError(Rp1Error):
+    """A run's training diverged (exit code 1): the world model's fit or the policy's updates made
+    a loss or the policy's parameters inf or NaN. The message names what diverged, the iteration and
+    the setting that likely caused it; the run stops before the iteration's row or checkpoint is
+    written, so its last checkpoint stays as it was."""
+
+    exit_code = 1
+
+    @classmethod
+    def of(cls, what: str, iteration: int, setting: str, value: object, cause: str = "") -> "DivergedError":
+        """``what`` became inf or NaN in ``iteration`` (``cause``: the details), likely because the
+        config value ``setting`` is ``value``."""
+        details = f" ({cause})" if cause else ""
+        return cls(
+            f"{what} diverged in iteration {iteration}{details}; likely cause: {setting} = {value} is too large "
+            "(the run's last checkpoint is kept)"
+        )

@@ -19,17 +19,21 @@ Example::
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from rp1.config.validation import AT_MOST, SEED_LIMIT
 from rp1.errors import ConfigError
 from rp1.policy_files import BEST, LAST, WHICH, Replay, TrainedPolicy, read_policy, returns_summary
 from rp1.runs import POLICY_DIR, RunDir
 
 CHECKPOINT = "last (checkpoint)"  # TrainedPolicy.which of a policy read from a checkpoint
+MAX_EPISODES = AT_MOST["eval_episodes"]
+"""Episodes ``rp1 evaluate`` runs at most, as many as a run may evaluate."""
 
 
 def load_policy(run_dir: str | os.PathLike, which: str = BEST) -> TrainedPolicy:
@@ -48,7 +52,7 @@ def load_policy(run_dir: str | os.PathLike, which: str = BEST) -> TrainedPolicy:
         raise ConfigError(f"no run directory {run.path}")
     path = run.path / POLICY_DIR / f"{which}.msgpack"
     if path.exists():
-        return read_policy(path)
+        return check_policy_of_run(read_policy(path), run)
     if (run.path / POLICY_DIR).is_dir():
         if which == BEST:
             raise ConfigError(f"{run.path} holds no best policy yet: no trained policy has been evaluated (no {path})")
@@ -62,6 +66,25 @@ def load_policy(run_dir: str | os.PathLike, which: str = BEST) -> TrainedPolicy:
         raise ConfigError(f"{earlier}, and its last policy needs a checkpoint, which it lacks")
     fallback = "; --policy last evaluates its last policy, from its checkpoint" if run.has_checkpoint() else ""
     raise ConfigError(f"{earlier}, so its best policy is lost{fallback}")
+
+
+def check_policy_of_run(policy: TrainedPolicy, run: RunDir) -> TrainedPolicy:
+    """``policy``, read from ``run``'s policy files; ConfigError naming its file if it is of another
+    task than the run's ``config.json`` names or its sizes are not the task's (a file copied in from
+    another run)."""
+    config = run.read_config()
+    if config is not None and policy.task != config.get("task"):
+        raise ConfigError(f"{policy.path} is a policy of task {policy.task!r}, but {run.path} is a run of {config.get('task')!r}")
+    from rp1 import envs
+
+    env, task = envs.make(policy.task, horizon=policy.horizon)
+    env.close()
+    if (policy.obs_dim, policy.act_dim) != (task.obs_dim, task.act_dim):
+        raise ConfigError(
+            f"{policy.path} acts on observations of {policy.obs_dim} and actions of {policy.act_dim} values, "
+            f"but task {policy.task!r} has {task.obs_dim} and {task.act_dim}"
+        )
+    return policy
 
 
 def checkpoint_policy(run: RunDir) -> TrainedPolicy:
@@ -107,8 +130,10 @@ class Evaluation:
     video: Path | None = None
 
     def to_json(self) -> dict:
-        """Everything, for ``rp1 evaluate --json`` (floats in full precision)."""
+        """Everything, for ``rp1 evaluate --json`` (floats in full precision; ``None``, JSON's
+        ``null``, for a number that is not finite, which JSON cannot hold)."""
         p = self.policy
+        finite = lambda x: None if x is None or not math.isfinite(x) else float(x)  # noqa: E731
         return {
             "run": str(self.run),
             "policy": p.which,
@@ -118,13 +143,13 @@ class Evaluation:
             "iteration": p.iteration,
             "samples": p.samples,
             "kept_since": p.kept_since,
-            "recorded_return": p.eval_return,
+            "recorded_return": finite(p.eval_return),
             "episodes": self.replay.episodes,
             "replayed": self.replayed,
             "reset_seeds": None if self.replay.seeds is None else list(self.replay.seeds),
-            "returns": [float(r) for r in self.returns],
-            "mean": self.mean,
-            "std": self.std,
+            "returns": [finite(r) for r in self.returns],
+            "mean": finite(self.mean),
+            "std": finite(self.std),
             "video": None if self.video is None else str(self.video),
         }
 
@@ -147,10 +172,10 @@ def evaluate_run(
     """
     if which not in WHICH:
         raise ConfigError(f"unknown --policy {which!r}; choose {' or '.join(WHICH)}")
-    if episodes is not None and episodes < 1:
-        raise ConfigError(f"--episodes must be >= 1, got {episodes}")
-    if seed is not None and seed < 0:
-        raise ConfigError(f"--seed must be >= 0, got {seed}")
+    if episodes is not None and not 1 <= episodes <= MAX_EPISODES:
+        raise ConfigError(f"--episodes must be in [1, {MAX_EPISODES:,}], got {episodes}")
+    if seed is not None and not 0 <= seed < SEED_LIMIT:
+        raise ConfigError(f"--seed must be in [0, {SEED_LIMIT}) (2**31 - 2**22), got {seed}")
     if video is not None:
         from rp1.video import DEFAULT_SIZE, check_video
 

@@ -41,7 +41,8 @@ from rp1.config import Config
 from rp1.config.settings import ppo_settings
 from rp1.dynamics.ensemble import STATE_CLIP
 from rp1.dynamics.normalizer import Normalizer, normalizer_init, normalizer_update
-from rp1.policy.networks import Policy, act_sample, policy_init
+from rp1.errors import DivergedError
+from rp1.policy.networks import Policy, act_sample, is_finite, policy_init
 from rp1.policy.ppo import make_policy_optimizer, ppo_update
 from rp1.policy_files import PolicySnapshot, Replay, returns_summary
 from rp1.realenv import ActFn, RealEnvs, collect
@@ -178,6 +179,8 @@ class ModelFreeAgent:
         t = time.perf_counter()
         learner = s.learner
         policy, policy_opt, _ = ppo_update(learner.policy, learner.policy_opt, batch, learner.obs_norm, self._std, self.ppo)
+        if not is_finite(policy):  # before its actions reach the environment
+            raise DivergedError.of("PPO's update", s.update + 1, "policy.lr", cfg.policy.lr, "the policy's parameters became inf or NaN")
         obs_norm = normalizer_update(learner.obs_norm, jnp.asarray(batch.obs[batch.valid]))
         s.learner = learner.replace(policy=policy, policy_opt=policy_opt, obs_norm=obs_norm)
         policy_s = time.perf_counter() - t

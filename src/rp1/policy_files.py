@@ -215,6 +215,54 @@ def write_policy(path: Path, policy: TrainedPolicy) -> None:
     write_atomically(path, serialization.msgpack_serialize(data), "policy file")
 
 
+META_TYPES: dict[str, type | tuple[type, ...]] = {
+    "format": int,
+    "which": str,
+    "task": str,
+    "horizon": int,
+    "obs_dim": int,
+    "act_dim": int,
+    "action_low": list,
+    "action_high": list,
+    "hidden": list,
+    "obs_clip": (int, float),
+    "method": str,
+    "preset": str,
+    "seed": int,
+    "config_hash": str,
+    "kept_since": int,
+    "iteration": int,
+    "samples": int,
+    "eval_return": (int, float, type(None)),
+    "eval_std": (int, float, type(None)),
+    "evaluator": str,
+    "replay": (dict, type(None)),
+}
+"""The metadata a policy file holds (:meth:`TrainedPolicy.meta`): each key and its JSON types."""
+
+
+def check_meta(meta: Any) -> None:
+    """``ValueError`` saying what is wrong unless ``meta`` is the metadata of a policy file of
+    :data:`FORMAT`: a map with every key of :data:`META_TYPES`, of its type, sizes that fit together
+    and a known evaluator."""
+    if not isinstance(meta, dict):
+        raise ValueError(f"its metadata is a {type(meta).__name__}, not a map")
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"format {meta.get('format')!r}, expected {FORMAT}")
+    missing = [key for key in META_TYPES if key not in meta]
+    if missing:
+        raise ValueError(f"its metadata lacks {', '.join(missing)}")
+    wrong = [key for key, types in META_TYPES.items() if not isinstance(meta[key], types) or isinstance(meta[key], bool)]
+    if wrong:
+        raise ValueError(f"its metadata has {', '.join(f'{key} = {meta[key]!r}' for key in wrong)}, of the wrong type")
+    if not (meta["obs_dim"] >= 1 and meta["act_dim"] >= 1 and len(meta["action_low"]) == len(meta["action_high"]) == meta["act_dim"]):
+        raise ValueError(f"its sizes do not fit together (obs_dim {meta['obs_dim']}, act_dim {meta['act_dim']}, action bounds of {len(meta['action_low'])} and {len(meta['action_high'])})")
+    if not all(isinstance(width, int) and width >= 1 for width in meta["hidden"]):
+        raise ValueError(f"its hidden layer widths {meta['hidden']} are not positive integers")
+    if meta["evaluator"] not in EVALUATORS:
+        raise ValueError(f"unknown evaluator {meta['evaluator']!r}")
+
+
 def read_policy(path: Path) -> TrainedPolicy:
     """The policy :func:`write_policy` wrote to ``path``; ConfigError if the file is not one,
     StorageError if it cannot be read."""
@@ -224,16 +272,15 @@ def read_policy(path: Path) -> TrainedPolicy:
         raise StorageError(f"cannot read policy file {path}: {err.strerror or err}") from err
     try:
         data = serialization.msgpack_restore(raw)
+        if not isinstance(data, dict) or not isinstance(data.get("meta"), str):
+            raise ValueError("not a map holding its metadata as JSON text")
         meta = json.loads(data["meta"])
-        if meta.get("format") != FORMAT:
-            raise ValueError(f"format {meta.get('format')!r}, expected {FORMAT}")
+        check_meta(meta)
         template = policy_init(jax.random.PRNGKey(0), meta["obs_dim"], meta["act_dim"], meta["hidden"])
         policy = restore_pytree(template, data["policy"])
         obs_norm = restore_pytree(normalizer_init(meta["obs_dim"], meta["obs_clip"]), data["obs_norm"])
-        if meta["evaluator"] not in EVALUATORS:
-            raise ValueError(f"unknown evaluator {meta['evaluator']!r}")
         replay = None if meta["replay"] is None else Replay.from_json(meta["replay"])
-    except (ValueError, TypeError, KeyError) as err:
+    except (ValueError, TypeError, KeyError, AttributeError) as err:
         raise ConfigError(f"{path} is corrupt or not an rp1 policy file ({type(err).__name__}: {err})") from None
     return TrainedPolicy(
         snapshot=PolicySnapshot(policy, obs_norm, meta["evaluator"], replay),

@@ -202,7 +202,7 @@ def owning(run_dir: str | os.PathLike, lock: RunLock | None = None) -> Iterator[
 
 def _open(path: Path) -> tuple[int, bool]:
     """A read-write descriptor of the lock file, and whether this call created it."""
-    flags = os.O_RDWR | os.O_CLOEXEC
+    flags = os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW  # a link planted at the path is not followed
     for _ in range(ATTEMPTS):
         try:
             try:

@@ -35,11 +35,12 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import fnmatch
 import hashlib
 import io
 import json
 import os
-import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -87,6 +88,17 @@ VIDEO_DIR = "videos"  # best_<samples>.mp4 with --video
 TENSORBOARD_DIR = "tensorboard"  # event files with --tensorboard
 OUTPUT_DIRS = (POLICY_DIR, VIDEO_DIR, TENSORBOARD_DIR)
 ENVIRONMENT = "environment.json"
+RUN_FILES = {
+    ".": (CONFIG, METRICS, FINISHED, CURVE, ENVIRONMENT),
+    str(CHECKPOINT.parent): (CHECKPOINT.name,),
+    POLICY_DIR: ("best.msgpack", "last.msgpack"),
+    VIDEO_DIR: ("best_[0-9]*.mp4",),
+    TENSORBOARD_DIR: ("events.out.tfevents.*",),
+}
+"""The files rp1 writes in a run directory, by folder (``fnmatch`` patterns): what ``--overwrite``
+deletes (with their temporary files), and nothing else."""
+CONFIG_KEYS = ("preset", "task", "method", "seed", "budget")
+"""Keys every rp1 config has, of every schema: a ``config.json`` without them is not rp1's."""
 
 
 class RunDir:
@@ -146,6 +158,9 @@ class RunDir:
             raise ConfigError(f"{file} is not valid JSON ({err})") from None
         if not isinstance(config, dict):
             raise ConfigError(f"{file} does not hold a config (a JSON object), but a {type(config).__name__}")
+        missing = [key for key in CONFIG_KEYS if key not in config]
+        if missing:
+            raise ConfigError(f"{file} is not the config of an rp1 run (it lacks {', '.join(missing)}); rp1 leaves this directory alone")
         return config
 
     def prepare(self, config: dict[str, Any], resume: bool = False, overwrite: bool = False) -> dict[str, Any] | None:
@@ -158,9 +173,10 @@ class RunDir:
           and ``finished`` marker, where present, must have been written under ``config``. A
           missing ``config.json`` is written again; a run killed before its first checkpoint starts
           afresh.
-        - ``overwrite``: the run's files (config, metrics, checkpoint, marker, learning curve,
-          policy files, videos, TensorBoard log, environment record) are deleted first; other
-          files stay.
+        - ``overwrite``: the run's files (:data:`RUN_FILES`: config, metrics, checkpoint, marker,
+          learning curve, policy files, videos, TensorBoard log, environment record) are deleted
+          first, and folders they leave empty; other files stay. A ``config.json`` that is not an
+          rp1 config is refused.
 
         A stored config is compared as :meth:`read_config` reads it (a run of an earlier rp1 with
         the keys it lacked filled in); a run with a checkpoint of a schema before
@@ -175,16 +191,17 @@ class RunDir:
             raise ConfigError("--resume and --overwrite exclude each other: continue the run or replace it")
         saved = None
         if overwrite:
-            self._clear()
+            self.read_stored_config()  # refuses a directory whose config.json is not rp1's
+            self.clear()
         elif resume:
             saved = self._check_resume(config)
         else:
             self._check_new(config)
         self._config = config
-        with _storage("write", self.path / CONFIG):
+        with _storage("write", self.path / FINISHED):
             self.path.mkdir(parents=True, exist_ok=True)
             (self.path / FINISHED).unlink(missing_ok=True)
-            _atomic_write(self.path / CONFIG, json.dumps(config, indent=2).encode())
+        write_atomically(self.path / CONFIG, json.dumps(config, indent=2).encode(), "config")
         return saved
 
     def _run_files(self) -> list[str]:
@@ -226,13 +243,19 @@ class RunDir:
         self.is_finished(config)
         return saved
 
-    def _clear(self) -> None:
+    def clear(self) -> None:
+        """Delete the files rp1 wrote here (:data:`RUN_FILES`, with temporary files a kill left) and
+        the folders of :data:`RUN_FILES` they leave empty; any other file stays."""
         with _storage("delete", self.path):
-            for name in (CONFIG, METRICS, FINISHED, CURVE, ENVIRONMENT):
-                (self.path / name).unlink(missing_ok=True)
-            for directory in (self.checkpoint_path.parent, *(self.path / name for name in OUTPUT_DIRS)):
-                if directory.is_dir():
-                    shutil.rmtree(directory)
+            for folder, patterns in RUN_FILES.items():
+                directory = self.path / folder
+                if directory.is_symlink() or not directory.is_dir():
+                    continue
+                for entry in directory.iterdir():
+                    if not entry.is_dir() and _written_by_rp1(entry.name, patterns):
+                        entry.unlink()
+                if folder != "." and not any(directory.iterdir()):
+                    directory.rmdir()
 
     def write_metrics(self, rows: list[dict[str, Any]]) -> None:
         """Replace ``metrics.csv`` by ``rows``, atomically (used when starting or resuming)."""
@@ -240,8 +263,7 @@ class RunDir:
         writer = csv.DictWriter(text, METRIC_COLUMNS, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(_clean(r) for r in rows)
-        with _storage("write", self.path / METRICS):
-            _atomic_write(self.path / METRICS, text.getvalue().encode())
+        write_atomically(self.path / METRICS, text.getvalue().encode(), "metrics")
 
     def append_metrics(self, row: dict[str, Any]) -> None:
         """Append one row and flush it to disk."""
@@ -254,9 +276,7 @@ class RunDir:
         """Write ``state`` (nested dicts of arrays, numbers, strings) with the config it belongs
         to, atomically: on any failure the previous checkpoint stays as it was."""
         data = {"config": _canonical(self._bound_config()), "agent": state}
-        with _storage("write checkpoint", self.checkpoint_path):
-            self.checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
-            _atomic_write(self.checkpoint_path, serialization.msgpack_serialize(data))
+        write_atomically(self.checkpoint_path, serialization.msgpack_serialize(data), "checkpoint")
 
     def load_checkpoint(self, config: dict[str, Any]) -> dict[str, Any]:
         """The agent state saved by :meth:`save_checkpoint` under ``config``; ConfigError if the
@@ -277,8 +297,7 @@ class RunDir:
 
     def mark_finished(self) -> None:
         """Write the ``finished`` marker of the bound config, atomically."""
-        with _storage("write", self.path / FINISHED):
-            _atomic_write(self.path / FINISHED, (config_hash(self._bound_config()) + "\n").encode())
+        write_atomically(self.path / FINISHED, (config_hash(self._bound_config()) + "\n").encode(), "finished marker")
 
     def _bound_config(self) -> dict[str, Any]:
         if self._config is None:
@@ -329,32 +348,52 @@ def _read(path: Path, what: str) -> bytes:
         return path.read_bytes()
 
 
+def _written_by_rp1(name: str, patterns: tuple[str, ...]) -> bool:
+    """Whether a file ``name`` is one of ``patterns`` or a temporary file of one (``.NAME.*.tmp``
+    of :func:`_atomic_write`, ``NAME.tmp`` of an earlier rp1)."""
+    return any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(name, f".{p}.*.tmp") or fnmatch.fnmatchcase(name, f"{p}.tmp") for p in patterns)
+
+
 def _clean(row: dict[str, Any]) -> dict[str, Any]:
     return {k: ("" if v is None else v) for k, v in row.items()}
 
 
 def write_atomically(path: Path, data: bytes, what: str) -> None:
     """Replace the file ``path`` (``what`` it is, for the error) by ``data`` atomically, creating its
-    directory; StorageError naming the file if the machine fails."""
+    directory; StorageError naming the file if the machine fails. The one way rp1 replaces a file
+    (run files, policy files, videos, report outputs)."""
     with _storage(f"write {what}", path):
         path.parent.mkdir(parents=True, exist_ok=True)
         _atomic_write(path, data)
 
 
+TEMPORARY: set[str] = set()
+"""Temporary files and folders being written now (by :func:`_atomic_write`, videos): what an exit on
+a signal removes before it ends the process (:func:`rp1.signals.exit_on_signals`)."""
+
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)  # read once: the mode a file created as usual would get is 0o666 & ~umask
+
+
 def _atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` by ``data`` through a temporary file: ``path`` is either the old or the new
-    content, never a mix; the temporary file is removed if writing it fails."""
-    tmp = path.with_name(path.name + ".tmp")
+    """Replace ``path`` by ``data`` through a temporary file of a new, unique name in its directory
+    (created exclusively, so no file or link planted there is followed): ``path`` is either the old
+    or the new content, never a mix; the temporary file is removed if writing it fails."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    TEMPORARY.add(tmp)
     try:
-        with open(tmp, "wb") as f:
+        with open(fd, "wb") as f:
+            os.fchmod(f.fileno(), 0o666 & ~_UMASK)
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
-            tmp.unlink()
+            os.unlink(tmp)
         raise
+    finally:
+        TEMPORARY.discard(tmp)
 
 
 def config_diff(old: dict, new: dict, prefix: str = "") -> str:

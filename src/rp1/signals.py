@@ -6,9 +6,12 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import shutil
 import signal
 import threading
 from typing import Iterator
+
+from rp1.runs import TEMPORARY
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -21,7 +24,8 @@ def exit_on_signals(message: str) -> Iterator[None]:
 
     Files are left as a SIGKILL would leave them, which a run survives: its checkpoint is replaced
     atomically, so the last one stays valid. (A ``KeyboardInterrupt`` would not do: raised while
-    JAX runs a garbage-collection callback, Python prints and drops it and the run goes on.) A
+    JAX runs a garbage-collection callback, Python prints and drops it and the run goes on.)
+    Temporary files being written (:func:`remove_temporary`) are removed first. A
     thread watches a wakeup pipe that the interpreter writes the signal's number to from its C
     handler, so the exit does not wait for the main thread; it kills the daemonic child processes
     (environment workers) first, as a normal exit would end them. Outside the main thread this
@@ -48,9 +52,21 @@ def exit_on_signals(message: str) -> Iterator[None]:
         os.close(write_fd)
 
 
+def remove_temporary() -> None:
+    """Remove the temporary files and folders being written now (:data:`rp1.runs.TEMPORARY`), so
+    that an exit on a signal leaves none behind."""
+    for path in list(TEMPORARY):
+        if os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+
 def _exit_on_signal_byte(read_fd: int, message: str) -> None:
     while (byte := os.read(read_fd, 1)) not in (b"", b"\0"):
         if byte[0] in STOP_SIGNALS:
+            remove_temporary()
             for child in multiprocessing.active_children():
                 if child.daemon:  # as a normal exit would (environment workers), without their complaints
                     child.kill()

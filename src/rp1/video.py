@@ -22,8 +22,10 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import subprocess
 import sys
 import tempfile
+import threading
 import warnings
 from io import BytesIO
 from pathlib import Path
@@ -33,12 +35,15 @@ import gymnasium as gym
 import numpy as np
 
 from rp1 import envs
-from rp1.errors import ConfigError, RenderError
+from rp1.errors import ConfigError, RenderError, StorageError
 from rp1.policy_files import Replay, TrainedPolicy
-from rp1.runs import check_writable_dir, write_atomically
+from rp1.runs import TEMPORARY, check_writable_dir, write_atomically
 
 SUFFIXES = (".mp4", ".gif")
 DEFAULT_SIZE = (320, 240)  # width, height
+MAX_SIDE = 4096
+"""The largest width or height of a video, in pixels (4K; MuJoCo's offscreen buffer holds no more
+on common OpenGL drivers)."""
 PACKAGES = {".mp4": ("imageio_ffmpeg", "imageio-ffmpeg"), ".gif": ("PIL", "Pillow")}
 
 
@@ -46,7 +51,8 @@ PACKAGES = {".mp4": ("imageio_ffmpeg", "imageio-ffmpeg"), ".gif": ("PIL", "Pillo
 
 
 def parse_size(text: str) -> tuple[int, int]:
-    """``"320x240"`` -> ``(320, 240)``; ConfigError unless two positive integers."""
+    """``"320x240"`` -> ``(320, 240)``; ConfigError unless two positive integers of at most
+    :data:`MAX_SIDE`."""
     width, sep, height = text.lower().partition("x")
     try:
         size = (int(width), int(height))
@@ -54,6 +60,8 @@ def parse_size(text: str) -> tuple[int, int]:
         size = (0, 0)
     if not sep or min(size) < 1:
         raise ConfigError(f"--size expects WIDTHxHEIGHT in pixels, e.g. 320x240, got {text!r}")
+    if max(size) > MAX_SIDE:
+        raise ConfigError(f"--size {text}: width and height must be at most {MAX_SIDE} pixels")
     return size
 
 
@@ -222,28 +230,35 @@ def caption(frame: np.ndarray, lines: list[str]) -> np.ndarray:
 
 
 class VideoFile:
-    """A video written frame by frame to ``path`` (``.mp4``: H.264 through imageio-ffmpeg;
+    """A video written frame by frame to ``path`` (``.mp4``: H.264 by imageio-ffmpeg's ffmpeg;
     ``.gif``: Pillow) at ``fps``; the file appears, atomically, when the ``with`` block ends without
-    an error (StorageError naming it if the machine fails)."""
+    an error, and only if the encoder succeeded: otherwise a StorageError naming the file and the
+    encoder's cause (a full temporary directory, …), and nothing is left behind (the encoder
+    writes into a temporary folder, which an exit on a signal removes too, :data:`rp1.runs.TEMPORARY`)."""
 
     def __init__(self, path: Path, fps: float, size: tuple[int, int]):
         self.path, self.fps, self.size = Path(path), fps, size
         self.frames = 0
         self._gif: list[Any] = []
         self._tmp: tempfile.TemporaryDirectory | None = None
-        self._writer: Any = None
+        self._ffmpeg: subprocess.Popen | None = None
+        self._errors: list[bytes] = []
 
     def __enter__(self) -> VideoFile:
         if self.path.suffix.lower() == ".mp4":
             import imageio_ffmpeg
 
             self._tmp = tempfile.TemporaryDirectory(prefix="rp1-video-")
-            self._writer = imageio_ffmpeg.write_frames(
-                str(Path(self._tmp.name) / "video.mp4"), self.size, fps=self.fps, codec="libx264",
-                macro_block_size=2, ffmpeg_log_level="error",
-            )
+            TEMPORARY.add(self._tmp.name)
+            command = [
+                imageio_ffmpeg.get_ffmpeg_exe(), "-y", "-f", "rawvideo", "-vcodec", "rawvideo", "-s", f"{self.size[0]}x{self.size[1]}",
+                "-pix_fmt", "rgb24", "-r", f"{self.fps:.2f}", "-i", "-", "-an", "-vcodec", "libx264", "-pix_fmt", "yuv420p",
+                "-crf", "25", "-v", "error", str(Path(self._tmp.name) / "video.mp4"),
+            ]  # what imageio_ffmpeg.write_frames runs, with ffmpeg's errors and exit code kept
             with _starting_ffmpeg():
-                self._writer.send(None)
+                self._ffmpeg = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            self._reader = threading.Thread(target=lambda: self._errors.append(self._ffmpeg.stderr.read()), daemon=True)
+            self._reader.start()
         return self
 
     def add(self, frame: np.ndarray) -> None:
@@ -251,15 +266,18 @@ class VideoFile:
         if frame.shape != (self.size[1], self.size[0], 3):
             raise ValueError(f"frame of shape {frame.shape}, expected {(self.size[1], self.size[0], 3)}")
         self.frames += 1
-        if self._writer is not None:
-            self._writer.send(np.ascontiguousarray(frame, np.uint8))
+        if self._ffmpeg is not None:
+            try:
+                self._ffmpeg.stdin.write(np.ascontiguousarray(frame, np.uint8).tobytes())
+            except BrokenPipeError:  # ffmpeg ended: __exit__ says why
+                pass
         else:
             self._gif.append(_gif_frame(frame))
 
     def __exit__(self, kind: type | None, *exc: object) -> None:
         try:
-            if self._writer is not None:
-                self._writer.close()
+            if self._ffmpeg is not None:
+                self._finish_ffmpeg(kind is None)
                 if kind is None:
                     write_atomically(self.path, (Path(self._tmp.name) / "video.mp4").read_bytes(), "video")
             elif kind is None and self._gif:
@@ -268,6 +286,21 @@ class VideoFile:
             if self._tmp is not None:
                 with contextlib.suppress(OSError):
                     self._tmp.cleanup()
+                TEMPORARY.discard(self._tmp.name)
+
+    def _finish_ffmpeg(self, complete: bool) -> None:
+        """Let ffmpeg finish the file (``complete``) or stop it; StorageError naming the video and
+        ffmpeg's last error line if it failed."""
+        with contextlib.suppress(BrokenPipeError):
+            self._ffmpeg.stdin.close()
+        if not complete:
+            self._ffmpeg.kill()
+        code = self._ffmpeg.wait()
+        self._reader.join()
+        if complete and code != 0:
+            lines = b"".join(self._errors).decode(errors="replace").strip().splitlines()
+            cause = lines[-1] if lines else f"exit code {code}"
+            raise StorageError(f"cannot write video {self.path}: ffmpeg failed ({cause})")
 
 
 @contextlib.contextmanager

@@ -46,6 +46,30 @@ AT_LEAST = {
     "modelfree.envs": 1,
     "modelfree.eval_every": 1,
 }
+# Upper bounds of the same values, where a larger one cannot be right (it would only exhaust memory
+# or time): far above the paper's scale (5 members of [1024, 1024], 50,000-step batches, 10⁷ samples).
+AT_MOST = {
+    "budget": 10**9,
+    "horizon": 10**6,
+    "eval_episodes": 10**4,
+    "model.members": 100,
+    "model.hidden": 16384,
+    "model.batch_size": 10**6,
+    "model.max_epochs": 10**5,
+    "model.max_train_samples": 10**8,
+    "model.head_hidden": 16384,
+    "policy.hidden": 16384,
+    "policy.batch_steps": 10**7,
+    "policy.epochs": 1000,
+    "policy.max_updates": 10**5,
+    "collect.phase_cap": 10**8,
+    "lam.window": 10**4,
+    "modelfree.workers": 1024,
+    "modelfree.envs": 10**4,
+}
+LAYERS = ("model.hidden", "model.head_hidden", "policy.hidden")
+MAX_LAYERS = 16
+"""Hidden layers (widths) a network may have: at least one, at most this many."""
 POSITIVE = ("model.lr", "policy.lr", "policy.action_std", "lam.lr")
 
 
@@ -87,7 +111,8 @@ def validate(cfg: Config) -> Config:
     """Raise ``ConfigError`` for any value a run would fail on; return ``cfg`` unchanged otherwise.
 
     Checks every constraint that does not need the file system: numbers are finite (``nan`` and
-    ``±inf`` are refused everywhere), counts and sizes at least :data:`AT_LEAST`, rates and scales
+    ``±inf`` are refused everywhere), counts and sizes at least :data:`AT_LEAST` and at most
+    :data:`AT_MOST`, networks with 1 to :data:`MAX_LAYERS` hidden layers, rates and scales
     positive, fractions in their ranges, the seed in ``[0, SEED_LIMIT)``, the task one that
     :func:`rp1.envs.make` can make, the settings of the fit, PPO, the bandit and the bonus as those
     pieces check them (:mod:`rp1.config.settings`), ``model.reward`` and ``model.done`` sources the
@@ -106,6 +131,10 @@ def validate(cfg: Config) -> Config:
         _check(all(math.isfinite(x) for x in items if isinstance(x, float)), f"{key} must be a finite number, got {value}")
         if key in AT_LEAST:
             _check(all(x >= AT_LEAST[key] for x in items), f"{key} must be >= {AT_LEAST[key]}, got {value}")
+        if key in AT_MOST:
+            _check(all(x <= AT_MOST[key] for x in items), f"{key} must be <= {AT_MOST[key]:,} (rp1's limit), got {value}")
+        if key in LAYERS:
+            _check(1 <= len(items) <= MAX_LAYERS, f"{key} must list 1 to {MAX_LAYERS} hidden layer widths, e.g. 200,200, got {value}")
         if key in POSITIVE:
             _check(value > 0, f"{key} must be > 0, got {value}")
     check_method(cfg.method)

@@ -39,6 +39,7 @@ from rp1.dynamics.losses import model_error
 from rp1.dynamics.normalizer import Normalizer, normalizer_fit, normalizer_init, standardize
 from rp1.envs import names as task_names
 from rp1.errors import ConfigError
+from rp1.runs import write_atomically
 
 SHIPPED = Path(__file__).parent / "testsets"
 """Where the shipped test sets are: ``<task>.npz`` for each paper task."""
@@ -75,7 +76,7 @@ def write_test_set(path: Path, test_set: TestSet) -> None:
             entry = io.BytesIO()
             np.lib.format.write_array(entry, np.ascontiguousarray(getattr(test_set, name)), allow_pickle=False)
             archive.writestr(zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0)), entry.getvalue())
-    path.write_bytes(buffer.getvalue())
+    write_atomically(path, buffer.getvalue(), "test set")
 
 
 def read_test_set(path: Path) -> TestSet:

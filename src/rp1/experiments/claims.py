@@ -19,6 +19,7 @@ import pandas as pd
 from rp1.config.methods import METHOD_LABELS
 from rp1.experiments.stats import significant
 from rp1.experiments.tables import RETURN, TableFrames, markdown_table, number
+from rp1.runs import write_atomically
 
 CLAIMS: tuple[tuple[str, str, str], ...] = (
     ("RP1 beats Greedy (Table 1)", "table1", "T1"),
@@ -123,6 +124,6 @@ def write_claims(frames: dict[str, TableFrames | None], out: Path) -> list[Path]
     claims = claim_table(frames)
     if claims.empty:
         return []
-    claims.to_csv(out / "claims.csv", index=False)
-    (out / "claims.md").write_text(claims_text(claims, frames), encoding="utf-8")
+    write_atomically(out / "claims.csv", claims.to_csv(index=False).encode(), "report file")
+    write_atomically(out / "claims.md", claims_text(claims, frames).encode(), "report file")
     return [out / "claims.csv", out / "claims.md"]

@@ -18,6 +18,8 @@ from rp1.experiments.sweep_plan import RunJob, RunOutcome
 from rp1.experiments.sweep_worker import execute_run, set_environ, worker_env
 
 BACKENDS = ("local", "ray")
+MAX_WORKERS = 1024
+"""Runs a sweep may have in flight at once, at most."""
 GPU_SHARE = 0.25
 """GPUs a Ray run asks for by default when the cluster has GPUs: four runs share one GPU."""
 
@@ -61,8 +63,8 @@ def make_executor(backend: Backend) -> Executor:
     """The executor of ``backend``, with its settings checked (ConfigError if bad)."""
     if backend.name not in BACKENDS:
         raise ConfigError(f"unknown backend {backend.name!r}; valid backends: {', '.join(BACKENDS)}")
-    if backend.workers is not None and backend.workers < 1:
-        raise ConfigError(f"--workers must be >= 1, got {backend.workers}")
+    if backend.workers is not None and not 1 <= backend.workers <= MAX_WORKERS:
+        raise ConfigError(f"--workers must be in [1, {MAX_WORKERS}], got {backend.workers}")
     if backend.name == "local":
         if backend.address is not None:
             raise ConfigError("--address is for the ray backend")

@@ -7,6 +7,7 @@ Runs of different scales are separate series, labelled with their scale unless i
 
 from __future__ import annotations
 
+import io
 import itertools
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from matplotlib.figure import Figure
 from rp1.experiments import stats
 from rp1.config.methods import ADAPTIVE_LAMBDA, METHOD_LABELS, MODEL_FREE
 from rp1.experiments.runs_table import DEFAULT_SCALE, scale_order
-from rp1.runs import CURVE, METRICS
+from rp1.runs import CURVE, METRICS, write_atomically
 
 GRID_POINTS = 200
 """Points of the common sample grid that curves are aligned on."""
@@ -66,8 +67,11 @@ def new_figure(
 
 
 def save(figure: Figure, path: Path) -> Path:
-    """Write the figure as PNG and return the path."""
-    figure.savefig(path, dpi=110)
+    """Write the figure as PNG, atomically (StorageError naming the file if the machine fails), and
+    return the path."""
+    png = io.BytesIO()
+    figure.savefig(png, format="png", dpi=110)
+    write_atomically(path, png.getvalue(), "figure")
     return path
 
 

@@ -19,6 +19,7 @@ from rp1.experiments.paper import PAPER_LAMBDA_DIRECTION, TASKS
 from rp1.experiments.runs_table import LoadedRuns, load_runs, scale_order
 from rp1.experiments.claims import write_claims
 from rp1.experiments.tables import TABLES, markdown_table, table_frames, write_table_frames
+from rp1.runs import write_atomically
 
 CURVE_FIGURES: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
     ("fig1", "Figure 1: RP1 vs baselines", ("greedy", "vr", "rp1"), True),
@@ -78,7 +79,9 @@ DEFINITIONS = """## How the numbers are made
   budget − samples).
 - **Metrics rows left out** (listed above): a last line of `metrics.csv` without its newline (the
   run was killed while writing it; a number may be cut, e.g. `12.3` of `12.345`), a row with a
-  field that is not a number or another number of fields than the header.
+  field that is not a number or another number of fields than the header, a row whose
+  `eval_return` is not finite (`nan`, `inf`). A run whose `config.json` or `metrics.csv` is
+  malformed is left out whole.
 """
 
 
@@ -146,7 +149,7 @@ def write_lambda_analysis(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Pa
     summary = stats.lambda_summary(improvements)
     if summary.empty:
         return []
-    summary.to_csv(out / "fig2_lambda.csv", index=False)
+    write_atomically(out / "fig2_lambda.csv", summary.to_csv(index=False).encode(), "report file")
     trend = stats.lambda_trend(improvements)
     order = sorted(
         range(len(trend)),
@@ -157,8 +160,8 @@ def write_lambda_analysis(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Pa
         ),
     )
     trend = trend.iloc[order].reset_index(drop=True)
-    trend.to_csv(out / "fig2_lambda_trend.csv", index=False)
-    (out / "fig2_lambda.md").write_text(lambda_trend_text(trend), encoding="utf-8")
+    write_atomically(out / "fig2_lambda_trend.csv", trend.to_csv(index=False).encode(), "report file")
+    write_atomically(out / "fig2_lambda.md", lambda_trend_text(trend).encode(), "report file")
     figure = figures.lambda_figure(summary, tasks, out / "fig2_lambda.png")
     written = [out / "fig2_lambda.csv", out / "fig2_lambda_trend.csv", out / "fig2_lambda.md"]
     return written + ([figure] if figure else [])
@@ -234,7 +237,7 @@ def write_phase_summary(metrics: pd.DataFrame, out: Path) -> list[Path]:
     summary = stats.phase_summary(metrics[metrics["method"] != MODEL_FREE])
     if summary.empty:
         return []
-    summary.to_csv(out / "phases.csv", index=False)
+    write_atomically(out / "phases.csv", summary.to_csv(index=False).encode(), "report file")
     columns = {
         "runs": summary["runs"].map("{:,}".format),
         "phase cap": summary["caps"],
@@ -255,7 +258,7 @@ def write_phase_summary(metrics: pd.DataFrame, out: Path) -> list[Path]:
         "length of the `-matched` controls). See "
         f"index.md for the definitions.\n\n{table}\n"
     )
-    (out / "phases.md").write_text(text, encoding="utf-8")
+    write_atomically(out / "phases.md", text.encode(), "report file")
     return [out / "phases.csv", out / "phases.md"]
 
 
@@ -294,7 +297,7 @@ def write_index(loaded: LoadedRuns, written: list[Path], out: Path) -> Path:
     body = "".join(f"## {title}\n\n{content}\n\n" for title, content in sections)
     text = f"# rp1 report\n\n{body}{DEFINITIONS}"
     path = out / "index.md"
-    path.write_text(text, encoding="utf-8")
+    write_atomically(path, text.encode(), "report file")
     return path
 
 
@@ -307,7 +310,9 @@ def write_report(root: Path, out: Path) -> list[Path]:
     ``fig_ablation_<task>.png``, ``fig_controls_<task>.png``, ``fig_model_<task>.png``,
     ``diag_<task>.png``, ``phases.csv`` / ``.md`` and ``index.md`` (tables, figures and summaries
     only where there are runs for them). Returns the paths written, ``index.md`` last. Raises
-    ConfigError when ``root`` holds no run directory or a malformed one.
+    ConfigError when ``root`` holds no run directory (a malformed one is left out with a note);
+    every file is written atomically, and a file the machine fails to write is a StorageError
+    naming it.
     """
     loaded = load_runs(Path(root))
     metrics, out = loaded.metrics, Path(out)

@@ -18,7 +18,7 @@ import pandas as pd
 
 from rp1.errors import ConfigError
 from rp1.config.methods import MODEL_FREE, run_cell
-from rp1.migrations import NewerSchema, migrate
+from rp1.migrations import migrate
 from rp1.runs import METRIC_COLUMNS
 
 CONFIG_KEYS: tuple[str, ...] = ("task", "method", "seed", "budget")
@@ -85,38 +85,55 @@ def read_config(run_dir: Path) -> dict:
         raise ConfigError(
             f"{path}: missing key(s) {', '.join(missing)}; need {', '.join(CONFIG_KEYS)}"
         )
-    return {
-        "preset": str(config.get("preset", "")),
-        "task": str(config["task"]),
-        "scale": str(config.get("scale", DEFAULT_SCALE)),
-        "method": run_cell(config),
-        "seed": int(config["seed"]),
-        "budget": int(config["budget"]),
-        "phase_cap": float(config.get("collect", {}).get("phase_cap", math.nan)),
+    collect = config.get("collect", {})
+    values = {
+        "preset": config.get("preset", ""),
+        "task": config["task"],
+        "scale": config.get("scale", DEFAULT_SCALE),
+        "method": config["method"],
+        "seed": config["seed"],
+        "budget": config["budget"],
+        "phase_cap": collect.get("phase_cap", math.nan) if isinstance(collect, dict) else collect,
     }
+    kinds = {"seed": int, "budget": int, "phase_cap": (int, float)}
+    wrong = [
+        f"{key} = {value!r}" for key, value in values.items()
+        if isinstance(value, bool) or not isinstance(value, kinds.get(key, str))
+    ]
+    if wrong:
+        raise ConfigError(f"{path}: {', '.join(wrong)} is not a value of an rp1 config")
+    return {**values, "phase_cap": float(values["phase_cap"]), "method": run_cell(config)}
 
 
-def parse_row(fields: list[str], width: int) -> tuple[list[float] | None, str]:
-    """One metrics row's fields as numbers (empty field: NaN), or None and why it is unusable."""
-    if len(fields) != width:
-        return None, f"has {len(fields)} fields, its header {width}"
+def parse_row(fields: list[str], header: list[str]) -> tuple[list[float] | None, str]:
+    """One metrics row's fields (under ``header``) as numbers (empty field: NaN), or None and why
+    it is unusable: another number of fields than the header, a field that is not a number, an
+    ``eval_return`` written as a number that is not finite (a run that diverged)."""
+    if len(fields) != len(header):
+        return None, f"has {len(fields)} fields, its header {len(header)}"
     try:
-        return [float(field) if field else math.nan for field in fields], ""
+        row = [float(field) if field else math.nan for field in fields]
     except ValueError:
         return None, "has a field that is not a number"
+    if "eval_return" in header:
+        value = fields[header.index("eval_return")]
+        if value and not math.isfinite(float(value)):
+            return None, f"has an eval_return that is not finite ({value})"
+    return row, ""
 
 
 def parse_metrics(text: str, name: str) -> tuple[pd.DataFrame, list[str]]:
     """The text of ``metrics.csv`` as a table of numbers, and a note per row left out.
 
     Left out: a last line without its newline (unfinished), a row with another number of fields
-    than the header, a row with a field that is not a number. ``name`` names the run in notes.
+    than the header, a row with a field that is not a number or a non-finite ``eval_return``.
+    ``name`` names the run in notes.
     """
     *lines, last = text.split("\n")  # a finished file ends with "\n": ``last`` is then empty
     rows = list(csv.reader(lines))
     header, values, notes = (rows[0] if rows else list(REQUIRED_COLUMNS)), [], []
     for number, fields in enumerate(rows[1:], start=2):
-        row, problem = parse_row(fields, len(header))
+        row, problem = parse_row(fields, header)
         if row is None:
             notes.append(f"{name}: metrics.csv line {number} {problem} — row left out")
         else:
@@ -133,7 +150,11 @@ def read_metrics(run_dir: Path, name: str) -> tuple[pd.DataFrame, list[str]]:
     """``metrics.csv`` as numbers sorted by samples, and notes on rows left out (see
     :func:`parse_metrics`); raises ConfigError when a required column is missing."""
     path = run_dir / "metrics.csv"
-    table, notes = parse_metrics(path.read_text(encoding="utf-8"), name)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{path}: not a text file of numbers ({err})") from None
+    table, notes = parse_metrics(text, name)
     missing = [column for column in REQUIRED_COLUMNS if column not in table.columns]
     if missing:
         raise ConfigError(f"{path}: missing column(s) {', '.join(missing)}")
@@ -188,8 +209,10 @@ def load_runs(root: Path) -> LoadedRuns:
     """All runs under ``root`` as one tidy table (see :class:`LoadedRuns`).
 
     Runs with no rows yet are left out with a note; so are runs written by a newer rp1 (a config
-    schema this one does not know), unusable rows (see :func:`parse_metrics`) and duplicates (see
-    :func:`drop_duplicates`). Raises ConfigError when ``root`` holds no run directory at all.
+    schema this one does not know), runs whose ``config.json`` or ``metrics.csv`` is malformed (a
+    key missing or of the wrong type, a file that is not text), unusable rows (see
+    :func:`parse_metrics`) and duplicates (see :func:`drop_duplicates`). Raises ConfigError when
+    ``root`` holds no run directory at all.
     """
     run_dirs = find_run_dirs(root)
     if not run_dirs:
@@ -198,12 +221,13 @@ def load_runs(root: Path) -> LoadedRuns:
     for run_dir in run_dirs:
         try:
             run, row_notes = load_run(root, run_dir)
-        except NewerSchema as newer:
-            notes.append(f"{newer} — left out")
+        except ConfigError as bad:  # a config of a newer rp1 (NewerSchema), a malformed file
+            notes.append(f"{' '.join(str(bad).split())} — left out")
             continue
         notes += row_notes
         if run.empty:
-            notes.append(f"{run_dir.relative_to(root).as_posix()}: no metrics rows yet — left out")
+            rows = "no usable metrics rows" if row_notes else "no metrics rows yet"
+            notes.append(f"{run_dir.relative_to(root).as_posix()}: {rows} — left out")
         else:
             runs.append(run)
     runs, duplicate_notes = drop_duplicates(runs)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import sys
 import time
 import traceback
@@ -17,7 +16,7 @@ from typing import Iterator, Mapping
 from rp1.experiments.figures import write_learning_curve
 from rp1.experiments.sweep_plan import ELSEWHERE, RunJob, RunOutcome, run_action
 from rp1.runlock import RunInUse, RunLock
-from rp1.runs import CONFIG, METRICS, RunDir
+from rp1.runs import RunDir
 from rp1.train import run_training
 
 SINGLE_THREAD_XLA_FLAG = "--xla_cpu_multi_thread_eigen=false"
@@ -44,8 +43,8 @@ def execute_run(job: RunJob) -> RunOutcome:
                 if job.action == "skip":  # finished by another process since planning
                     return job.outcome("skipped")
                 print(f"=== rp1 sweep: {job.action} {job.cfg.preset} seed {job.cfg.seed} at {datetime.now():%Y-%m-%d %H:%M:%S}")
-                if job.action == "start":
-                    clear_partial_run(RunDir(job.run_dir))
+                if job.action == "start":  # what a run that died before its first checkpoint left (the log stays)
+                    RunDir(job.run_dir).clear()
                 run_training(job.cfg, job.run_dir, resume=job.action == "resume", progress=False, options=job.options, lock=lock)
                 write_learning_curve(job.run_dir, job.cfg.preset)
             except Exception as error:
@@ -54,13 +53,6 @@ def execute_run(job: RunJob) -> RunOutcome:
     finally:
         lock.release()
     return job.outcome("finished", wall_s=time.perf_counter() - started)
-
-
-def clear_partial_run(run: RunDir) -> None:
-    """Delete what a run that died before its first checkpoint left behind (the log stays)."""
-    for name in (CONFIG, METRICS):
-        (run.path / name).unlink(missing_ok=True)
-    shutil.rmtree(run.checkpoint_path.parent, ignore_errors=True)
 
 
 @contextlib.contextmanager

@@ -22,6 +22,7 @@ import pandas as pd
 from rp1.experiments import stats
 from rp1.experiments.paper import PAPER_MEDIANS, PAPER_T
 from rp1.experiments.runs_table import scale_order
+from rp1.runs import write_atomically
 
 
 RETURN = "eval_return"
@@ -356,7 +357,7 @@ def write_table_frames(frames: TableFrames | None, out: Path) -> list[Path]:
         return []
     spec, bests, cells, tests = frames
     paths = [out / f"{spec.name}.md", out / f"{spec.name}.csv", out / f"{spec.name}_ttests.csv"]
-    paths[0].write_text(render(spec, bests, cells, tests), encoding="utf-8")
-    cells.to_csv(paths[1], index=False)
-    tests.to_csv(paths[2], index=False)
+    write_atomically(paths[0], render(spec, bests, cells, tests).encode(), "report file")
+    write_atomically(paths[1], cells.to_csv(index=False).encode(), "report file")
+    write_atomically(paths[2], tests.to_csv(index=False).encode(), "report file")
     return paths

@@ -55,6 +55,11 @@ def policy_init(
     )
 
 
+def is_finite(policy: Policy) -> bool:
+    """Whether every parameter of ``policy`` is finite (not inf or NaN: its training diverged)."""
+    return all(bool(np.isfinite(np.asarray(leaf)).all()) for leaf in jax.tree_util.tree_leaves(policy))
+
+
 @jax.jit
 def act_mean(policy: Policy, obs_norm: Normalizer, obs: jax.Array) -> jax.Array:
     """Deterministic action ``tanh(actor(norm(s)))``: ``obs [..., obs_dim] -> [..., act_dim]``."""
