@@ -54,7 +54,7 @@ def test_a_matched_method_off_the_papers_tasks_asks_for_a_phase_length(capsys):
 def test_the_report_pools_a_run_by_the_method_its_config_ran():
     """A run's cell is the method whose defining values its config has: rp1 with λ fixed at 0.5
     by --set is rp1-fixed05, greedy with the matched phase cap greedy-matched; values no method
-    has are named."""
+    has keep their method's name."""
     def config(preset: str, **sets: str) -> dict:
         return resolve(preset, overrides=sets).to_dict()
 
@@ -62,7 +62,7 @@ def test_the_report_pools_a_run_by_the_method_its_config_ran():
     assert run_cell(config("hopper-greedy", **{"collect.phase_cap": "600"})) == "greedy-matched"
     assert run_cell(config("hopper-rp1-fixed05")) == "rp1-fixed05"
     assert run_cell(config("hopper-rp1", **{"model.hidden": "8"})) == "rp1"  # a size is not a method
-    assert run_cell(config("hopper-rp1", **{"collect.alpha": "0.001"})) == "rp1[collect.alpha=0.001]"
+    assert run_cell(config("hopper-rp1", **{"collect.alpha": "0.001"})) == "rp1"
     assert [m.name for m in METHOD_TABLE if run_cell(config(f"ant-{m.name}")) != m.name] == []
 
 

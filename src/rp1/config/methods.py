@@ -150,11 +150,10 @@ def _relevant(values: dict[str, Any]) -> dict[str, Any]:
 
 def run_cell(config: dict[str, Any]) -> str:
     """The method a stored config (``config.json``, migrated) ran as, for pooling runs in a report:
-    its ``method`` when its :data:`DEFINING_KEYS` are that method's; else the method of
-    :data:`METHOD_TABLE` whose they are on the run's task (e.g. ``rp1`` run with ``--set
-    lam.mode=fixed --set lam.value=0.5`` is ``rp1-fixed05``); else its ``method`` with the keys
-    that differ, ``rp1[collect.alpha=0.001]``. Model-free runs, unknown methods and matched
-    methods off the paper's tasks keep ``method``."""
+    its ``method``, unless its :data:`DEFINING_KEYS` are not that method's but another method's of
+    :data:`METHOD_TABLE` on the run's task; then that method (``rp1`` run with ``--set
+    lam.mode=fixed --set lam.value=0.5`` is ``rp1-fixed05``, ``greedy`` with the matched phase cap
+    is ``greedy-matched``). Model-free runs and unknown methods keep ``method``."""
     method, task = str(config.get("method")), str(config.get("task"))
     if method not in MODEL_BASED_METHODS:
         return method
@@ -163,14 +162,13 @@ def run_cell(config: dict[str, Any]) -> str:
     except (KeyError, TypeError):
         return method
     own = defining_values(MODEL_BASED_METHODS[method], task)
-    if own is None or _same(run, own):
+    if own is not None and _same(run, own):
         return method
     for other in METHOD_TABLE:
         values = defining_values(other, task)
         if values is not None and _same(run, values):
             return other.name
-    differing = sorted(key for key in run if key not in own or not _same({key: run[key]}, {key: own[key]}))
-    return f"{method}[{', '.join(f'{key}={run[key]}' for key in differing)}]"
+    return method
 
 
 def _dotted(config: dict[str, Any], key: str) -> Any:
