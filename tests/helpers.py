@@ -213,6 +213,26 @@ def crash_before_checkpoint(monkeypatch, saves: int) -> None:
     monkeypatch.setattr(RunDir, "save_checkpoint", crashing)
 
 
+# --- compilations ---------------------------------------------------------------------------------
+
+
+def count_traces(monkeypatch, module, name: str, **jit_options) -> list[int]:
+    """Replace the jitted function ``module.name`` by a fresh ``jax.jit`` (with ``jit_options``,
+    as the original was compiled) of the same Python body that appends to the returned list every
+    time it is traced. The fresh jit has an empty cache, so the list counts every trace from here
+    on (every compilation follows a trace)."""
+    import jax
+
+    body, traces = getattr(module, name).__wrapped__, []
+
+    def counted(*args, **kwargs):
+        traces.append(1)
+        return body(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, jax.jit(counted, **jit_options))
+    return traces
+
+
 # --- TensorBoard ---------------------------------------------------------------------------------
 
 

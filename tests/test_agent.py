@@ -89,7 +89,7 @@ def feedback_run(first_g: float, first_feedback: str = "exclude"):
     later = [0.2, 0.25, 0.15, 0.22, 0.18, 0.2, 0.21, 0.19, 0.24, 0.16, 0.2]
     lams, g_hats = [], []
     for k, g in enumerate([first_g] + later):
-        s, g_hat = agent.update_lambda(s, g, None if k == 0 else 0.1)
+        g_hat = agent.feed_bandit(s, g, None if k == 0 else 0.1)
         s.iteration += 1
         lams.append(s.lam)
         g_hats.append(g_hat)
@@ -145,10 +145,10 @@ def test_step_returns_a_new_state_and_leaves_its_input_as_it_was():
     before = agent.checkpoint(s0)
     s1, row1 = agent.step(s0)
     s2, row2 = agent.step(s0)
-    assert agent.checkpoint(s0)["meta"] == before["meta"] and s0.store.n_total == 300 and len(s0.rows) == 1
+    assert agent.checkpoint(s0)["meta"] == before["meta"] and s0.store.n_train + s0.store.n_val == 300 and len(s0.rows) == 1
     untimed = lambda row: {k: v for k, v in row.items() if k not in TIMING_COLUMNS}  # noqa: E731
     assert untimed(row1) == untimed(row2) and s1.rows[-1] is row1 and len(s1.rows) == 2
-    assert s1.store.n_total == s2.store.n_total == 600 and s1.iteration == s2.iteration == 2
+    assert s1.store.n_train + s1.store.n_val == s2.store.n_train + s2.store.n_val == 600 and s1.iteration == s2.iteration == 2
     for a, b in zip(jax.tree_util.tree_leaves(s1.learner), jax.tree_util.tree_leaves(s2.learner)):
         np.testing.assert_array_equal(a, b)
     agent.close()

@@ -21,7 +21,7 @@ from rp1.errors import ConfigError
 from rp1.experiments.report import report_tasks
 from rp1.experiments.runs_table import load_runs
 from rp1.experiments.tables import TABLES, table_frames, write_table_frames
-from rp1.migrations import ADDED, BASE_KEYS, SCHEMA, NewerSchema, keys_of, migrate, written_schema
+from rp1.migrations import ADDED, BASE_KEYS, SCHEMA, NewerSchema, migrate, written_schema
 from rp1.runs import CONFIG, FINISHED, METRICS, RunDir, TIMING_COLUMNS, config_hash
 
 SCHEMA3 = Path(__file__).resolve().parent / "fixtures" / "schema3_runs"
@@ -54,6 +54,11 @@ def current() -> dict:
 
 
 # --- the table ---------------------------------------------------------------------------------
+
+
+def keys_of(schema: int) -> frozenset[str]:
+    """Every key (dotted) of a config of ``schema``: the first config's and those added up to it."""
+    return BASE_KEYS | {entry.key for entry in ADDED if entry.schema <= schema}
 
 
 def test_every_config_key_has_a_migration_entry():

@@ -19,7 +19,7 @@ from rp1.policy import (
     act_mean,
     act_sample,
     discounted_returns,
-    log_prob,
+    gaussian_log_prob,
     make_policy_optimizer,
     normalize_returns,
     policy_init,
@@ -44,7 +44,7 @@ def test_policy_shapes_bounds_and_log_prob():
     z = (np.asarray(act) - np.asarray(mean)) / 0.5
     expected = (-0.5 * z**2 - math.log(0.5) - 0.5 * math.log(2 * math.pi)).sum(-1)
     np.testing.assert_allclose(logp, expected, rtol=1e-5)
-    np.testing.assert_allclose(log_prob(policy, norm, obs, act, 0.5), logp, rtol=1e-5)
+    np.testing.assert_allclose(gaussian_log_prob(act_mean(policy, norm, obs), 0.5, act), logp, rtol=1e-5)
     assert np.std(np.asarray(act - mean)) == pytest.approx(0.5, rel=0.3)
 
 
@@ -107,7 +107,7 @@ def batch_at_ratios():
     norm = normalizer_init(4)
     obs = jax.random.normal(jax.random.key(13), (8, 4))
     act, _ = act_sample(policy, norm, obs, jax.random.key(14), 0.5)
-    behaviour = log_prob(policy, norm, obs, act, 0.5) - jnp.log(jnp.asarray(RATIOS))
+    behaviour = gaussian_log_prob(act_mean(policy, norm, obs), 0.5, act) - jnp.log(jnp.asarray(RATIOS))
     return policy, norm, PPOBatch(obs, act, behaviour, jnp.zeros(8), jnp.asarray(ADVANTAGES), jnp.ones(8))
 
 

@@ -223,7 +223,7 @@ class ModelBasedAgent:
         )
         row["collect_s"] = time.perf_counter() - t
         row |= self._absorb(s, phase)
-        row["g_hat"] = self._feed_bandit(s, row["model_error"], row.get("val_loss"))
+        row["g_hat"] = self.feed_bandit(s, row["model_error"], row.get("val_loss"))
         row["wall_s"] = time.perf_counter() - start
         s.iteration += 1
         s.rows = s.rows + [row]
@@ -296,15 +296,12 @@ class ModelBasedAgent:
             "steps_per_s": phase.steps_per_s,
         }
 
-    def update_lambda(self, state: AgentState, g: float, val_loss: float | None) -> tuple[AgentState, float | None]:
-        """Feed a phase's G to the bandit and draw the next λ (SPEC §6): the new state and ``Ĝ``
-        (``None`` in iteration 0 and for fixed-λ methods, which keep their λ); ``state`` is left as
-        it was. Iteration 0's G was measured on the untrained model; it enters the bandit's window
-        only with ``lam.first_feedback = "include"`` (the reference), and λ = 0 is played next."""
-        s = state.copy()
-        return s, self._feed_bandit(s, g, val_loss)
-
-    def _feed_bandit(self, s: AgentState, g: float, val_loss: float | None) -> float | None:
+    def feed_bandit(self, s: AgentState, g: float, val_loss: float | None) -> float | None:
+        """Feed a phase's G to the bandit of ``s`` and draw the next λ into ``s.lam`` (SPEC §6),
+        changing ``s`` in place; returns ``Ĝ`` (``None`` in iteration 0 and for fixed-λ methods,
+        which keep their λ). Iteration 0's G was measured on the untrained model; it enters the
+        bandit's window only with ``lam.first_feedback = "include"`` (the reference), and λ = 0 is
+        played next."""
         if s.bandit is None:
             return None
         if s.iteration == 0:

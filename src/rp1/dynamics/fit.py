@@ -30,7 +30,6 @@ Example::
 from __future__ import annotations
 
 import functools
-from collections import Counter
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -54,10 +53,6 @@ CHECK_EVERY = 5  # epochs between validations
 PATIENCE = 5  # checks without improvement before stopping
 MAX_EPOCHS = 2000
 STOP_RULES = ("any", "dynamics")  # what counts as an improvement for early stopping (fit's stop_on)
-
-TRACES: Counter[str] = Counter()
-"""How many times each compiled function of this module was traced (every compilation follows a
-trace); a diagnostic for tests and benchmarks."""
 
 
 class NonFiniteLossError(FloatingPointError):
@@ -221,7 +216,6 @@ def train_epochs(
     (the rest of the compiled ``epochs`` are skipped), minibatches of ``batch_size`` rows, Adam with
     learning rate ``lr``. Returns the new state and each epoch's mean training loss per member
     ``[epochs, M]`` (zeros for skipped epochs). Compiled once per dataset bucket and settings."""
-    TRACES["train_epochs"] += 1
     optimizer = make_model_optimizer(lr)
     members = member_count(state.weights.dynamics)
     n_batches = -(-train.obs.shape[0] // batch_size)

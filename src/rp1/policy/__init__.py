@@ -9,7 +9,6 @@ from rp1.policy.networks import (
     gaussian_entropy,
     gaussian_log_prob,
     host_actor,
-    log_prob,
     policy_init,
     value,
 )
@@ -37,7 +36,6 @@ __all__ = [
     "gaussian_entropy",
     "gaussian_log_prob",
     "host_actor",
-    "log_prob",
     "make_batch",
     "make_policy_optimizer",
     "normalize_returns",
