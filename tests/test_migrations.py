@@ -235,6 +235,8 @@ def test_the_fixture_resumes_finishes_and_keeps_its_rows(resumed):
     assert RunDir(run_dir).is_finished(resolve("halfcheetah-rp1", seed=0, budget=600, overrides={**FIXTURE_SETS, **OLD_VALUES}).to_dict())
     old = rows(FIXTURE / "run" / METRICS)
     assert [{k: r[k] for k in old[0]} for r in rows(run_dir / METRICS)[:3]] == old  # timing columns too; columns added since come last
+    diagnostics = [r["ppo_approx_kl_mean"] for r in rows(run_dir / METRICS)]  # a column the old rp1 did not write
+    assert diagnostics[:3] == [""] * 3 and all(diagnostics[3:]), diagnostics
     assert [int(r["iteration"]) for r in rows(run_dir / METRICS)] == list(range(len(rows(FIXTURE / "uninterrupted.csv"))))
     config = dotted(json.loads((run_dir / CONFIG).read_text()))
     assert config["schema"] == SCHEMA and config["model.stop_on"] == "any" and config["model.reward"] == "learned"

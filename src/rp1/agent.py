@@ -216,14 +216,17 @@ class ModelBasedAgent:
             self.real,
             mean_action,
             s.rngs["noise"],
-            cap=min(cfg.collect.phase_cap, cfg.budget - s.samples),
+            cap=cfg.collect.phase_cap,
             alpha=cfg.collect.alpha,
             noise_max=cfg.collect.noise_max,
             share=cfg.collect.share,
+            budget=cfg.budget - s.samples,
         )
         row["collect_s"] = time.perf_counter() - t
         row |= self._absorb(s, phase)
         row["g_hat"] = self.feed_bandit(s, row["model_error"], row.get("val_loss"))
+        if s.bandit is not None:  # the probabilities the next λ was drawn from
+            row |= s.bandit.metrics()
         row["wall_s"] = time.perf_counter() - start
         s.iteration += 1
         s.rows = s.rows + [row]
@@ -252,7 +255,7 @@ class ModelBasedAgent:
         val = s.store.val_set() if s.store.n_val else train
         model, model_opt, result = fit(s.learner.model, s.learner.model_opt, train, val, k, self.fitting)
         s.learner = s.learner.replace(key=key, model=model, model_opt=model_opt)
-        row = {"val_loss": result.val_loss, "model_epochs": result.epochs, "fit_s": time.perf_counter() - t}
+        row = {**result.metrics(), "fit_s": time.perf_counter() - t}
         if self.test_set is not None:  # draws nothing: every other metric stays as it was
             row |= errors_on_test_set(model, self.test_set)
         return row
@@ -265,13 +268,7 @@ class ModelBasedAgent:
             self.training, learner.model, learner.policy, learner.policy_opt, s.start_obs, k, s.lam
         )
         s.learner = s.learner.replace(key=key, policy=policy, policy_opt=policy_opt)
-        return {
-            "lambda": s.lam,
-            "model_return": info.model_return,
-            "bonus": info.bonus,
-            "policy_updates": info.updates,
-            "policy_s": time.perf_counter() - t,
-        }
+        return {"lambda": s.lam, **info.metrics(), "policy_s": time.perf_counter() - t}
 
     def _absorb(self, s: AgentState, phase: Phase) -> dict[str, Any]:
         """Fold the phase into the input normalisers, store it, refresh the delta (and reward)
@@ -294,6 +291,7 @@ class ModelBasedAgent:
             "phase_samples": phase.samples,
             "residual": phase.residual,
             "steps_per_s": phase.steps_per_s,
+            "phase_stop": phase.stop,
         }
 
     def feed_bandit(self, s: AgentState, g: float, val_loss: float | None) -> float | None:

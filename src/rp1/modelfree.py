@@ -14,7 +14,7 @@ folded from the same numbers (:func:`~rp1.seeding.episode_seeds`, :func:`step_ke
 does not depend on ``workers``. Per real step the policy is one jitted call over all slots.
 
 Every update writes a metrics row (``samples`` = real steps so far, ``steps_per_s`` = real steps
-per second of collection); every ``eval_every`` updates and after the last one the row also holds
+per second of collection, the update's PPO diagnostics :func:`~rp1.policy.ppo.ppo_summary`); every ``eval_every`` updates and after the last one the row also holds
 the mean true return of ``eval_episodes`` deterministic episodes. Model columns stay empty.
 
 Example::
@@ -42,7 +42,7 @@ from rp1.config.settings import ppo_settings
 from rp1.dynamics.ensemble import STATE_CLIP
 from rp1.dynamics.normalizer import Normalizer, normalizer_init, normalizer_update
 from rp1.policy.networks import Policy, act_sample, policy_init
-from rp1.policy.ppo import make_policy_optimizer, ppo_update
+from rp1.policy.ppo import make_policy_optimizer, ppo_summary, ppo_update
 from rp1.policy_files import PolicySnapshot, Replay, returns_summary
 from rp1.realenv import ActFn, RealEnvs, collect
 from rp1.seeding import episode_seeds, run_key
@@ -177,7 +177,7 @@ class ModelFreeAgent:
 
         t = time.perf_counter()
         learner = s.learner
-        policy, policy_opt, _ = ppo_update(learner.policy, learner.policy_opt, batch, learner.obs_norm, self._std, self.ppo)
+        policy, policy_opt, ppo = ppo_update(learner.policy, learner.policy_opt, batch, learner.obs_norm, self._std, self.ppo)
         obs_norm = normalizer_update(learner.obs_norm, jnp.asarray(batch.obs[batch.valid]))
         s.learner = learner.replace(policy=policy, policy_opt=policy_opt, obs_norm=obs_norm)
         policy_s = time.perf_counter() - t
@@ -192,6 +192,7 @@ class ModelFreeAgent:
             "steps_per_s": steps / max(collect_s, 1e-9),
             "collect_s": collect_s,
             "policy_s": policy_s,
+            **ppo_summary([ppo]),  # one update: each ``_mean`` is its ``_last``
         }
         if s.update % cfg.modelfree.eval_every == 0 or s.samples >= cfg.budget:
             row["eval_return"], row["eval_std"] = self.evaluate(s)

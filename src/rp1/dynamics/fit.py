@@ -102,14 +102,32 @@ class FitResult(NamedTuple):
     ``epochs``: epochs trained; ``member_val_losses [M]``: each member's best (restored) validation
     MSE; ``val_history [checks, M]``: validation MSE at every check, the one before training first;
     ``head_val_losses [M]``: each member's best (restored) validation head loss (``None``
-    without heads). All MSEs are of the dynamics.
+    without heads); ``train_losses [M]``: each member's mean training loss over the minibatches of the
+    last epoch trained (dynamics MSE plus, with heads, head loss; NaN when no epoch was trained). All MSEs are
+    of the dynamics, in normalised units (of ``norm(s')``).
     """
 
     val_loss: float
     epochs: int
     member_val_losses: np.ndarray
     val_history: np.ndarray
-    head_val_losses: np.ndarray | None = None
+    head_val_losses: np.ndarray | None
+    train_losses: np.ndarray
+
+    def metrics(self) -> dict[str, float]:
+        """The fit's numbers by metrics column: ``val_loss`` (the members' lowest best validation
+        MSE) and ``val_loss_max`` (their highest), ``model_epochs``, ``train_loss`` (the last
+        epoch's training loss, mean over members) and, with heads, ``head_val_loss`` and
+        ``head_val_loss_max`` (the members' lowest and highest best validation head loss)."""
+        metrics = {
+            "val_loss": self.val_loss,
+            "val_loss_max": float(self.member_val_losses.max()),
+            "model_epochs": self.epochs,
+            "train_loss": float(self.train_losses.mean()),
+        }
+        if self.head_val_losses is not None:
+            metrics |= {"head_val_loss": float(self.head_val_losses.min()), "head_val_loss_max": float(self.head_val_losses.max())}
+        return metrics
 
 
 def make_model_optimizer(lr: float = LEARNING_RATE) -> optax.GradientTransformation:
@@ -331,6 +349,7 @@ def fit(
     state = FitState(weights, opt_state, weights, losses, key)
     _raise_if_non_finite_parts(jax.device_get(losses), 0)
     history = [np.asarray(losses.dynamics)]
+    last_train = np.full(len(history[0]), np.nan)  # the last trained epoch's losses [M]
     epochs, stale = 0, 0
     while epochs < settings.max_epochs and stale < settings.patience:
         n = min(settings.check_every, settings.max_epochs - epochs)
@@ -340,12 +359,13 @@ def fit(
         state, losses, improved = _check(state, model, val)
         train_losses, losses, improved = jax.device_get((train_losses, losses, improved))
         _raise_if_non_finite(train_losses[:n], epochs + 1, "training")
+        last_train = train_losses[n - 1]
         epochs += n
         _raise_if_non_finite_parts(losses, epochs)
         history.append(losses.dynamics)
         counted = improved.dynamics if settings.stop_on == "dynamics" else jax.tree_util.tree_leaves(improved)
         stale = 0 if np.any(counted) else stale + 1
     best = jax.device_get(state.best_losses)
-    result = FitResult(float(best.dynamics.min()), epochs, best.dynamics, np.stack(history), best.heads)
+    result = FitResult(float(best.dynamics.min()), epochs, best.dynamics, np.stack(history), best.heads, last_train)
     weights = state.best_weights
     return model.replace(params=weights.dynamics, heads=weights.heads), state.opt_state, result

@@ -17,10 +17,12 @@ from rp1.policy.ppo import (
     PPOSettings,
     PPOMetrics,
     discounted_returns,
+    explained_variance,
     make_batch,
     make_policy_optimizer,
     normalize_returns,
     ppo_loss,
+    ppo_summary,
     ppo_update,
 )
 
@@ -33,6 +35,7 @@ __all__ = [
     "act_sample",
     "device_actor",
     "discounted_returns",
+    "explained_variance",
     "gaussian_entropy",
     "gaussian_log_prob",
     "host_actor",
@@ -41,6 +44,7 @@ __all__ = [
     "normalize_returns",
     "policy_init",
     "ppo_loss",
+    "ppo_summary",
     "ppo_update",
     "value",
 ]
