@@ -35,6 +35,10 @@ TINY = {
     "eval_episodes": "2",
 }
 
+COMPARED = ("jax", "jaxlib", "numpy", "mujoco", "gymnasium", "optax", "backend", "device", "xla_threads", "xla_flags")
+"""The fields of an environment record (rp1.provenance.environment) that a run's numbers depend on:
+a fixture made elsewhere is compared bit for bit only where they all match."""
+
 PRESET = "halfcheetah-rp1"  # the preset of train_args
 BUDGET = 1800  # the budget of train_args
 

@@ -1,16 +1,23 @@
 """metrics.csv's columns are open: every key of every row is a column, the columns of
 ``METRIC_COLUMNS`` first and in their order, new ones after in the order they first appear; rows
-of an earlier rp1 (without the new keys) are written and read as before."""
+of an earlier rp1 (without the new keys) are written and read as before; and every column an
+earlier rp1 wrote keeps its values bit for bit (fixtures/before_diagnostics)."""
 
 from __future__ import annotations
 
 import csv
+import importlib.util
+import json
 import math
+from pathlib import Path
 
 import pytest
+from helpers import COMPARED
 
 from rp1.experiments.runs_table import OPTIONAL_COLUMNS, read_metrics
-from rp1.runs import METRIC_COLUMNS, METRICS, RunDir, metric_columns
+from rp1.provenance import environment
+from rp1.runs import METRIC_COLUMNS, METRICS, TIMING_COLUMNS, RunDir, metric_columns
+from rp1.train import run_training
 
 OLD_ROW = {"iteration": 0, "samples": 0, "eval_return": 1.5, "wall_s": 0.25}  # keys of METRIC_COLUMNS only
 
@@ -66,3 +73,35 @@ def test_the_report_reads_old_and_new_files_by_column_name(tmp_path):
     assert old_table["eval_return"].tolist() == new_table["eval_return"].tolist() == [1.5]
     assert math.isnan(old_table["wall_s"][0]) and new_table["wall_s"][0] == 0.25
     assert new_table["ppo_entropy_mean"].tolist() == [2.0] and "ppo_entropy_mean" not in old_table
+
+
+# --- the fixture: tiny runs of every method by rp1 at e329a69, before the diagnostics -------------
+
+BEFORE = Path(__file__).parent / "fixtures" / "before_diagnostics"
+
+
+def fixture_configs() -> dict:
+    spec = importlib.util.spec_from_file_location("before_diagnostics_make", BEFORE / "make.py")
+    make = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make)
+    return make.configs()
+
+
+@pytest.mark.slow
+def test_every_method_keeps_every_column_it_had_bit_for_bit(tmp_path):
+    """Tiny runs of every model-based method, RP1 with learned heads and model-free PPO write every
+    column that rp1 at e329a69 wrote (fixtures/before_diagnostics) as it did, but the wall-clock
+    ones, where the environment matches the one that made them (XLA's CPU arithmetic depends on
+    the CPU and its thread count); the diagnostics are columns of their own."""
+    made_in, here = json.loads((BEFORE / "made_in.json").read_text()), environment()
+    differences = {key: (made_in[key], here[key]) for key in COMPARED if made_in[key] != here[key]}
+    if differences:
+        pytest.skip(f"the fixture was made in another environment (made, here): {differences}")
+    for name, cfg in fixture_configs().items():
+        run = run_training(cfg, tmp_path / name, progress=False)
+        with open(BEFORE / f"{name}.csv", newline="") as f:
+            before = list(csv.DictReader(f))
+        _, now = header_and_rows(RunDir(run))
+        old = [c for c in before[0] if c not in TIMING_COLUMNS]
+        assert [{c: r[c] for c in old} for r in now] == [{c: r[c] for c in old} for r in before], name
+        assert "ppo_approx_kl_mean" in now[0] and "phase_stop" in now[0] or name == "modelfree", name

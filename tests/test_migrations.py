@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import metrics_without_timing, run_cli, snapshot
+from helpers import COMPARED, metrics_without_timing, run_cli, snapshot
 from rp1.config import Config, resolve
 from rp1.errors import ConfigError
 from rp1.experiments.report import report_tasks
@@ -35,8 +35,6 @@ FIXTURE_SETS = {  # the fixture's config (fixtures/before_stop_on/make.py)
     "collect.phase_cap": "100", "eval_episodes": "2", "horizon": "50",
 }  # fmt: skip
 OLD_VALUES = {"lam.baseline": "including", "lam.g_normalizers": "inputs"}  # 3fab089's, unlike today's defaults
-COMPARED = ("jax", "jaxlib", "numpy", "mujoco", "gymnasium", "optax", "backend", "device", "xla_threads", "xla_flags")
-"""What the fixture's exact metrics depend on besides the code (README "Runs")."""
 
 
 def dotted(config: dict, prefix: str = "") -> dict:
