@@ -14,8 +14,9 @@ folded from the same numbers (:func:`~rp1.seeding.episode_seeds`, :func:`step_ke
 does not depend on ``workers``. Per real step the policy is one jitted call over all slots.
 
 Every update writes a metrics row (``samples`` = real steps so far, ``steps_per_s`` = real steps
-per second of collection, the update's PPO diagnostics :func:`~rp1.policy.ppo.ppo_summary`); every ``eval_every`` updates and after the last one the row also holds
-the mean true return of ``eval_episodes`` deterministic episodes. Model columns stay empty.
+per second of collection, the update's PPO diagnostics, :func:`~rp1.policy.ppo.ppo_summary`);
+every ``eval_every`` updates and after the last one the row also holds the mean true return of
+``eval_episodes`` deterministic episodes. Model columns stay empty.
 
 Example::
 

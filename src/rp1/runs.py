@@ -43,8 +43,8 @@ import csv
 import hashlib
 import io
 import json
-import os
 import numbers
+import os
 import shutil
 from pathlib import Path
 from typing import Any, Iterable, Iterator
