@@ -1,9 +1,9 @@
 """A run's TensorBoard log, ``RUN/tensorboard/`` (``--tensorboard``; tensorboardX, the ``tb`` extra).
 
 Every value of every metrics row (every ``metrics.csv`` column the row fills) is a scalar (tag: the
-column's name) at step = the row's real samples; ``lambda_played`` is a histogram of the λ values played up to that row (model-based
-methods); ``best_policy`` is a video (an animated GIF, TensorBoard's format for videos) of each new
-best policy where ``--video`` rendered one.
+column's name) at step = the row's real samples; ``lambda_played`` is a histogram of the λ values
+played up to that row (model-based methods); ``best_policy`` is a video (an animated GIF,
+TensorBoard's format for videos) of each new best policy where ``--video`` rendered one.
 
 The log is rewritten from the checkpointed rows when a run starts or resumes: its event files are
 deleted and the rows written again (with the videos still in ``RUN/videos/``), so a run killed

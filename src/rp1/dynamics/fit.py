@@ -125,8 +125,9 @@ class FitResult(NamedTuple):
             "model_epochs": self.epochs,
             "train_loss": float(self.train_losses.mean()),
         }
-        if self.head_val_losses is not None:
-            metrics |= {"head_val_loss": float(self.head_val_losses.min()), "head_val_loss_max": float(self.head_val_losses.max())}
+        heads = self.head_val_losses
+        if heads is not None:
+            metrics |= {"head_val_loss": float(heads.min()), "head_val_loss_max": float(heads.max())}
         return metrics
 
 
