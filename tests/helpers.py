@@ -35,6 +35,16 @@ TINY = {
     "eval_episodes": "2",
 }
 
+COMPARED = ("jax", "jaxlib", "numpy", "mujoco", "gymnasium", "optax", "backend", "device", "cpu_features", "xla_threads", "xla_flags", "openblas_coretype")
+"""The fields of an environment record (rp1.provenance.environment) that a run's numbers depend on:
+a fixture made elsewhere is compared bit for bit only where they all match."""
+
+
+def environment_differences(made_in: dict, here: dict) -> dict:
+    """``{field: (made_in's, here's)}`` for every field of :data:`COMPARED` the two environment
+    records disagree on (a field a record lacks counts as a difference)."""
+    return {key: (made_in.get(key), here.get(key)) for key in COMPARED if made_in.get(key) != here.get(key)}
+
 PRESET = "halfcheetah-rp1"  # the preset of train_args
 BUDGET = 1800  # the budget of train_args
 
@@ -231,6 +241,26 @@ def fill_disk(monkeypatch, name: str = "") -> None:
         return fd, path
 
     monkeypatch.setattr(rp1.runs.tempfile, "mkstemp", full_mkstemp)
+
+
+# --- compilations ---------------------------------------------------------------------------------
+
+
+def count_traces(monkeypatch, module, name: str, **jit_options) -> list[int]:
+    """Replace the jitted function ``module.name`` by a fresh ``jax.jit`` (with ``jit_options``,
+    as the original was compiled) of the same Python body that appends to the returned list every
+    time it is traced. The fresh jit has an empty cache, so the list counts every trace from here
+    on (every compilation follows a trace)."""
+    import jax
+
+    body, traces = getattr(module, name).__wrapped__, []
+
+    def counted(*args, **kwargs):
+        traces.append(1)
+        return body(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, jax.jit(counted, **jit_options))
+    return traces
 
 
 # --- TensorBoard ---------------------------------------------------------------------------------

@@ -184,6 +184,25 @@ def test_bandit_credits_a_drawn_arm_with_its_probability():
     assert bandit.scores[1 - drawn] == (0.0, np.log(3.0))[1 - drawn]
 
 
+def test_bandit_metrics_are_its_probabilities_after_known_updates():
+    """Arms 0 and 0.5, lr 0.2, ε 0.2, decay 0.9. G = 1 before any play is only recorded; λ = 0
+    chosen (p = 1), then G = 3 with norm 0.5: ĝ = (3 − 1) / 0.5 = 4, score 0.2·4 = 0.8. Then λ = 0.5
+    chosen, G = 1, norm 1: ĝ = 1 − mean(1, 3) = −1, its score 0.2·(−1) = −0.2 (only the arm
+    played decays: the other keeps 0.8).
+    Probabilities 0.8·softmax(scores) + 0.1 per arm, by column p_lambda_<λ>."""
+    bandit = ExpWeights(arms=(0.0, 0.5), lr=0.2, eps=0.2, decay=0.9, seed=0)
+    assert bandit.metrics() == {"p_lambda_0.0": 0.5, "p_lambda_0.5": 0.5}
+    bandit.update(1.0)
+    bandit.choose(0.0)
+    bandit.update(3.0, norm=0.5)
+    first = 0.8 * np.exp(0.8) / (np.exp(0.8) + 1) + 0.1
+    assert bandit.metrics() == pytest.approx({"p_lambda_0.0": first, "p_lambda_0.5": 1 - first}, rel=1e-12)
+    bandit.choose(0.5)
+    bandit.update(1.0)
+    second = 0.8 * np.exp(0.8) / (np.exp(0.8) + np.exp(-0.2)) + 0.1
+    assert bandit.metrics() == pytest.approx({"p_lambda_0.0": second, "p_lambda_0.5": 1 - second}, rel=1e-12)
+
+
 def test_bandit_shifts_mass_to_rewarding_arm():
     bandit = ExpWeights(seed=0)
     good = 4

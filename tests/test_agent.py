@@ -12,18 +12,26 @@ import pytest
 from rp1.acquisition.bandit import ARMS
 from rp1.agent import HOST_STREAMS, ModelBasedAgent
 from rp1.config import MODEL_BASED_METHODS, env_config, resolve
+from rp1.imagination import TrainInfo
+from rp1.policy import PPOMetrics
+from rp1.realenv import STOP_BUDGET, STOP_CAP
 from rp1.runs import METRIC_COLUMNS, TIMING_COLUMNS
 from rp1.train import run_training
 from helpers import TINY
 
-ALWAYS_FILLED = ("iteration", "samples", "eval_return", "model_error", "phase_samples", "wall_s")
-AFTER_FIRST = ("lambda", "model_return", "val_loss", "policy_updates", "model_epochs")
+ALWAYS_FILLED = ("iteration", "samples", "eval_return", "model_error", "phase_samples", "wall_s", "phase_stop")
+PPO_DIAGNOSTICS = tuple(f"ppo_{name}_{which}" for name in PPOMetrics._fields for which in ("mean", "last"))
+AFTER_FIRST = (
+    "lambda", "model_return", "val_loss", "policy_updates", "model_epochs",
+    "val_loss_max", "train_loss", "policy_stopped_by_rule", "imagined_return", *PPO_DIAGNOSTICS,
+)  # fmt: skip
+BANDIT = tuple(f"p_lambda_{arm!r}" for arm in ARMS)  # adaptive λ only, every row
 
 
 def read_rows(run):
     with open(run / "metrics.csv") as f:
         reader = csv.DictReader(f)
-        assert tuple(reader.fieldnames) == METRIC_COLUMNS
+        assert tuple(reader.fieldnames[: len(METRIC_COLUMNS)]) == METRIC_COLUMNS
         return list(reader)
 
 
@@ -41,8 +49,23 @@ def test_one_iteration_per_method_writes_a_full_row(method, tmp_path):
     for row in rows:
         assert all(row[c] != "" for c in ALWAYS_FILLED)
         assert np.isfinite(float(row["eval_return"]))
-    assert all(rows[1][c] != "" for c in AFTER_FIRST)
+    assert all(rows[1][c] != "" for c in AFTER_FIRST) and all(rows[0][c] == "" for c in AFTER_FIRST)
+    assert [int(r["phase_stop"]) for r in rows] == [STOP_CAP, STOP_BUDGET]
+    adaptive = MODEL_BASED_METHODS[method].lam == "adaptive"
+    assert all((c in row) == adaptive for row in rows for c in BANDIT)
+    assert not adaptive or all(sum(float(row[c]) for c in BANDIT) == pytest.approx(1.0) for row in rows)
     assert (run / "finished").exists() and (run / "checkpoint" / "state.msgpack").exists()
+
+
+def test_a_key_a_component_returns_is_a_column(tmp_path, monkeypatch):
+    """A component that returns one more number: metrics.csv has its column from the first row
+    with it on (the rows before empty there), after the columns of every other key."""
+    metrics = TrainInfo.metrics
+    monkeypatch.setattr(TrainInfo, "metrics", lambda info: {**metrics(info), "new_diagnostic": 2.5 * info.updates})
+    run = run_training(tiny("rp1", budget=600, **{"collect.alpha": "0"}), tmp_path / "run", progress=False)
+    rows = read_rows(run)
+    assert list(rows[0])[-1] == "new_diagnostic"
+    assert [r["new_diagnostic"] for r in rows] == ["", str(2.5 * int(rows[1]["policy_updates"]))]
 
 
 @pytest.mark.parametrize("method", list(MODEL_BASED_METHODS))
@@ -89,7 +112,7 @@ def feedback_run(first_g: float, first_feedback: str = "exclude"):
     later = [0.2, 0.25, 0.15, 0.22, 0.18, 0.2, 0.21, 0.19, 0.24, 0.16, 0.2]
     lams, g_hats = [], []
     for k, g in enumerate([first_g] + later):
-        s, g_hat = agent.update_lambda(s, g, None if k == 0 else 0.1)
+        g_hat = agent.feed_bandit(s, g, None if k == 0 else 0.1)
         s.iteration += 1
         lams.append(s.lam)
         g_hats.append(g_hat)
@@ -145,10 +168,10 @@ def test_step_returns_a_new_state_and_leaves_its_input_as_it_was():
     before = agent.checkpoint(s0)
     s1, row1 = agent.step(s0)
     s2, row2 = agent.step(s0)
-    assert agent.checkpoint(s0)["meta"] == before["meta"] and s0.store.n_total == 300 and len(s0.rows) == 1
+    assert agent.checkpoint(s0)["meta"] == before["meta"] and s0.store.n_train + s0.store.n_val == 300 and len(s0.rows) == 1
     untimed = lambda row: {k: v for k, v in row.items() if k not in TIMING_COLUMNS}  # noqa: E731
     assert untimed(row1) == untimed(row2) and s1.rows[-1] is row1 and len(s1.rows) == 2
-    assert s1.store.n_total == s2.store.n_total == 600 and s1.iteration == s2.iteration == 2
+    assert s1.store.n_train + s1.store.n_val == s2.store.n_train + s2.store.n_val == 600 and s1.iteration == s2.iteration == 2
     for a, b in zip(jax.tree_util.tree_leaves(s1.learner), jax.tree_util.tree_leaves(s2.learner)):
         np.testing.assert_array_equal(a, b)
     agent.close()

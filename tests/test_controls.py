@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from helpers import ROOT, TINY, run_cli_output
+from helpers import ROOT, TINY, environment_differences, run_cli_output
 from rp1.config import MATCHED_PHASE_LENGTH, METHOD_TABLE, env_config, resolve, run_cell
 from rp1.dynamics import ensemble_init, normalizer_fit
 from rp1.dynamics.testset import COLUMNS, SHIPPED, TestSet, errors_on_test_set, read_test_set, write_test_set
@@ -139,11 +139,9 @@ def test_rp1_testsets_rebuilds_the_shipped_file(tmp_path, capsys):
     """The command that made a shipped test set makes it again byte for byte, where the
     environment is the one that made it (``testsets/made_in.json``; policies act through XLA's
     and MuJoCo's CPU arithmetic)."""
-    from rp1.provenance import NOT_COMPARED, environment
+    from rp1.provenance import environment
 
-    made_in, here = json.loads((SHIPPED / "made_in.json").read_text()), environment()
-    compared = set(made_in) - {*NOT_COMPARED, "rp1", "commit", "python"}
-    differences = {key: (made_in[key], here.get(key)) for key in sorted(compared) if made_in[key] != here.get(key)}
+    differences = environment_differences(json.loads((SHIPPED / "made_in.json").read_text()), environment())
     if differences:
         pytest.skip(f"the test sets were made in another environment (made, here): {differences}")
     code, out, err = run_cli_output(["testsets", "--out", tmp_path, "--tasks", "hopper"], capsys)

@@ -32,7 +32,7 @@ def test_phase_puts_first_third_of_rollouts_into_validation():
     store.add_phase([episode(10 + i, steps=5) for i in range(3)])  # ⌊3/3⌋ = 1
     assert tags(store.val) == [0, 1, 10]
     assert tags(store.train) == [2, 3, 4, 5, 6, 7, 11, 12]
-    assert (store.n_train, store.n_val, store.n_total) == (70, 25, 95)
+    assert (store.n_train, store.n_val) == (70, 25)
 
 
 def test_literal_rule_gives_a_phase_of_two_rollouts_no_validation_and_accepts_namedtuples():

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from helpers import metrics_without_timing, run_cli, snapshot
+from helpers import environment_differences, metrics_without_timing, run_cli, snapshot
 from rp1.config import Config, resolve
 from rp1.errors import ConfigError
 from rp1.experiments.report import report_tasks
 from rp1.experiments.runs_table import load_runs
 from rp1.experiments.tables import TABLES, table_frames, write_table_frames
-from rp1.migrations import ADDED, BASE_KEYS, SCHEMA, NewerSchema, keys_of, migrate, written_schema
+from rp1.migrations import ADDED, BASE_KEYS, SCHEMA, NewerSchema, migrate, written_schema
 from rp1.runs import CONFIG, FINISHED, METRICS, RunDir, TIMING_COLUMNS, config_hash
 
 SCHEMA3 = Path(__file__).resolve().parent / "fixtures" / "schema3_runs"
@@ -35,8 +35,6 @@ FIXTURE_SETS = {  # the fixture's config (fixtures/before_stop_on/make.py)
     "collect.phase_cap": "100", "eval_episodes": "2", "horizon": "50",
 }  # fmt: skip
 OLD_VALUES = {"lam.baseline": "including", "lam.g_normalizers": "inputs"}  # 3fab089's, unlike today's defaults
-COMPARED = ("jax", "jaxlib", "numpy", "mujoco", "gymnasium", "optax", "backend", "device", "cpu_features", "xla_threads", "xla_flags", "openblas_coretype")
-"""What the fixture's exact metrics depend on besides the code (README "Runs")."""
 MADE_IN = json.loads((FIXTURE / "made_in.json").read_text())
 """An environment in which the fixture's metrics are written (fixtures/before_stop_on/make.py)."""
 
@@ -56,6 +54,11 @@ def current() -> dict:
 
 
 # --- the table ---------------------------------------------------------------------------------
+
+
+def keys_of(schema: int) -> frozenset[str]:
+    """Every key (dotted) of a config of ``schema``: the first config's and those added up to it."""
+    return BASE_KEYS | {entry.key for entry in ADDED if entry.schema <= schema}
 
 
 def test_every_config_key_has_a_migration_entry():
@@ -232,6 +235,8 @@ def test_the_fixture_resumes_finishes_and_keeps_its_rows(resumed):
     assert RunDir(run_dir).is_finished(resolve("halfcheetah-rp1", seed=0, budget=600, overrides={**FIXTURE_SETS, **OLD_VALUES}).to_dict())
     old = rows(FIXTURE / "run" / METRICS)
     assert [{k: r[k] for k in old[0]} for r in rows(run_dir / METRICS)[:3]] == old  # timing columns too; columns added since come last
+    diagnostics = [r["ppo_approx_kl_mean"] for r in rows(run_dir / METRICS)]  # a column the old rp1 did not write
+    assert diagnostics[:3] == [""] * 3 and all(diagnostics[3:]), diagnostics
     assert [int(r["iteration"]) for r in rows(run_dir / METRICS)] == list(range(len(rows(FIXTURE / "uninterrupted.csv"))))
     config = dotted(json.loads((run_dir / CONFIG).read_text()))
     assert config["schema"] == SCHEMA and config["model.stop_on"] == "any" and config["model.reward"] == "learned"
@@ -254,7 +259,7 @@ def test_the_fixture_finishes_with_the_old_codes_metrics(resumed):
     run_dir, done = resumed
     assert done.returncode == 0, done.stderr
     here = json.loads((run_dir / "environment.json").read_text())["environments"][-1]
-    differences = {key: (MADE_IN[key], here[key]) for key in COMPARED if MADE_IN[key] != here[key]}
+    differences = environment_differences(MADE_IN, here)
     if differences:
         pytest.skip(f"the fixture's metrics were written in another environment (made_in.json, here): {differences}")
     expected = [{k: v for k, v in r.items() if k not in TIMING_COLUMNS} for r in rows(FIXTURE / "uninterrupted.csv")]

@@ -8,9 +8,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import count_traces
 from policy_toys import POINT_MASS, point_mass_predict, toy_model
 
 from rp1.errors import ConfigError
+from rp1.imagination import policy_training
 from rp1.imagination import (
     PolicyTraining,
     TrainState,
@@ -22,7 +24,7 @@ from rp1.imagination import (
     stop_rule_update,
     train_policy,
 )
-from rp1.policy import Policy, make_policy_optimizer, policy_init
+from rp1.policy import Policy, PPOSettings, make_policy_optimizer, policy_init, ppo_summary
 
 T, F = True, False
 
@@ -138,7 +140,7 @@ def test_train_policy_stops_by_the_rule_and_restores_the_best_update(threefry_pa
     for got, want in zip(jax.tree_util.tree_leaves(best), jax.tree_util.tree_leaves(history[last_best][0])):
         np.testing.assert_array_equal(got, want)
     assert int(opt_state.inner_state[0].count) == 10 * info.updates  # continues, not restored
-    assert np.isfinite([info.model_return, info.imagined_return, info.bonus, info.loss]).all()
+    assert np.isfinite([info.model_return, info.imagined_return, info.bonus, info.ppo["ppo_loss_last"]]).all()
 
     last, _, info = train(*fresh(1e-2), max_updates=60, restore_best=False)  # the reference's no-op restore
     assert info.stopped and info.updates == len(history)
@@ -166,6 +168,7 @@ def test_train_policy_with_a_frozen_policy_stops_at_the_earliest_point():
     policy, opt_state = fresh(0.0)
     best, _, info = train(policy, opt_state, max_updates=50)
     assert info.stopped and info.updates == FIRST_CHECK + 5
+    assert (info.metrics()["policy_updates"], info.metrics()["policy_stopped_by_rule"]) == (FIRST_CHECK + 5, 1)
     assert jax.tree_util.tree_all(jax.tree_util.tree_map(lambda a, b: bool((a == b).all()), best, policy))
 
 
@@ -173,7 +176,36 @@ def test_train_policy_stops_at_max_updates():
     policy, opt_state = fresh(0.0)
     _, _, info = train(policy, opt_state, max_updates=4)
     assert info.updates == 4 and not info.stopped
+    assert (info.metrics()["policy_updates"], info.metrics()["policy_stopped_by_rule"]) == (4, 0)
 
+
+def test_train_policy_summarises_every_updates_ppo_diagnostics():
+    """The PPO diagnostics of train_policy are those of its updates, replayed with the train step
+    (mean over the updates and the last one's, :func:`ppo_summary`); a learning policy moves away
+    from the behaviour policy within an update (KL > 0), a frozen one never does."""
+    policy, opt_state = fresh(1e-2)
+    state = TrainState(policy, opt_state, stop_rule_init(policy, 3), jax.random.key(1), jnp.zeros((), jnp.int32))
+    updates = []
+    for _ in range(4):
+        state, metrics = STEP(state, MODEL, START, 0.0)
+        updates.append(metrics.ppo)
+    _, _, info = train(policy, opt_state, max_updates=4)
+    assert info.ppo == ppo_summary(updates) and info.metrics().items() >= info.ppo.items()
+    assert info.ppo["ppo_approx_kl_mean"] > 0 and info.ppo["ppo_entropy_last"] == pytest.approx(np.log(0.5) + 0.5 * np.log(2 * np.pi * np.e))
+    _, _, frozen = train(*fresh(0.0), max_updates=4)
+    assert abs(frozen.ppo["ppo_approx_kl_mean"]) < 1e-6 and frozen.ppo["ppo_clip_fraction_mean"] == 0.0
+
+
+def test_host_loop_settings_do_not_recompile_the_update(monkeypatch):
+    """The update is compiled for its PolicyStepSettings (imagination, PPO) alone: changing
+    max_updates, restore_best, first_check or the action std reuses it; PPO's epochs recompile."""
+    traces = count_traces(monkeypatch, policy_training, "_train_step", static_argnums=0)
+    train(*fresh(1e-2), max_updates=2)
+    assert len(traces) == 1
+    train(*fresh(1e-2), max_updates=4, restore_best=False, first_check=1, action_std=0.3)
+    assert len(traces) == 1
+    train(*fresh(1e-2), max_updates=2, ppo=PPOSettings(epochs=2))
+    assert len(traces) == 2
 
 def test_train_policy_rejects_too_few_start_states():
     policy, opt_state = fresh(3e-4)

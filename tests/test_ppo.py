@@ -18,12 +18,15 @@ from rp1.policy import (
     PPOSettings,
     act_mean,
     act_sample,
+    PPOMetrics,
     discounted_returns,
-    log_prob,
+    explained_variance,
+    gaussian_log_prob,
     make_policy_optimizer,
     normalize_returns,
     policy_init,
     ppo_loss,
+    ppo_summary,
     ppo_update,
     value,
 )
@@ -44,7 +47,7 @@ def test_policy_shapes_bounds_and_log_prob():
     z = (np.asarray(act) - np.asarray(mean)) / 0.5
     expected = (-0.5 * z**2 - math.log(0.5) - 0.5 * math.log(2 * math.pi)).sum(-1)
     np.testing.assert_allclose(logp, expected, rtol=1e-5)
-    np.testing.assert_allclose(log_prob(policy, norm, obs, act, 0.5), logp, rtol=1e-5)
+    np.testing.assert_allclose(gaussian_log_prob(act_mean(policy, norm, obs), 0.5, act), logp, rtol=1e-5)
     assert np.std(np.asarray(act - mean)) == pytest.approx(0.5, rel=0.3)
 
 
@@ -107,7 +110,7 @@ def batch_at_ratios():
     norm = normalizer_init(4)
     obs = jax.random.normal(jax.random.key(13), (8, 4))
     act, _ = act_sample(policy, norm, obs, jax.random.key(14), 0.5)
-    behaviour = log_prob(policy, norm, obs, act, 0.5) - jnp.log(jnp.asarray(RATIOS))
+    behaviour = gaussian_log_prob(act_mean(policy, norm, obs), 0.5, act) - jnp.log(jnp.asarray(RATIOS))
     return policy, norm, PPOBatch(obs, act, behaviour, jnp.zeros(8), jnp.asarray(ADVANTAGES), jnp.ones(8))
 
 
@@ -181,6 +184,40 @@ def test_make_batch_targets_are_normalised_returns_and_the_advantage_subtracts_t
     np.testing.assert_array_equal(batch.obs, obs.reshape(6, 2))
     np.testing.assert_array_equal(batch.act, act.reshape(6, 1))
     np.testing.assert_array_equal(batch.logp, logp.reshape(6))
+
+
+def test_explained_variance_of_known_values():
+    """Targets 1, 2, 3, 4 (a fifth step weighs nothing): variance 1.25. Predicting 1, 2, 3, 5
+    leaves residuals 0, 0, 0, −1, variance 0.25 − 0.0625 = 0.1875: 1 − 0.1875 / 1.25 = 0.85.
+    A perfect prediction explains 1, the mean 0, a constant target nothing (NaN)."""
+    target, weight = jnp.array([1.0, 2.0, 3.0, 4.0, 100.0]), jnp.array([1.0, 1.0, 1.0, 1.0, 0.0])
+    assert float(explained_variance(target, jnp.array([1.0, 2.0, 3.0, 5.0, -7.0]), weight)) == pytest.approx(0.85, rel=1e-6)
+    assert float(explained_variance(target, target, weight)) == 1.0
+    assert float(explained_variance(target, jnp.full(5, 2.5), weight)) == pytest.approx(0.0, abs=1e-7)
+    assert np.isnan(float(explained_variance(jnp.ones(5), target, weight)))
+
+
+def test_ppo_loss_reports_its_critics_explained_variance():
+    """A critic that says 0.25 everywhere explains none of the returns' variance."""
+    policy = constant_critic(policy_init(jax.random.key(18), 3, 2), 0.25)
+    obs, act = jax.random.normal(jax.random.key(19), (6, 3)), jnp.zeros((6, 2))
+    batch = PPOBatch(obs, act, jnp.zeros(6), jnp.linspace(-1, 1, 6), jnp.zeros(6), jnp.ones(6))
+    _, m = ppo_loss(policy, normalizer_init(3), batch, 0.5)
+    assert float(m.explained_variance) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_ppo_summary_is_the_mean_over_updates_and_the_last_update():
+    """Two updates whose every diagnostic is 1 and 4 (the second 3 and 0 for the clip fraction):
+    the means 2.5 (1.5), the last 4 (0), for every field, in float64."""
+    first = PPOMetrics(*[jnp.float32(1.0)] * 5, jnp.float32(3.0), jnp.float32(1.0))
+    second = PPOMetrics(*[jnp.float32(4.0)] * 5, jnp.float32(0.0), jnp.float32(4.0))
+    summary = ppo_summary([first, second])
+    assert list(summary) == [f"ppo_{name}_{which}" for name in PPOMetrics._fields for which in ("mean", "last")]
+    assert summary["ppo_approx_kl_mean"] == 2.5 and summary["ppo_approx_kl_last"] == 4.0
+    assert summary["ppo_clip_fraction_mean"] == 1.5 and summary["ppo_clip_fraction_last"] == 0.0
+    assert summary["ppo_explained_variance_mean"] == 2.5 and summary["ppo_entropy_last"] == 4.0
+    assert ppo_summary([first]) == {**{f"ppo_{n}_mean": float(v) for n, v in zip(PPOMetrics._fields, first)},
+                                    **{f"ppo_{n}_last": float(v) for n, v in zip(PPOMetrics._fields, first)}}  # fmt: skip
 
 
 def test_optimizer_learning_rate_is_state_and_counts_epochs():

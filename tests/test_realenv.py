@@ -11,7 +11,18 @@ import numpy as np
 import pytest
 
 from rp1.acquisition import pca_residual
-from rp1.realenv import UNSEEDED, RealEnvs, collect, collect_phase, evaluate, mean_policy, noisy_policy
+from rp1.realenv import (
+    STOP_BUDGET,
+    STOP_CAP,
+    STOP_PCA,
+    UNSEEDED,
+    RealEnvs,
+    collect,
+    collect_phase,
+    evaluate,
+    mean_policy,
+    noisy_policy,
+)
 
 SCRIPTED = "scripted_task:SCRIPTED"
 
@@ -60,11 +71,12 @@ def rows(phase):
     return [np.concatenate([e.obs, e.act], axis=1) for e in phase.episodes]
 
 
-def scripted_phase(alpha: float, cap: int = 40):
+def scripted_phase(alpha: float, cap: int = 40, budget: int | None = None):
     """A phase of the scripted task (see ``scripted_task``) under the zero action, no noise."""
     real = RealEnvs(SCRIPTED, 1)
     try:
-        return collect_phase(real, lambda obs: np.zeros((len(obs), 1)), np.random.default_rng(0), cap=cap, alpha=alpha, noise_max=0.0, share=0.99)
+        zero = lambda obs: np.zeros((len(obs), 1))  # noqa: E731
+        return collect_phase(real, zero, np.random.default_rng(0), cap=cap, alpha=alpha, noise_max=0.0, share=0.99, budget=budget)
     finally:
         real.close()
 
@@ -98,6 +110,23 @@ def test_phase_with_alpha_above_every_residual_stops_after_its_second_episode():
 def test_phase_without_early_stopping_fills_its_cap():
     phase = scripted_phase(alpha=0.0, cap=22)
     assert [len(e.rew) for e in phase.episodes] == [4, 4, 4, 4, 4, 2] and phase.residual is None
+
+
+@pytest.mark.parametrize(
+    ("alpha", "cap", "budget", "samples", "stop"),
+    [
+        (5e-4, 40, None, 12, STOP_PCA),  # episode 2 adds nothing to episodes 0 and 1
+        (5e-4, 12, 12, 12, STOP_PCA),  # ... also when it fills the cap and the budget
+        (5e-4, 8, None, 8, STOP_CAP),  # the cap comes first
+        (5e-4, 40, 6, 6, STOP_BUDGET),  # the budget comes first (episode 1, new, cut to 2 steps)
+        (0.0, 22, 30, 22, STOP_CAP),  # no early stopping: the cap
+        (0.0, 22, 22, 22, STOP_BUDGET),  # the budget with the cap: the run ends
+    ],
+)
+def test_a_phase_says_why_it_stopped(alpha, cap, budget, samples, stop):
+    """On the scripted task (``scripted_task``: residuals 1, then 0 at episode 2)."""
+    phase = scripted_phase(alpha, cap, budget)
+    assert (phase.samples, phase.stop) == (samples, stop)
 
 
 def test_noisy_policy_draws_nothing_without_noise():

@@ -218,14 +218,17 @@ class ModelBasedAgent:
             self.real,
             mean_action,
             s.rngs["noise"],
-            cap=min(cfg.collect.phase_cap, cfg.budget - s.samples),
+            cap=cfg.collect.phase_cap,
             alpha=cfg.collect.alpha,
             noise_max=cfg.collect.noise_max,
             share=cfg.collect.share,
+            budget=cfg.budget - s.samples,
         )
         row["collect_s"] = time.perf_counter() - t
         row |= self._absorb(s, phase)
-        row["g_hat"] = self._feed_bandit(s, row["model_error"], row.get("val_loss"))
+        row["g_hat"] = self.feed_bandit(s, row["model_error"], row.get("val_loss"))
+        if s.bandit is not None:  # the probabilities the next λ was drawn from
+            row |= s.bandit.metrics()
         row["wall_s"] = time.perf_counter() - start
         s.iteration += 1
         s.rows = s.rows + [row]
@@ -257,7 +260,7 @@ class ModelBasedAgent:
         except NonFiniteLossError as err:
             raise DivergedError.of("the world model's fit", s.iteration, "model.lr", self.cfg.model.lr, str(err)) from err
         s.learner = s.learner.replace(key=key, model=model, model_opt=model_opt)
-        row = {"val_loss": result.val_loss, "model_epochs": result.epochs, "fit_s": time.perf_counter() - t}
+        row = {**result.metrics(), "fit_s": time.perf_counter() - t}
         if self.test_set is not None:  # draws nothing: every other metric stays as it was
             row |= errors_on_test_set(model, self.test_set)
         return row
@@ -272,13 +275,7 @@ class ModelBasedAgent:
         if not is_finite(policy):  # before its actions reach the real environment
             raise DivergedError.of("policy training in the model", s.iteration, "policy.lr", self.cfg.policy.lr, "its parameters became inf or NaN")
         s.learner = s.learner.replace(key=key, policy=policy, policy_opt=policy_opt)
-        return {
-            "lambda": s.lam,
-            "model_return": info.model_return,
-            "bonus": info.bonus,
-            "policy_updates": info.updates,
-            "policy_s": time.perf_counter() - t,
-        }
+        return {"lambda": s.lam, **info.metrics(), "policy_s": time.perf_counter() - t}
 
     def _absorb(self, s: AgentState, phase: Phase) -> dict[str, Any]:
         """Fold the phase into the input normalisers, store it, refresh the delta (and reward)
@@ -301,17 +298,15 @@ class ModelBasedAgent:
             "phase_samples": phase.samples,
             "residual": phase.residual,
             "steps_per_s": phase.steps_per_s,
+            "phase_stop": phase.stop,
         }
 
-    def update_lambda(self, state: AgentState, g: float, val_loss: float | None) -> tuple[AgentState, float | None]:
-        """Feed a phase's G to the bandit and draw the next λ (SPEC §6): the new state and ``Ĝ``
-        (``None`` in iteration 0 and for fixed-λ methods, which keep their λ); ``state`` is left as
-        it was. Iteration 0's G was measured on the untrained model; it enters the bandit's window
-        only with ``lam.first_feedback = "include"`` (the reference), and λ = 0 is played next."""
-        s = state.copy()
-        return s, self._feed_bandit(s, g, val_loss)
-
-    def _feed_bandit(self, s: AgentState, g: float, val_loss: float | None) -> float | None:
+    def feed_bandit(self, s: AgentState, g: float, val_loss: float | None) -> float | None:
+        """Feed a phase's G to the bandit of ``s`` and draw the next λ into ``s.lam`` (SPEC §6),
+        changing ``s`` in place; returns ``Ĝ`` (``None`` in iteration 0 and for fixed-λ methods,
+        which keep their λ). Iteration 0's G was measured on the untrained model; it enters the
+        bandit's window only with ``lam.first_feedback = "include"`` (the reference), and λ = 0 is
+        played next."""
         if s.bandit is None:
             return None
         if s.iteration == 0:

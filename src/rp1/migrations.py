@@ -112,11 +112,6 @@ def check_continuable(config: dict[str, Any], source: str) -> None:
         )
 
 
-def keys_of(schema: int) -> frozenset[str]:
-    """Every key (dotted) of a config of ``schema``."""
-    return BASE_KEYS | {entry.key for entry in ADDED if entry.schema <= schema}
-
-
 def written_schema(config: dict[str, Any], source: str = "config") -> int:
     """The schema ``config`` was written in: its ``"schema"``, or for a config written before
     versions were recorded, the latest schema whose added keys it all has. ConfigError if

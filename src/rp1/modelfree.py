@@ -14,8 +14,9 @@ folded from the same numbers (:func:`~rp1.seeding.episode_seeds`, :func:`step_ke
 does not depend on ``workers``. Per real step the policy is one jitted call over all slots.
 
 Every update writes a metrics row (``samples`` = real steps so far, ``steps_per_s`` = real steps
-per second of collection); every ``eval_every`` updates and after the last one the row also holds
-the mean true return of ``eval_episodes`` deterministic episodes. Model columns stay empty.
+per second of collection, the update's PPO diagnostics, :func:`~rp1.policy.ppo.ppo_summary`);
+every ``eval_every`` updates and after the last one the row also holds the mean true return of
+``eval_episodes`` deterministic episodes. Model columns stay empty.
 
 Example::
 
@@ -43,7 +44,7 @@ from rp1.dynamics.ensemble import STATE_CLIP
 from rp1.dynamics.normalizer import Normalizer, normalizer_init, normalizer_update
 from rp1.errors import DivergedError
 from rp1.policy.networks import Policy, act_sample, is_finite, policy_init
-from rp1.policy.ppo import make_policy_optimizer, ppo_update
+from rp1.policy.ppo import make_policy_optimizer, ppo_summary, ppo_update
 from rp1.policy_files import PolicySnapshot, Replay, returns_summary
 from rp1.realenv import ActFn, RealEnvs, collect
 from rp1.seeding import episode_seeds, run_key
@@ -178,7 +179,7 @@ class ModelFreeAgent:
 
         t = time.perf_counter()
         learner = s.learner
-        policy, policy_opt, _ = ppo_update(learner.policy, learner.policy_opt, batch, learner.obs_norm, self._std, self.ppo)
+        policy, policy_opt, ppo = ppo_update(learner.policy, learner.policy_opt, batch, learner.obs_norm, self._std, self.ppo)
         if not is_finite(policy):  # before its actions reach the environment
             raise DivergedError.of("PPO's update", s.update + 1, "policy.lr", cfg.policy.lr, "the policy's parameters became inf or NaN")
         obs_norm = normalizer_update(learner.obs_norm, jnp.asarray(batch.obs[batch.valid]))
@@ -195,6 +196,7 @@ class ModelFreeAgent:
             "steps_per_s": steps / max(collect_s, 1e-9),
             "collect_s": collect_s,
             "policy_s": policy_s,
+            **ppo_summary([ppo]),  # one update: each ``_mean`` is its ``_last``
         }
         if s.update % cfg.modelfree.eval_every == 0 or s.samples >= cfg.budget:
             row["eval_return"], row["eval_std"] = self.evaluate(s)

@@ -13,6 +13,11 @@ Layout::
       environment.json       where it ran (rp1.provenance)
       lock                   while a process owns the run (rp1.runlock)
 
+``metrics.csv`` has a column for every key of every row (:func:`metric_columns`): the columns of
+:data:`METRIC_COLUMNS` first, always, then every other key the components returned, in the order
+they first appeared; a row with a key the file has no column for yet rewrites the file with the
+column added (earlier rows empty there). Every value is a number or ``None`` (an empty field).
+
 The checkpoint also holds the metric rows written so far, so a resumed run rewrites
 ``metrics.csv`` from it: a kill between the two writes can neither lose nor duplicate a row. The
 checkpoint is replaced atomically, so a kill at any moment leaves the last one valid. Every file
@@ -39,10 +44,11 @@ import fnmatch
 import hashlib
 import io
 import json
+import numbers
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from flax import serialization
 
@@ -72,8 +78,10 @@ METRIC_COLUMNS = (
     "test_model_error",
     "test_model_error_common",
 )
-"""Every column of ``metrics.csv``, in file order; columns added later come last (the world model's
-error on its task's test set, :mod:`rp1.dynamics.testset`, empty off the paper's tasks)."""
+"""The first columns of ``metrics.csv``, always there and in this order (the columns of rp1 before
+its columns were open; the last two: the world model's error on its task's test set,
+:mod:`rp1.dynamics.testset`, empty off the paper's tasks); every other key a run's rows hold
+follows (:func:`metric_columns`)."""
 
 # Wall-clock measurements: the only columns that differ between identical runs.
 TIMING_COLUMNS = ("steps_per_s", "fit_s", "policy_s", "collect_s", "wall_s")
@@ -258,19 +266,38 @@ class RunDir:
                     directory.rmdir()
 
     def write_metrics(self, rows: list[dict[str, Any]]) -> None:
-        """Replace ``metrics.csv`` by ``rows``, atomically (used when starting or resuming)."""
-        text = io.StringIO(newline="")
-        writer = csv.DictWriter(text, METRIC_COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(_clean(r) for r in rows)
-        write_atomically(self.path / METRICS, text.getvalue().encode(), "metrics")
+        """Replace ``metrics.csv`` by ``rows`` with a column for each of their keys
+        (:func:`metric_columns`), atomically (used when starting or resuming)."""
+        self._replace_metrics(metric_columns(rows), [_clean(r) for r in rows])
 
     def append_metrics(self, row: dict[str, Any]) -> None:
-        """Append one row and flush it to disk."""
+        """Append one row and flush it to disk; if it has a key the file has no column for, the
+        file is rewritten atomically with the columns added (the earlier rows empty there)."""
+        row = _clean(row)
+        columns, written = self._read_metrics()
+        if not set(row) <= set(columns):
+            self._replace_metrics(metric_columns([dict.fromkeys(columns), row]), [*written, row])
+            return
         with _storage("write", self.path / METRICS), open(self.path / METRICS, "a", newline="") as f:
-            csv.DictWriter(f, METRIC_COLUMNS, extrasaction="ignore").writerow(_clean(row))
+            csv.DictWriter(f, columns).writerow(row)
             f.flush()
             os.fsync(f.fileno())
+
+    def _read_metrics(self) -> tuple[list[str], list[dict[str, str]]]:
+        """The columns and rows (as strings) of ``metrics.csv``; none if there is no file."""
+        file = self.path / METRICS
+        if not file.exists():
+            return [], []
+        with _storage("read", file), open(file, newline="") as f:
+            reader = csv.DictReader(f)
+            return list(reader.fieldnames or []), list(reader)
+
+    def _replace_metrics(self, columns: list[str], rows: list[dict[str, Any]]) -> None:
+        text = io.StringIO(newline="")
+        writer = csv.DictWriter(text, columns)
+        writer.writeheader()
+        writer.writerows(rows)
+        write_atomically(self.path / METRICS, text.getvalue().encode(), "metrics")
 
     def save_checkpoint(self, state: dict[str, Any]) -> None:
         """Write ``state`` (nested dicts of arrays, numbers, strings) with the config it belongs
@@ -354,7 +381,19 @@ def _written_by_rp1(name: str, patterns: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(name, f".{p}.*.tmp") or fnmatch.fnmatchcase(name, f"{p}.tmp") for p in patterns)
 
 
+def metric_columns(rows: Iterable[dict[str, Any]]) -> list[str]:
+    """The columns of ``metrics.csv`` for ``rows``: :data:`METRIC_COLUMNS`, then every other key of
+    the rows in the order of first appearance (row by row, each row's keys in order)."""
+    others = dict.fromkeys(key for row in rows for key in row if key not in METRIC_COLUMNS)
+    return [*METRIC_COLUMNS, *others]
+
+
 def _clean(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with ``None`` as an empty field; ValueError for a value that is not a number (the
+    report reads every field as one)."""
+    for key, value in row.items():
+        if isinstance(value, bool) or not (value is None or isinstance(value, numbers.Real)):
+            raise ValueError(f"metrics column {key} holds {value!r}, not a number")
     return {k: ("" if v is None else v) for k, v in row.items()}
 
 

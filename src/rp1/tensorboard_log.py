@@ -1,9 +1,9 @@
 """A run's TensorBoard log, ``RUN/tensorboard/`` (``--tensorboard``; tensorboardX, the ``tb`` extra).
 
-Every ``metrics.csv`` column of every row is a scalar (tag: the column's name) at step = the row's
-real samples; ``lambda_played`` is a histogram of the λ values played up to that row (model-based
-methods); ``best_policy`` is a video (an animated GIF, TensorBoard's format for videos) of each new
-best policy where ``--video`` rendered one.
+Every value of every metrics row (every ``metrics.csv`` column the row fills) is a scalar (tag: the
+column's name) at step = the row's real samples; ``lambda_played`` is a histogram of the λ values
+played up to that row (model-based methods); ``best_policy`` is a video (an animated GIF,
+TensorBoard's format for videos) of each new best policy where ``--video`` rendered one.
 
 The log is rewritten from the checkpointed rows when a run starts or resumes: its event files are
 deleted and the rows written again (with the videos still in ``RUN/videos/``), so a run killed
@@ -20,8 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from rp1.errors import ConfigError
-from rp1.runs import METRIC_COLUMNS
-
 EVENT_FILES = "events.out.tfevents.*"
 
 
@@ -44,13 +42,12 @@ class TensorBoardLog:
         self._lambdas: list[float] = []
 
     def add_row(self, row: dict[str, Any]) -> None:
-        """The row's columns as scalars, and the λ values played so far as a histogram, at the
-        row's samples."""
+        """The row's values as scalars (all of them but the empty and non-finite ones), and the λ
+        values played so far as a histogram, at the row's samples."""
         from tensorboardX import summary
 
         step = int(row["samples"])
-        for column in METRIC_COLUMNS:
-            value = row.get(column)
+        for column, value in row.items():
             if value is not None and math.isfinite(value):
                 self._writer.add_summary(summary.scalar(column, float(value)), step)
         if row.get("lambda") is not None:

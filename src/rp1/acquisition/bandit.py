@@ -88,6 +88,11 @@ class ExpWeights:
         z = np.exp(self.scores - self.scores.max())
         return (1.0 - self.eps) * z / z.sum() + self.eps / len(self.arms)
 
+    def metrics(self) -> dict[str, float]:
+        """:attr:`probabilities` by metrics column, ``p_lambda_<arm>`` with the arm's λ as Python
+        writes the float (``p_lambda_0.0``, ``p_lambda_0.1``, …)."""
+        return {f"p_lambda_{arm!r}": float(p) for arm, p in zip(self.arms, self.probabilities)}
+
     def sample(self) -> float:
         """Draw an arm (ε uniformly, else by softmax of the scores) and return its λ."""
         return self._play(int(self.rng.choice(len(self.arms), p=self.probabilities)))

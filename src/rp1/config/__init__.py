@@ -41,7 +41,6 @@ from rp1.config.presets import (
     SCALES,
     get_preset,
     preset_descriptions,
-    preset_names,
     quick_config,
     with_scale,
 )
@@ -130,7 +129,6 @@ __all__ = [
     "method_config",
     "modelfree_config",
     "preset_descriptions",
-    "preset_names",
     "quick_config",
     "resolve",
     "run_cell",

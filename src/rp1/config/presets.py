@@ -72,11 +72,6 @@ def _build_presets() -> dict[str, tuple[str, typing.Callable[[], Config]]]:
 PRESETS = _build_presets()
 
 
-def preset_names() -> list[str]:
-    """All preset names, in registry order."""
-    return list(PRESETS)
-
-
 def preset_descriptions() -> dict[str, str]:
     """``{name: one-line description}``."""
     return {name: desc for name, (desc, _) in PRESETS.items()}

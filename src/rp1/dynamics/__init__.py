@@ -7,9 +7,7 @@ from rp1.dynamics.ensemble import (
     model_inputs,
     next_normalized_states,
     predict_all,
-    predict_member,
     predict_normalized_deltas,
-    predict_random_member,
 )
 from rp1.dynamics.fit import (
     FitResult,
@@ -80,9 +78,7 @@ __all__ = [
     "padded_dataset",
     "predict_all",
     "predict_heads",
-    "predict_member",
     "predict_normalized_deltas",
-    "predict_random_member",
     "refresh_delta_normalizer",
     "refresh_reward_normalizer",
     "transitions_dataset",

@@ -84,18 +84,3 @@ def predict_all(model: Ensemble, obs: jax.Array, act: jax.Array) -> jax.Array:
     ``[M, ..., obs_dim]``."""
     y = predict_normalized_deltas(model.params, model_inputs(model, obs, act))
     return denormalize(model.obs_norm, next_normalized_states(model, obs, y))
-
-
-def predict_member(model: Ensemble, obs: jax.Array, act: jax.Array, member: jax.Array) -> jax.Array:
-    """Next state of one member (an int, traced or not): ``[..., obs_dim]``."""
-    params = jax.tree_util.tree_map(lambda p: p[member], model.params)
-    y = mlp_apply(params, model_inputs(model, obs, act))
-    return denormalize(model.obs_norm, next_normalized_states(model, obs, y))
-
-
-def predict_random_member(
-    model: Ensemble, obs: jax.Array, act: jax.Array, key: jax.Array
-) -> jax.Array:
-    """Next state from a member drawn uniformly at random: one draw for the whole batch."""
-    member = jax.random.randint(key, (), 0, model.members)
-    return predict_member(model, obs, act, member)

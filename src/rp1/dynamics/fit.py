@@ -30,7 +30,6 @@ Example::
 from __future__ import annotations
 
 import functools
-from collections import Counter
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -54,10 +53,6 @@ CHECK_EVERY = 5  # epochs between validations
 PATIENCE = 5  # checks without improvement before stopping
 MAX_EPOCHS = 2000
 STOP_RULES = ("any", "dynamics")  # what counts as an improvement for early stopping (fit's stop_on)
-
-TRACES: Counter[str] = Counter()
-"""How many times each compiled function of this module was traced (every compilation follows a
-trace); a diagnostic for tests and benchmarks."""
 
 
 class NonFiniteLossError(FloatingPointError):
@@ -107,14 +102,33 @@ class FitResult(NamedTuple):
     ``epochs``: epochs trained; ``member_val_losses [M]``: each member's best (restored) validation
     MSE; ``val_history [checks, M]``: validation MSE at every check, the one before training first;
     ``head_val_losses [M]``: each member's best (restored) validation head loss (``None``
-    without heads). All MSEs are of the dynamics.
+    without heads); ``train_losses [M]``: each member's mean training loss over the minibatches of the
+    last epoch trained (dynamics MSE plus, with heads, head loss; NaN when no epoch was trained). All MSEs are
+    of the dynamics, in normalised units (of ``norm(s')``).
     """
 
     val_loss: float
     epochs: int
     member_val_losses: np.ndarray
     val_history: np.ndarray
-    head_val_losses: np.ndarray | None = None
+    head_val_losses: np.ndarray | None
+    train_losses: np.ndarray
+
+    def metrics(self) -> dict[str, float]:
+        """The fit's numbers by metrics column: ``val_loss`` (the members' lowest best validation
+        MSE) and ``val_loss_max`` (their highest), ``model_epochs``, ``train_loss`` (the last
+        epoch's training loss, mean over members) and, with heads, ``head_val_loss`` and
+        ``head_val_loss_max`` (the members' lowest and highest best validation head loss)."""
+        metrics = {
+            "val_loss": self.val_loss,
+            "val_loss_max": float(self.member_val_losses.max()),
+            "model_epochs": self.epochs,
+            "train_loss": float(self.train_losses.mean()),
+        }
+        heads = self.head_val_losses
+        if heads is not None:
+            metrics |= {"head_val_loss": float(heads.min()), "head_val_loss_max": float(heads.max())}
+        return metrics
 
 
 def make_model_optimizer(lr: float = LEARNING_RATE) -> optax.GradientTransformation:
@@ -221,7 +235,6 @@ def train_epochs(
     (the rest of the compiled ``epochs`` are skipped), minibatches of ``batch_size`` rows, Adam with
     learning rate ``lr``. Returns the new state and each epoch's mean training loss per member
     ``[epochs, M]`` (zeros for skipped epochs). Compiled once per dataset bucket and settings."""
-    TRACES["train_epochs"] += 1
     optimizer = make_model_optimizer(lr)
     members = member_count(state.weights.dynamics)
     n_batches = -(-train.obs.shape[0] // batch_size)
@@ -337,6 +350,7 @@ def fit(
     state = FitState(weights, opt_state, weights, losses, key)
     _raise_if_non_finite_parts(jax.device_get(losses), 0)
     history = [np.asarray(losses.dynamics)]
+    last_train = np.full(len(history[0]), np.nan)  # the last trained epoch's losses [M]
     epochs, stale = 0, 0
     while epochs < settings.max_epochs and stale < settings.patience:
         n = min(settings.check_every, settings.max_epochs - epochs)
@@ -346,12 +360,13 @@ def fit(
         state, losses, improved = _check(state, model, val)
         train_losses, losses, improved = jax.device_get((train_losses, losses, improved))
         _raise_if_non_finite(train_losses[:n], epochs + 1, "training")
+        last_train = train_losses[n - 1]
         epochs += n
         _raise_if_non_finite_parts(losses, epochs)
         history.append(losses.dynamics)
         counted = improved.dynamics if settings.stop_on == "dynamics" else jax.tree_util.tree_leaves(improved)
         stale = 0 if np.any(counted) else stale + 1
     best = jax.device_get(state.best_losses)
-    result = FitResult(float(best.dynamics.min()), epochs, best.dynamics, np.stack(history), best.heads)
+    result = FitResult(float(best.dynamics.min()), epochs, best.dynamics, np.stack(history), best.heads, last_train)
     weights = state.best_weights
     return model.replace(params=weights.dynamics, heads=weights.heads), state.opt_state, result

@@ -155,11 +155,6 @@ class TransitionStore:
         """Validation transitions stored."""
         return len(self.val.obs)
 
-    @property
-    def n_total(self) -> int:
-        """All transitions stored."""
-        return self.n_train + self.n_val
-
     def add_phase(self, episodes: Sequence[Mapping[str, Any] | Any], min_val: int = MIN_VAL_ROLLOUTS) -> None:
         """Add one collection phase: a list of rollouts, each with ``obs [T, obs_dim]``,
         ``act [T, act_dim]``, ``rew [T]``, ``next_obs [T, obs_dim]`` and optionally ``done [T]``."""

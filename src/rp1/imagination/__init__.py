@@ -3,6 +3,7 @@
 (:mod:`~rp1.imagination.policy_training`) (SPEC §4). Built on ``rp1.dynamics`` and ``rp1.policy``."""
 
 from rp1.imagination.policy_training import (
+    PolicyStepSettings,
     PolicyTraining,
     StepMetrics,
     StopRule,
@@ -38,6 +39,7 @@ __all__ = [
     "Imagination",
     "ImagineStats",
     "Outcomes",
+    "PolicyStepSettings",
     "PolicyTraining",
     "RolloutState",
     "StepMetrics",

@@ -1,9 +1,15 @@
 """Training the policy inside the model with ME-TRPO's stop rule (SPEC §4).
 
-Everything static about it is one frozen, hashable :class:`PolicyTraining` (the
+How the policy is trained is one frozen :class:`PolicyTraining` (the
 :class:`~rp1.imagination.rollouts.Imagination`, PPO's settings, the batch size, the stop rule's
 bounds, the action std and whether the best policy is restored), built once where the agent is set
-up; :func:`make_train_step` returns its compiled update and :func:`train_policy` runs it.
+up; :func:`make_train_step` returns its compiled update and :func:`train_policy` runs it. Only a
+part of it is compiled into the update: its :class:`PolicyStepSettings` (the imagination and PPO's
+settings), a static argument, one compilation each. The update's ``lam``, ``first_check`` and
+``action_std`` are traced arguments; ``max_updates`` and ``restore_best`` are read by the host loop
+alone; ``batch_steps`` sets the number of rollouts, a shape. So changing ``max_updates``,
+``restore_best``, ``first_check``, ``action_std`` or λ reuses the compiled update (a new
+``batch_steps`` compiles it for the new shape).
 
 One policy update = imagine a batch, one PPO update, and (from update ``first_check`` on) the stop
 rule's check: the deterministic policy's return in every member separately. The update
@@ -15,7 +21,8 @@ when, over the last 6 checks, the oldest improved and the 5 later did not, or af
 
 The stop rule is a pure pytree (:class:`StopRule`) with pure functions (:func:`stop_rule_init`,
 :func:`stop_rule_update`, :func:`restore_best`), testable on scripted improvement flags. Each
-update is one jitted call; the host loop in :func:`train_policy` only reads the stop flag.
+update is one jitted call; the host loop in :func:`train_policy` only reads the stop flag, and
+keeps every update's PPO diagnostics on the device until training ends (:class:`TrainInfo`).
 
 Example::
 
@@ -39,7 +46,7 @@ from rp1.errors import ConfigError
 from rp1.imagination.rollouts import Imagination, imagine, member_returns
 from rp1.nn import member_count
 from rp1.policy.networks import DEFAULT_ACTION_STD, Policy
-from rp1.policy.ppo import PPOSettings, ppo_update
+from rp1.policy.ppo import PPOMetrics, PPOSettings, ppo_summary, ppo_update
 
 MAX_UPDATES = 200
 FIRST_CHECK = 11
@@ -99,13 +106,23 @@ def restore_best(rule: StopRule, policy: Policy) -> Policy:
 
 
 @dataclass(frozen=True)
+class PolicyStepSettings:
+    """What is compiled into one policy update (a static argument of its ``jax.jit``, hashable):
+    ``imagination``, how rollouts are made, and ``ppo``, PPO's settings."""
+
+    imagination: Imagination
+    ppo: PPOSettings = PPOSettings()
+
+
+@dataclass(frozen=True)
 class PolicyTraining:
-    """How the policy is trained in the model (SPEC §4), static and hashable.
+    """How the policy is trained in the model (SPEC §4), frozen.
 
     ``imagination``: how rollouts are made; ``ppo``: PPO's settings; ``batch_steps``: imagined
     steps per update (``batch_steps // horizon`` rollouts); ``max_updates``; ``first_check``: the
     1-based update from which the stop rule checks; ``action_std``: the policy's std while
-    imagining; ``restore_best``: return the stop rule's best weights (else the last ones).
+    imagining; ``restore_best``: return the stop rule's best weights (else the last ones). The first
+    two are compiled into the update (:attr:`step_settings`); the rest are not (module docstring).
     """
 
     imagination: Imagination
@@ -120,6 +137,11 @@ class PolicyTraining:
     def rollouts(self) -> int:
         """``N = batch_steps // horizon``, the imagined rollouts per update."""
         return self.batch_steps // self.imagination.horizon
+
+    @property
+    def step_settings(self) -> PolicyStepSettings:
+        """The settings compiled into the update."""
+        return PolicyStepSettings(self.imagination, self.ppo)
 
 
 @struct.dataclass
@@ -138,18 +160,31 @@ class StepMetrics(NamedTuple):
 
     imagined_return: jax.Array  # mean r_sel return per imagined rollout (before the update)
     bonus: jax.Array  # mean bonus per valid imagined step
-    loss: jax.Array  # PPO loss, mean over epochs
+    ppo: PPOMetrics  # the PPO update's diagnostics, means over its epochs
 
 
 class TrainInfo(NamedTuple):
-    """Host-side summary of :func:`train_policy` (plain Python numbers)."""
+    """Host-side summary of :func:`train_policy` (plain Python numbers); :meth:`metrics` names them."""
 
     updates: int  # PPO updates made
     stopped: bool  # the stop rule ended training (False: ``max_updates`` reached)
     model_return: float  # mean over members of the returned policy's deterministic return
-    imagined_return: float  # last update's mean imagined task return per rollout
+    imagined_return: float  # last update's mean imagined task return per rollout (Σ_t r_sel, before it)
     bonus: float  # last update's mean bonus per valid step
-    loss: float  # last update's PPO loss
+    ppo: dict[str, float]  # the updates' PPO diagnostics (rp1.policy.ppo.ppo_summary)
+
+    def metrics(self) -> dict[str, float]:
+        """Every number of the summary by its metrics column: ``model_return``, ``bonus``,
+        ``policy_updates``, ``policy_stopped_by_rule`` (1: the stop rule, 0: ``max_updates``),
+        ``imagined_return`` and the ``ppo_*`` diagnostics."""
+        return {
+            "model_return": self.model_return,
+            "bonus": self.bonus,
+            "policy_updates": self.updates,
+            "policy_stopped_by_rule": int(self.stopped),
+            "imagined_return": self.imagined_return,
+            **self.ppo,
+        }
 
 
 TrainStep = Callable[[TrainState, Any, jax.Array, "jax.Array | float"], tuple[TrainState, StepMetrics]]
@@ -158,7 +193,7 @@ TrainStep = Callable[[TrainState, Any, jax.Array, "jax.Array | float"], tuple[Tr
 
 @partial(jax.jit, static_argnums=0)
 def _train_step(
-    training: PolicyTraining,
+    settings: PolicyStepSettings,
     state: TrainState,
     model,
     start_obs: jax.Array,
@@ -166,13 +201,14 @@ def _train_step(
     first_check: jax.Array | int,
     action_std: jax.Array | float,
 ) -> tuple[TrainState, StepMetrics]:
-    """One update of :func:`make_train_step`; ``lam``, ``first_check`` and ``action_std`` are
-    traced, so changing them does not recompile."""
-    imagination = training.imagination
+    """One update of :func:`make_train_step`, compiled once per ``settings`` (static) and argument
+    shapes; ``lam``, ``first_check`` and ``action_std`` are traced, so changing them does not
+    recompile."""
+    imagination = settings.imagination
     key, k_imagine = jax.random.split(state.key)
     traj, stats = imagine(imagination, model, state.policy, start_obs, k_imagine, lam, action_std)
     policy, opt_state, ppo = ppo_update(
-        state.policy, state.opt_state, traj, model.obs_norm, action_std, training.ppo
+        state.policy, state.opt_state, traj, model.obs_norm, action_std, settings.ppo
     )
     updates = state.updates + 1
 
@@ -182,16 +218,17 @@ def _train_step(
 
     rule = jax.lax.cond(updates >= first_check, check, lambda r: r, state.rule)
     new_state = TrainState(policy=policy, opt_state=opt_state, rule=rule, key=key, updates=updates)
-    return new_state, StepMetrics(stats.model_return, stats.bonus, ppo.loss)
+    return new_state, StepMetrics(stats.model_return, stats.bonus, ppo)
 
 
 def make_train_step(training: PolicyTraining) -> TrainStep:
     """The compiled policy update of ``training``: imagine from ``start_obs [N, obs_dim]``, one PPO
     update, and (when the update's 1-based number is ≥ ``training.first_check``) a stop-rule check
     with :func:`~rp1.imagination.rollouts.member_returns`. One ``jax.jit`` cache entry per
-    ``training``: calling this again with an equal ``training`` reuses the compiled code."""
+    ``training.step_settings`` and shapes: a ``training`` that differs only in what the host loop
+    reads, ``first_check`` or ``action_std`` reuses the compiled code."""
     return lambda state, model, start_obs, lam: _train_step(
-        training, state, model, start_obs, lam, training.first_check, training.action_std
+        training.step_settings, state, model, start_obs, lam, training.first_check, training.action_std
     )
 
 
@@ -223,8 +260,10 @@ def train_policy(
     start = jnp.asarray(start_obs[:n])
     state = TrainState(policy, opt_state, stop_rule_init(policy, member_count(model.params)), key, jnp.zeros((), jnp.int32))
     step = make_train_step(training)
+    ppo: list[PPOMetrics] = []  # every update's, on the device until training ends
     for _ in range(training.max_updates):
         state, metrics = step(state, model, start, lam)
+        ppo.append(metrics.ppo)
         if bool(state.rule.stop):
             break
     best = restore_best(state.rule, state.policy) if training.restore_best else state.policy
@@ -235,6 +274,6 @@ def train_policy(
         model_return=float(returns.mean()),
         imagined_return=float(metrics.imagined_return),
         bonus=float(metrics.bonus),
-        loss=float(metrics.loss),
+        ppo=ppo_summary(ppo),
     )
     return best, state.opt_state, info

@@ -9,7 +9,6 @@ from rp1.policy.networks import (
     gaussian_entropy,
     gaussian_log_prob,
     host_actor,
-    log_prob,
     policy_init,
     value,
 )
@@ -18,10 +17,12 @@ from rp1.policy.ppo import (
     PPOSettings,
     PPOMetrics,
     discounted_returns,
+    explained_variance,
     make_batch,
     make_policy_optimizer,
     normalize_returns,
     ppo_loss,
+    ppo_summary,
     ppo_update,
 )
 
@@ -34,15 +35,16 @@ __all__ = [
     "act_sample",
     "device_actor",
     "discounted_returns",
+    "explained_variance",
     "gaussian_entropy",
     "gaussian_log_prob",
     "host_actor",
-    "log_prob",
     "make_batch",
     "make_policy_optimizer",
     "normalize_returns",
     "policy_init",
     "ppo_loss",
+    "ppo_summary",
     "ppo_update",
     "value",
 ]

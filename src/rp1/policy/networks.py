@@ -100,14 +100,6 @@ def gaussian_entropy(std: jax.Array | float, act_dim: int) -> jax.Array:
 
 
 @jax.jit
-def log_prob(
-    policy: Policy, obs_norm: Normalizer, obs: jax.Array, act: jax.Array, std: jax.Array | float
-) -> jax.Array:
-    """``log π(a | s)`` with action std ``std``: ``obs [..., obs_dim], act [..., act_dim] -> [...]``."""
-    return gaussian_log_prob(act_mean(policy, obs_norm, obs), std, act)
-
-
-@jax.jit
 def act_sample(
     policy: Policy,
     obs_norm: Normalizer,

@@ -9,7 +9,9 @@ Pure functions over ``[H, N]`` batches (time, rollout):
 - :func:`ppo_update` — ``epochs`` full-batch Adam steps (a ``lax.scan``), one jitted call, with
   the hyperparameters of a :class:`PPOSettings`; ``advantage="per-epoch"`` recomputes
   ``A = R̂ − V(s)`` with the current critic before every epoch (the authors' code) instead of once
-  per update (``"fixed"``, the original PPO; SPEC §4).
+  per update (``"fixed"``, the original PPO; SPEC §4);
+- :func:`ppo_summary` — the diagnostics of a run of updates as named numbers (``ppo_<metric>_mean``
+  and ``_last``), the columns a run writes.
 
 Example::
 
@@ -21,10 +23,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import NamedTuple
+from typing import NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from rp1.dynamics.normalizer import Normalizer
@@ -80,14 +83,17 @@ class PPOBatch(NamedTuple):
 
 
 class PPOMetrics(NamedTuple):
-    """Loss terms, averaged over the epochs of one update."""
+    """Diagnostics of :func:`ppo_loss` (scalars); :func:`ppo_update` averages each over the epochs
+    of one update, every epoch's taken with the parameters as it starts. Losses are in the units of
+    the normalised return ``R̂`` (value loss: its square)."""
 
-    loss: jax.Array
-    policy_loss: jax.Array
-    value_loss: jax.Array
-    entropy: jax.Array
-    approx_kl: jax.Array  # mean of logp_old − logp_new over valid steps
+    loss: jax.Array  # the minimised total
+    policy_loss: jax.Array  # −clipped surrogate
+    value_loss: jax.Array  # E[(V − R̂)²]
+    entropy: jax.Array  # of the Gaussian policy, nats
+    approx_kl: jax.Array  # E[logp_old − logp_new] over valid steps, nats
     clip_fraction: jax.Array  # share of valid steps with |ratio − 1| > ε
+    explained_variance: jax.Array  # of R̂ by V: 1 − Var(R̂ − V) / Var(R̂) (NaN where Var(R̂) = 0)
 
 
 def make_policy_optimizer(learning_rate: float = LEARNING_RATE) -> optax.GradientTransformation:
@@ -147,6 +153,16 @@ def with_advantage(policy: Policy, obs_norm: Normalizer, batch: PPOBatch) -> PPO
     return batch._replace(adv=batch.ret - value(policy, obs_norm, batch.obs))
 
 
+def explained_variance(target: jax.Array, prediction: jax.Array, weight: jax.Array) -> jax.Array:
+    """``1 − Var(target − prediction) / Var(target)`` with variances over the steps weighted by
+    ``weight`` (``[B]`` each, ``weight`` 1 for valid steps, 0 for others); NaN where
+    ``Var(target) = 0``. 1: a perfect prediction; 0: no better than the mean; below 0: worse."""
+    mean_w = lambda x: (weight * x).sum() / jnp.maximum(weight.sum(), 1.0)  # noqa: E731
+    var_w = lambda x: mean_w((x - mean_w(x)) ** 2)  # noqa: E731
+    var_target = var_w(target)
+    return jnp.where(var_target > 0, 1 - var_w(target - prediction) / var_target, jnp.nan)
+
+
 def ppo_loss(
     policy: Policy,
     obs_norm: Normalizer,
@@ -168,7 +184,8 @@ def ppo_loss(
     ratio = jnp.exp(logp - batch.logp)
     surrogate = jnp.minimum(ratio * batch.adv, jnp.clip(ratio, 1 - clip_eps, 1 + clip_eps) * batch.adv)
     policy_loss = -mean_w(surrogate)
-    value_loss = mean_w((value(policy, obs_norm, batch.obs) - batch.ret) ** 2)
+    v = value(policy, obs_norm, batch.obs)
+    value_loss = mean_w((v - batch.ret) ** 2)
     entropy = gaussian_entropy(action_std, batch.act.shape[-1])
     loss = policy_loss + value_coef * value_loss - entropy_coef * entropy
     metrics = PPOMetrics(
@@ -178,6 +195,7 @@ def ppo_loss(
         entropy=entropy,
         approx_kl=mean_w(batch.logp - logp),
         clip_fraction=mean_w((jnp.abs(ratio - 1) > clip_eps).astype(ratio.dtype)),
+        explained_variance=explained_variance(batch.ret, v, batch.weight),
     )
     return loss, metrics
 
@@ -218,3 +236,15 @@ def ppo_update(
 
     (policy, opt_state), metrics = jax.lax.scan(epoch, (policy, opt_state), None, length=settings.epochs)
     return policy, opt_state, jax.tree_util.tree_map(jnp.mean, metrics)
+
+
+def ppo_summary(updates: Sequence[PPOMetrics]) -> dict[str, float]:
+    """The diagnostics of a run of PPO updates (at least one; each as :func:`ppo_update` returns
+    it) as named numbers, one pair per field ``f`` of :class:`PPOMetrics`: ``ppo_<f>_mean``, the
+    mean over the updates (float64), and ``ppo_<f>_last``, the last update's. One transfer from the
+    device for all of them."""
+    values = np.asarray(jax.device_get(list(updates)), np.float64)  # [updates, fields]
+    summary = {}
+    for name, column in zip(PPOMetrics._fields, values.T):
+        summary[f"ppo_{name}_mean"], summary[f"ppo_{name}_last"] = float(column.mean()), float(column[-1])
+    return summary

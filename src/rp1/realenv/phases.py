@@ -1,5 +1,5 @@
-"""Model-based collection phases (SPEC §5): whole noisy episodes until the cap or until the PCA
-residual says a new episode adds nothing new."""
+"""Model-based collection phases (SPEC §5): whole noisy episodes until the cap or the budget, or
+until the PCA residual says a new episode adds nothing new."""
 
 from __future__ import annotations
 
@@ -13,14 +13,21 @@ from rp1.dynamics.store import Transitions
 from rp1.realenv.environments import UNSEEDED, RealEnvs
 from rp1.realenv.episodes import MeanAction, collect, noisy_policy
 
+STOP_PCA, STOP_CAP, STOP_BUDGET = 1, 2, 3
+"""Why a phase ended (:attr:`Phase.stop`, the ``phase_stop`` column): its last episode's PCA
+residual fell below α (also when that episode reached the cap or the budget too); it reached the
+phase cap; it reached the run's budget (before or with the cap)."""
+
+
 class Phase(NamedTuple):
     """A collection phase: its episodes (actions as taken), total steps, last PCA residual (or
-    None) and steps/s."""
+    None), steps/s and why it ended (:data:`STOP_PCA`, :data:`STOP_CAP` or :data:`STOP_BUDGET`)."""
 
     episodes: list[Transitions]
     samples: int
     residual: float | None
     steps_per_s: float
+    stop: int
 
 
 def collect_phase(
@@ -32,22 +39,26 @@ def collect_phase(
     alpha: float,
     noise_max: float,
     share: float,
+    budget: int | None = None,
 ) -> Phase:
     """Whole episodes, one after another in ``real``'s first slot with unseeded resets, until
-    ``cap`` steps, or until an episode's PCA residual against the earlier episodes' ``[s, a]`` rows
-    falls below ``alpha`` (``alpha = 0``: never). Each episode draws its noise std from
-    ``U(0, noise_max)`` with ``rng`` (:func:`noisy_policy`). The last episode is cut to fit the cap."""
+    ``cap`` steps or the ``budget`` steps the run has left (``None``: no budget), or until an
+    episode's PCA residual against the earlier episodes' ``[s, a]`` rows falls below ``alpha``
+    (``alpha = 0``: never). Each episode draws its noise std from ``U(0, noise_max)`` with ``rng``
+    (:func:`noisy_policy`). The last episode is cut to fit the cap and the budget."""
     stopper = PhaseEarlyStop(alpha, share)
+    limit = cap if budget is None else min(cap, budget)
     episodes: list[Transitions] = []
-    samples = 0
+    samples, stop = 0, STOP_BUDGET if budget is not None and budget <= cap else STOP_CAP
     start = time.perf_counter()
-    while samples < cap:
+    while samples < limit:
         std = rng.uniform(0.0, noise_max)
         act_fn = noisy_policy(mean_action, std, rng)
-        (episode,) = collect(real, act_fn, np.array([UNSEEDED]), min(real.task.horizon, cap - samples)).transitions(real.task)
+        (episode,) = collect(real, act_fn, np.array([UNSEEDED]), min(real.task.horizon, limit - samples)).transitions(real.task)
         episodes.append(episode)
         samples += len(episode.rew)
         if stopper.add(np.concatenate([episode.obs, episode.act], axis=1)):
+            stop = STOP_PCA
             break
     elapsed = time.perf_counter() - start
-    return Phase(episodes, samples, stopper.last_residual, samples / max(elapsed, 1e-9))
+    return Phase(episodes, samples, stopper.last_residual, samples / max(elapsed, 1e-9), stop)
