@@ -5,7 +5,9 @@ Pieces, each one compiled call, timed after warm-up (``block_until_ready``, medi
 - ``fit epoch``: one training epoch of 5 members of [1024, 1024] over 66 minibatches of 1,024
   (67,584 rows, padded to the 131,072-row bucket as the fit sees them), i.e. ``train_epochs``;
 - ``validation``: every member's validation MSE on 33,792 rows (one early-stopping check);
-- ``predict_all``: all members' next states for 50,000 rows.
+- ``predict_all``: all members' next states for 50,000 rows;
+- ``test-set error``: both test-set metrics after a fit (:func:`rp1.dynamics.testset.errors_on_test_set`)
+  on HalfCheetah's shipped test set (3,000 rows), values back on the host as a run logs them.
 
 ``--heads`` gives every member the learned reward and termination head (``model.reward=learned``;
 ``[200, 200]``, :mod:`rp1.dynamics.heads`), trained and validated with the dynamics: the difference
@@ -35,6 +37,7 @@ from rp1.dynamics import (
 )
 from rp1.dynamics.fit import FitState, model_weights, train_epochs
 from rp1.dynamics.parts import ModelParts
+from rp1.dynamics.testset import errors_on_test_set, shipped_test_set
 
 OBS_DIM, ACT_DIM, MEMBERS, BATCH = 18, 6, 5, 1024
 PREDICT_ROWS = 50_000
@@ -72,12 +75,14 @@ def main() -> None:
         jax.random.key(1),
     )
     predict = jax.jit(predict_all)
+    test_set = shipped_test_set("halfcheetah")
     pieces = {
         f"fit epoch ({args.batches} x {BATCH}, bucket {train.obs.shape[0]})": lambda: train_epochs(
             state, model, train, 1, lr=1e-3, batch_size=BATCH, epochs=1
         ),
         f"validation ({int(val.count)} rows)": lambda: member_losses(model, val),
         f"predict_all ({PREDICT_ROWS} rows)": lambda: predict(model, obs, act),
+        f"test-set error ({len(test_set.obs)} rows)": lambda: errors_on_test_set(model, test_set),
     }
     workload = f"{MEMBERS} members of [{args.hidden}, {args.hidden}], {OBS_DIM} + {ACT_DIM} -> {OBS_DIM}"
     workload += ", with reward and termination heads of [200, 200]" if args.heads else ""
