@@ -1,7 +1,7 @@
 """Test-only driver: ``rp1`` (``rp1.cli.main``) held at a known point, so that a test kills or
 signals it there and not wherever a timer happens to land.
 
-    python tests/cli_driver.py [--ready FILE] [--pause-after-row N --at metrics|checkpoint]
+    python tests/cli_driver.py [--ready FILE] [--pause-after-row N --at metrics|checkpoint [--in-workers]]
                                [--hold-train-step] [--unprivileged] -- RP1_ARGS… [-- RP1_ARGS…]
 
 Each ``-- RP1_ARGS…`` is one ``rp1`` command, run one after another in this process; after each
@@ -14,7 +14,9 @@ the driver writes ``cli_driver: exit CODE`` on stderr. Its exit code is the last
   user. Nothing changes for a user other than root.
 - ``--pause-after-row N --at metrics``: after the N-th metrics row is appended, before its
   checkpoint is written; ``--at checkpoint``: right after the N-th checkpoint is written. The
-  driver writes FILE and sleeps (``rp1.runs.RunDir`` patched).
+  driver writes FILE and sleeps (``rp1.runs.RunDir`` patched). With ``--in-workers`` (``rp1
+  sweep`` on the local backend) each process of the sweep's pool pauses so in its runs, and
+  writes ``FILE.PID``, PID its own.
 - ``--hold-train-step``: the first policy update of the run (in iteration 1, after the first
   checkpoint) holds inside a compiled JAX call: its compiled step is followed by a jitted
   ``io_callback`` that writes FILE and waits. A signal sent then arrives while the main thread is
@@ -30,6 +32,7 @@ import ctypes
 import os
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 # Capabilities that let root ignore file permissions (linux/capability.h); prctl's option that
@@ -60,6 +63,20 @@ def pause_after_row(ready: Path, row: int, at: str) -> None:
             hold(ready)
 
     setattr(RunDir, method, patched)
+
+
+def pause_in_workers(ready: Path, row: int, at: str) -> None:
+    """Make each process of a local sweep's pool :func:`pause_after_row` (its file: ``ready``
+    with ``.PID`` appended)."""
+    from rp1.experiments import executors
+
+    executors.start_local_worker = partial(start_paused_worker, executors.start_local_worker, ready, row, at)
+
+
+def start_paused_worker(start, ready: Path, row: int, at: str, *args) -> None:
+    """A sweep worker's initializer (``start``, with ``args``), then :func:`pause_after_row`."""
+    start(*args)
+    pause_after_row(ready.with_name(f"{ready.name}.{os.getpid()}"), row, at)
 
 
 def hold_in_train_step(ready: Path) -> None:
@@ -112,13 +129,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--ready", type=Path)
     parser.add_argument("--pause-after-row", type=int)
     parser.add_argument("--at", choices=("metrics", "checkpoint"), default="checkpoint")
+    parser.add_argument("--in-workers", action="store_true")
     parser.add_argument("--hold-train-step", action="store_true")
     parser.add_argument("--unprivileged", action="store_true")
     options = parser.parse_args(argv[:split])
     if options.unprivileged:
         drop_file_privileges_and_restart([a for a in argv if a != "--unprivileged"])
     if options.pause_after_row is not None:
-        pause_after_row(options.ready, options.pause_after_row, options.at)
+        pause = pause_in_workers if options.in_workers else pause_after_row
+        pause(options.ready, options.pause_after_row, options.at)
     if options.hold_train_step:
         hold_in_train_step(options.ready)
     from rp1.cli import main as rp1_main

@@ -1,21 +1,26 @@
 """`rp1 sweep`: runs every (preset, seed) once — skipping finished runs, resuming unfinished ones —
-on a local process pool or on Ray; a failed run is reported and does not stop the others."""
+on a local process pool or on Ray; a failed run is reported and does not stop the others; a
+signal to the sweep stops its workers' runs, which the same sweep resumes."""
 
 from __future__ import annotations
 
 import csv
+import os
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from helpers import TINY, read_rows, snapshot
+from helpers import TINY, driver_cmd, read_rows, run_cli, set_args, snapshot, subprocess_env, tiny_sets, wait_for
 from rp1.config import resolve
 from rp1.errors import ConfigError
 from rp1.experiments.report import write_report
 from rp1.experiments.executors import Backend
 from rp1.experiments.sweep import run_sweep
-from rp1.experiments.sweep_plan import SweepRequest
-from rp1.experiments.sweep_worker import SINGLE_THREAD_XLA_FLAG, worker_env
+from rp1.experiments.sweep_plan import SweepRequest, plan_sweep
+from rp1.experiments.sweep_worker import SINGLE_THREAD_XLA_FLAG, STOPPED, worker_env
+from rp1.runlock import LOCK, RunLock, read_holder
 from rp1.runs import RunDir
 from rp1.train import run_training
 
@@ -24,8 +29,8 @@ SEEDS = [0, 1]
 BUDGET = 600  # two outer iterations of the tiny config
 
 
-def tiny_sweep(out: Path, presets: list[str] = PRESETS, **backend) -> int:
-    return run_sweep(SweepRequest(presets, SEEDS, out, budget=BUDGET, overrides={**TINY}), Backend(**backend))
+def tiny_sweep(out: Path, presets: list[str] = PRESETS, seeds: list[int] = SEEDS, **backend) -> int:
+    return run_sweep(SweepRequest(presets, seeds, out, budget=BUDGET, overrides={**TINY}), Backend(**backend))
 
 
 def tiny_config(preset: str, seed: int):
@@ -149,3 +154,104 @@ def test_worker_env_shares_gpus_limits_threads_and_keeps_user_settings():
     assert "OMP_NUM_THREADS" not in env and env["MKL_NUM_THREADS"] == "1"
     assert env["XLA_FLAGS"] == f"--xla_dump_to=/tmp/x {SINGLE_THREAD_XLA_FLAG}"
     assert "XLA_FLAGS" not in worker_env(4, {}) and worker_env(4, {})["OPENBLAS_NUM_THREADS"] == "4"
+
+
+# --- a signal to the sweep (issue 27) ------------------------------------------------------------
+
+
+def test_a_signal_to_the_sweep_is_one_line_and_its_exit_code(tmp_path, monkeypatch, capsys):
+    """Here while it plans: SIGTERM raises in the sweep's process, which ends as the CLI says."""
+    import rp1.experiments.sweep
+
+    def signalled(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise AssertionError("not interrupted")
+
+    before = signal.getsignal(signal.SIGTERM)
+    monkeypatch.setattr(rp1.experiments.sweep, "run_sweep", signalled)
+    code, err = run_cli(["sweep", "--presets", PRESETS[0], "--seeds", "0", "--out", tmp_path], capsys)
+    assert (code, err) == (143, [stopped_sweep_line(signal.SIGTERM)])
+    assert signal.getsignal(signal.SIGTERM) == before
+
+
+def held_sweep(out: Path) -> tuple[subprocess.Popen, list[int]]:
+    """``rp1 sweep`` of :data:`PRESETS`, seed 0, on two local workers, in another process that
+    leads a process group of its own; each worker holds right after its run's first checkpoint
+    (:mod:`cli_driver` ``--in-workers``). Once both hold: the sweep and the workers' pids, as
+    their run locks name them."""
+    ready = out.parent / "ready"
+    args = ["sweep", "--presets", ",".join(PRESETS), "--seeds", "0", "--budget", str(BUDGET), "--workers", "2", "--out", str(out)]
+    sweep = subprocess.Popen(
+        [*driver_cmd(ready, "--pause-after-row", "1", "--at", "checkpoint", "--in-workers"), *args, *set_args(tiny_sets())],
+        env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    wait_for(lambda: len(list(out.parent.glob("ready.*"))) == len(PRESETS), sweep)
+    return sweep, [read_holder(out / preset / "seed0" / LOCK).pid for preset in PRESETS]
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` lives (Linux; a zombie has ended, it waits to be reaped)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def stop_held_sweep(out: Path, sig: signal.Signals, send) -> tuple[int, list[str]]:
+    """Send ``sig`` to a :func:`held_sweep` with ``send`` (``os.kill``: to its process alone,
+    ``os.killpg``: to its group), wait for the end of its stderr, which every process that
+    shares it (its workers, multiprocessing's resource tracker) holds open while it lives, and
+    check that the workers' runs stopped and left their locks free. Returns the sweep's exit code
+    and its stderr's lines but the driver's."""
+    sweep, workers = held_sweep(out)
+    try:
+        send(sweep.pid, sig)
+        err = sweep.communicate(timeout=120)[1]
+    except BaseException:
+        os.killpg(sweep.pid, signal.SIGKILL)  # the group of this test's sweep only
+        raise
+    assert not any(running(pid) for pid in workers), workers
+    for preset in PRESETS:
+        run = out / preset / "seed0"
+        assert f"rp1: interrupted (SIGTERM); {STOPPED}" in (run / "log.txt").read_text()
+        with RunLock(run):  # free
+            pass
+    return sweep.returncode, [line for line in err.splitlines() if not line.startswith("cli_driver: ")]
+
+
+def stopped_sweep_line(sig: signal.Signals) -> str:
+    return f"rp1: interrupted ({sig.name}); run the same command again to resume the sweep's runs"
+
+
+@pytest.mark.slow
+def test_sigterm_to_the_sweep_alone_stops_its_workers_and_the_sweep_again_resumes_their_runs(tmp_path):
+    """``kill PID`` (``docker stop``, many schedulers): the signal reaches the sweep's process only."""
+    out = tmp_path / "out"
+    assert stop_held_sweep(out, signal.SIGTERM, os.kill) == (143, [stopped_sweep_line(signal.SIGTERM)])
+    assert tiny_sweep(out, seeds=[0], workers=2) == 0  # no run is "running elsewhere"
+    for preset in PRESETS:
+        run = out / preset / "seed0"
+        assert "=== rp1 sweep: resume" in (run / "log.txt").read_text()
+        assert RunDir(run).is_finished() and [int(r["iteration"]) for r in read_rows(run)] == [0, 1]
+
+
+STOPS = {  # the signal, how it is sent, the sweep's exit code
+    "SIGINT to the sweep alone": (signal.SIGINT, os.kill, 130),
+    "SIGTERM to its process group": (signal.SIGTERM, os.killpg, 143),
+    "SIGKILL to the sweep alone": (signal.SIGKILL, os.kill, -signal.SIGKILL),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stop", list(STOPS))
+def test_a_stopped_sweep_leaves_no_worker_and_its_runs_to_resume(stop, tmp_path):
+    """With one line on stderr and no leaked-semaphore warning from multiprocessing's resource
+    tracker, but after a SIGKILL: then the workers see their parent gone and stop their runs."""
+    sig, send, code = STOPS[stop]
+    out = tmp_path / "out"
+    stopped_code, err = stop_held_sweep(out, sig, send)
+    assert stopped_code == code
+    assert sig == signal.SIGKILL or err == [stopped_sweep_line(sig)], err
+    jobs = plan_sweep(SweepRequest(PRESETS, [0], out, budget=BUDGET, overrides={**TINY}))
+    assert [job.action for job in jobs] == ["resume", "resume"]

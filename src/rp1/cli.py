@@ -15,7 +15,7 @@ from typing import Optional
 import typer
 
 from rp1.cli_options import LOGGING, MANY_RUNS, ONE_RUN, RUN_SETTINGS, Options, command, reflowed
-from rp1.errors import ConfigError, Rp1Error
+from rp1.errors import ConfigError, Interrupted, Rp1Error
 
 app = typer.Typer(
     add_completion=False,
@@ -204,12 +204,14 @@ def sweep(o: Options) -> None:
     """Run every (preset, seed) and (task, method, seed) of a sweep, to the end.
 
     Finished runs are skipped, unfinished ones resumed, the rest started; a run that another
-    process owns is left to it ("running elsewhere", exit code 3).
+    process owns is left to it ("running elsewhere", exit code 3). Ctrl-C (SIGINT) or SIGTERM
+    stops the sweep and its runs at once (exit code 130 or 143); the same command resumes them.
     """
     from rp1.experiments.executors import Backend
     from rp1.experiments.sweep import run_sweep
     from rp1.experiments.sweep_plan import SweepRequest
     from rp1.runs import check_writable_dir
+    from rp1.signals import raise_on_signals
 
     check_writable_dir(o.out)
     tasks = parse_names(o.envs)
@@ -222,7 +224,9 @@ def sweep(o: Options) -> None:
         budget=o.budget, overrides=cli_overrides(o.set_, horizon=o.horizon), scale=o.scale,
     )
     backend = Backend(o.backend, workers=o.workers, address=o.address)
-    raise typer.Exit(run_sweep(request, backend, run_options(o.video, o.tensorboard)))
+    with raise_on_signals("run the same command again to resume the sweep's runs"):  # it stops them first
+        code = run_sweep(request, backend, run_options(o.video, o.tensorboard))
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -316,7 +320,8 @@ def main(argv: list[str] | None = None) -> int:
     and its exit code (``OSError``: 1); with ``RP1_DEBUG=1`` it propagates with its traceback. A
     usage error that Click finds (an unknown option, a value of the wrong type) is one line and
     exit code 2 too. A Ctrl-C while the command starts up (before a run stops on signals itself,
-    :func:`rp1.signals.exit_on_signals`) is one line and exit code 130.
+    :func:`rp1.signals.exit_on_signals`) is one line and exit code 130, and so is a signal that
+    :func:`rp1.signals.raise_on_signals` raises (:class:`~rp1.errors.Interrupted`; 143 for SIGTERM).
     """
     try:
         code = app(args=argv, prog_name="rp1", standalone_mode=False)
@@ -331,6 +336,9 @@ def main(argv: list[str] | None = None) -> int:
         return usage.exit_code
     except typer.Abort:  # end of input at a prompt
         return 1
+    except Interrupted as stop:  # a signal to a command that cleans up first (rp1.signals.raise_on_signals)
+        typer.echo(f"rp1: {stop}", err=True)
+        return stop.exit_code
     except (Rp1Error, OSError) as err:
         if os.environ.get("RP1_DEBUG") == "1":
             raise

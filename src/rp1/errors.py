@@ -1,8 +1,11 @@
-"""The errors rp1 reports to a user: one line ``rp1: error: …`` and an exit code, no traceback.
+"""The errors rp1 reports to a user: one line ``rp1: error: …`` and an exit code, no traceback;
+and :class:`Interrupted`, a stop signal: one line ``rp1: interrupted (…); …``.
 
-``rp1.cli.main`` is the one place that turns them into that line (``RP1_DEBUG=1`` shows the
-traceback instead). Anything else that escapes is a bug and keeps its traceback.
+``rp1.cli.main`` is the one place that turns them into that line (``RP1_DEBUG=1`` shows an
+error's traceback instead). Anything else that escapes is a bug and keeps its traceback.
 """
+
+import signal
 
 
 class Rp1Error(Exception):
@@ -60,3 +63,19 @@ class DivergedError(Rp1Error):
             f"{what} diverged in iteration {iteration}{details}; likely cause: {setting} = {value} is too large "
             "(the run's last checkpoint is kept)"
         )
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM stopped the command (:func:`rp1.signals.raise_on_signals`): one line
+    ``rp1: interrupted (SIGTERM); <message>``, ``message`` saying how to continue, and exit code
+    128 + the signal's number (130, 143). A ``BaseException``, as ``KeyboardInterrupt`` is, so that
+    no ``except Exception`` takes it for a failure."""
+
+    def __init__(self, signum: int, message: str):
+        self.signum = signum
+        self.message = message
+        super().__init__(f"interrupted ({signal.Signals(signum).name}); {message}")
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum

@@ -1,5 +1,6 @@
-"""Stopping a run at once on SIGINT or SIGTERM, even inside a compiled JAX call
-(:func:`exit_on_signals`); what ``rp1 train`` wraps a run in."""
+"""Stopping on SIGINT or SIGTERM: a run at once, even inside a compiled JAX call
+(:func:`exit_on_signals`, what ``rp1 train`` and a sweep's worker wrap a run in), and a process
+that must clean up first, such as a sweep's, which stops its workers (:func:`raise_on_signals`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import signal
 import threading
 from typing import Iterator
 
+from rp1.errors import Interrupted
 from rp1.runs import TEMPORARY
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -52,6 +54,28 @@ def exit_on_signals(message: str) -> Iterator[None]:
         os.close(write_fd)
 
 
+@contextlib.contextmanager
+def raise_on_signals(message: str) -> Iterator[None]:
+    """While active, SIGINT and SIGTERM raise :class:`~rp1.errors.Interrupted` with ``message`` in
+    the main thread, wherever it is, so that what it interrupts cleans up as the exception passes
+    (``with`` blocks, ``finally``); ``rp1.cli.main`` makes it one line and exit code 130 or 143.
+    For a process that waits in Python (a sweep's, for its workers): inside a compiled JAX call use
+    :func:`exit_on_signals`. Outside the main thread this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise Interrupted(signum, message)
+
+    handlers = {sig: signal.signal(sig, interrupt) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+
+
 def remove_temporary() -> None:
     """Remove the temporary files and folders being written now (:data:`rp1.runs.TEMPORARY`), so
     that an exit on a signal leaves none behind."""
@@ -72,5 +96,6 @@ def _exit_on_signal_byte(read_fd: int, message: str) -> None:
                     child.kill()
             if os.isatty(1):
                 os.write(1, b"\x1b[?25h\n")  # the progress bar hid the cursor
-            os.write(2, f"rp1: interrupted ({signal.Signals(byte[0]).name}); {message}\n".encode())
-            os._exit(128 + byte[0])
+            stop = Interrupted(byte[0], message)
+            os.write(2, f"rp1: {stop}\n".encode())
+            os._exit(stop.exit_code)

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from rp1.errors import ConfigError
 from rp1.experiments.sweep_plan import RunJob, RunOutcome
-from rp1.experiments.sweep_worker import execute_run, set_environ, worker_env
+from rp1.experiments.sweep_worker import execute_run, start_local_worker, worker_env
 
 BACKENDS = ("local", "ray")
 MAX_WORKERS = 1024
@@ -79,7 +79,10 @@ def make_executor(backend: Backend) -> Executor:
 
 
 class LocalExecutor:
-    """Runs in a pool of spawned processes on this machine, one run per process at a time."""
+    """Runs in a pool of spawned processes on this machine, one run per process at a time. The
+    processes end with the sweep: left with an exception, it sends each SIGTERM, which stops its
+    run as it stops ``rp1 train``, and waits for them; a process whose sweep was killed ends itself
+    (:func:`~rp1.experiments.sweep_worker.start_local_worker`)."""
 
     def __init__(self, workers: int | None):
         self.workers = workers
@@ -90,8 +93,12 @@ class LocalExecutor:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._pool is None:
+            return
+        if exc[0] is not None:
+            for process in list(self._pool._processes.values()):  # the pool's own (no public way before Python 3.14)
+                process.terminate()
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
     def prepare(self, runs: int) -> int:
         cores = os.cpu_count() or 1
@@ -101,15 +108,16 @@ class LocalExecutor:
 
     def submit(self, job: RunJob) -> Future:
         try:
-            return self._started_pool().submit(execute_run, job)
+            return self._started_pool().submit(execute_run, job, stop_on_signals=True)
         except BrokenProcessPool:  # a worker died hard (killed, crashed): go on with a new pool
             self._pool = None
-            return self._started_pool().submit(execute_run, job)
+            return self._started_pool().submit(execute_run, job, stop_on_signals=True)
 
     def _started_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
-                self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=set_environ, initargs=(self._env,)
+                self.workers, mp_context=multiprocessing.get_context("spawn"),
+                initializer=start_local_worker, initargs=(self._env, os.getpid()),
             )
         return self._pool
 

@@ -13,7 +13,10 @@ then go to a *backend*:
   can share one GPU. Run directories must be on a file system that every Ray node sees.
 
 Each run appends its output (including a traceback if it fails) to ``<run_dir>/log.txt``. A failed
-run does not stop the others; it is listed with its error and log in the summary at the end.
+run does not stop the others; it is listed with its error and log in the summary at the end. An
+exception in the sweep's process (``rp1 sweep`` turns SIGINT and SIGTERM into one,
+:func:`rp1.signals.raise_on_signals`) stops the local pool's runs before it goes on
+(:class:`~rp1.experiments.executors.LocalExecutor`); the same sweep resumes them.
 
 One owner per run (:mod:`rp1.runlock`): planning reads run directories without locking; a worker
 takes the run's lock before it touches the directory, decides again there what to do (another

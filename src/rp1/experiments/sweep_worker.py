@@ -1,11 +1,14 @@
 """One run of a sweep, in a worker process: :func:`execute_run` does a :class:`RunJob` with its
-output appended to the run's log, and :func:`worker_env` is the environment a worker gets."""
+output appended to the run's log, :func:`worker_env` is the environment a worker gets, and
+:func:`start_local_worker` readies a process of the local pool, which ends with the sweep."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
 from dataclasses import replace
@@ -17,17 +20,25 @@ from rp1.experiments.figures import write_learning_curve
 from rp1.experiments.sweep_plan import ELSEWHERE, RunJob, RunOutcome, run_action
 from rp1.runlock import RunInUse, RunLock
 from rp1.runs import RunDir
+from rp1.signals import exit_on_signals
 from rp1.train import run_training
 
 SINGLE_THREAD_XLA_FLAG = "--xla_cpu_multi_thread_eigen=false"
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+PARENT_POLL_S = 1.0
+"""How often (seconds) a local worker checks that the sweep's process, its parent, still lives."""
+STOPPED = "the sweep was stopped: run the same sweep again to resume this run"
+"""What a run's log says after ``rp1: interrupted (SIGTERM);`` when a signal stopped it."""
 
 
-def execute_run(job: RunJob) -> RunOutcome:
+def execute_run(job: RunJob, stop_on_signals: bool = False) -> RunOutcome:
     """Do ``job`` in this process, owning its directory (:mod:`rp1.runlock`), its output appended
     to its log; a failure is returned, not raised, and a run another process owns is left to it
     (:data:`~rp1.experiments.sweep_plan.ELSEWHERE`). What to do is decided again once the lock is
-    held: the directory may have changed since planning."""
+    held: the directory may have changed since planning. ``stop_on_signals`` (a local worker's
+    run): SIGINT or SIGTERM stops the run at once as it stops ``rp1 train``
+    (:func:`rp1.signals.exit_on_signals`), its line appended to the log; the lock goes with the
+    process."""
     started = time.perf_counter()
     lock = RunLock(job.run_dir)
     try:
@@ -37,7 +48,7 @@ def execute_run(job: RunJob) -> RunOutcome:
     except Exception as error:  # the file system cannot lock, the directory cannot be made
         return job.outcome("failed", one_line(error))
     try:
-        with output_to(job.log):
+        with output_to(job.log), exit_on_signals(STOPPED) if stop_on_signals else contextlib.nullcontext():
             try:
                 job = replace(job, action=run_action(job.cfg, RunDir(job.run_dir)))
                 if job.action == "skip":  # finished by another process since planning
@@ -93,6 +104,18 @@ def worker_env(threads: int, environ: Mapping[str, str] = os.environ) -> dict[st
     return env
 
 
-def set_environ(env: dict[str, str]) -> None:
-    """Process-pool initializer: JAX reads these when it first starts a backend, after this."""
+def start_local_worker(env: dict[str, str], sweep_pid: int) -> None:
+    """Initializer of a local pool's process: ``env`` joins the environment (JAX reads it when it
+    first starts a backend, after this); SIGINT is ignored between runs (a Ctrl-C reaches the whole
+    process group, and the sweep's process stops its workers itself); and a thread sends this
+    process SIGTERM once its parent is no longer ``sweep_pid`` (the sweep was killed with
+    SIGKILL), which stops its run as a signal does, or ends it between runs."""
     os.environ.update(env)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_terminate_when_orphaned, args=(sweep_pid,), name="rp1-parent", daemon=True).start()
+
+
+def _terminate_when_orphaned(sweep_pid: int) -> None:
+    while os.getppid() == sweep_pid:
+        time.sleep(PARENT_POLL_S)
+    os.kill(os.getpid(), signal.SIGTERM)
