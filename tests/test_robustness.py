@@ -320,3 +320,34 @@ def test_a_failed_video_encode_is_one_line_exit_1_and_leaves_nothing(failing_enc
     out = tmp_path / "run"
     one_error(*run_cli(train_args(out, "--video"), capsys), 1, str(out / "videos"), "No space left on device")
     assert not any((out / "videos").glob("*")) and list(failing_encoder.iterdir()) == []
+
+
+VIDEO_THEN_SIGTERM = """
+import os, signal, sys
+from pathlib import Path
+import numpy as np
+from rp1.signals import exit_on_signals
+from rp1.video import VideoFile
+
+with exit_on_signals("resume it"), VideoFile(Path(sys.argv[1]), 10.0, (32, 24)) as video:
+    video.add(np.zeros((24, 32, 3), np.uint8))
+    print(video._tmp.name, flush=True)
+    os.kill(os.getpid(), signal.SIGTERM)
+    signal.pause()
+"""
+
+
+def test_sigterm_while_a_video_is_encoded_leaves_no_temporary_folder_and_no_file(tmp_path):
+    """An exit on a signal removes the encoder's temporary folder (rp1.runs.TEMPORARY) before it
+    ends the process; the video never appears."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("imageio_ffmpeg", reason="the video extra is not installed")
+    done = subprocess.run(
+        [sys.executable, "-c", VIDEO_THEN_SIGTERM, str(tmp_path / "v.mp4")], capture_output=True, text=True, timeout=120
+    )
+    folder = Path(done.stdout.strip())
+    assert done.returncode == 143 and done.stderr.strip().startswith("rp1: interrupted (SIGTERM)"), done.stderr
+    assert folder.name.startswith("rp1-video-") and not folder.exists()
+    assert not (tmp_path / "v.mp4").exists()
