@@ -8,6 +8,9 @@ piece checks its own settings once, where they are defined (a ``ValueError`` the
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import numpy as np
 
 from rp1.acquisition import ExpWeights
@@ -18,10 +21,15 @@ from rp1.imagination import PolicyTraining, make_imagination
 from rp1.policy.ppo import PPOSettings
 
 
+def by_name(section: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    """``{name: section.name}`` for each of ``names``: a settings object's arguments taken from a
+    config section by field name, so that two fields can never be swapped by position."""
+    return {name: getattr(section, name) for name in names}
+
+
 def fit_settings(cfg: Config) -> FitSettings:
-    """How the ensemble is fitted (``model.*``)."""
-    m = cfg.model
-    return FitSettings(m.lr, m.batch_size, m.check_every, m.patience, m.max_epochs, m.stop_on)
+    """How the ensemble is fitted (``model.*``, each field of :class:`FitSettings` by its name)."""
+    return FitSettings(**by_name(cfg.model, tuple(f.name for f in dataclasses.fields(FitSettings))))
 
 
 def ppo_settings(cfg: Config) -> PPOSettings:
@@ -52,7 +60,5 @@ def policy_training(cfg: Config, task: Task) -> PolicyTraining:
 
 def lambda_bandit(cfg: Config, rng: np.random.Generator | None = None) -> ExpWeights:
     """The λ bandit of ``lam.*`` drawing from ``rng`` (SPEC §6)."""
-    lam = cfg.lam
-    return ExpWeights(
-        lam.arms, lam.lr, lam.eps, lam.decay, seed=rng, window=lam.window, weighting=lam.weighting, baseline=lam.baseline
-    )
+    names = ("arms", "lr", "eps", "decay", "window", "weighting", "baseline")
+    return ExpWeights(seed=rng, **by_name(cfg.lam, names))
