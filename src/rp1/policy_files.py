@@ -1,6 +1,11 @@
 """A trained policy as an agent evaluates it, and the policy files that keep it:
 ``RUN/policy/best.msgpack`` and ``RUN/policy/last.msgpack`` (written by :mod:`rp1.run_outputs`).
 
+Three policy types, from the inside out: :class:`rp1.policy.networks.Policy` is the actor-critic's
+parameters alone (what PPO updates); :class:`PolicySnapshot` is such a policy with its normaliser
+and how its agent evaluates it (what a run keeps); :class:`TrainedPolicy` is a policy file read back
+with what produced it, callable on NumPy observations (what a user loads, ``rp1.load_policy``).
+
 :class:`PolicySnapshot` is a policy with its observation normaliser, the way its agent evaluates
 it (:data:`EVALUATORS`: the deterministic actor and the dtype of the returns) and what replays that
 evaluation exactly (:class:`Replay`). Both agents evaluate through :meth:`PolicySnapshot.evaluate`,
