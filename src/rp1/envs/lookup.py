@@ -51,21 +51,35 @@ def gymnasium_spec(env_id: str) -> TaskSpec:
     return TaskSpec(partial(gym.make, unlimited), horizon=registered.max_episode_steps)
 
 
+def import_module_of(reference: str, what: str):
+    """``(module, attribute)`` of ``reference``, ``package.module:attribute``, with the module
+    imported; ConfigError naming ``what`` (``"task"``, ``"bonus"``) if it is not of that form or
+    does not import."""
+    module_name, _, attribute = reference.partition(":")
+    if not module_name or not attribute:
+        raise ConfigError(f"{what} {reference!r}: expected package.module:attribute")
+    try:
+        return importlib.import_module(module_name), attribute
+    except (ImportError, SyntaxError) as err:
+        raise ConfigError(f"{what} {reference!r}: cannot import {module_name} ({type(err).__name__}: {err})") from None
+
+
+def import_reference(reference: str, what: str):
+    """The object at ``package.module:attribute``, importing the module (:func:`import_module_of`);
+    ConfigError naming ``what`` if the module has no such attribute."""
+    module, attribute = import_module_of(reference, what)
+    if not hasattr(module, attribute):
+        raise ConfigError(f"{what} {reference!r}: module {module.__name__} has no attribute {attribute!r}")
+    return getattr(module, attribute)
+
+
 def reference_spec(reference: str) -> TaskSpec:
     """The ``TaskSpec`` at ``package.module:attribute``, importing the module. Gymnasium's own
     ``module:env_id`` (an id that importing the module registers) is a Gymnasium id."""
-    module_name, _, attribute = reference.partition(":")
-    if not module_name or not attribute:
-        raise ConfigError(f"task {reference!r}: expected package.module:attribute")
-    try:
-        module = importlib.import_module(module_name)
-    except (ImportError, SyntaxError) as err:
-        raise ConfigError(f"task {reference!r}: cannot import {module_name} ({type(err).__name__}: {err})") from None
-    if not hasattr(module, attribute):
-        if attribute in gym.registry:
-            return gymnasium_spec(attribute)
-        raise ConfigError(f"task {reference!r}: module {module_name} has no attribute {attribute!r}")
-    value = getattr(module, attribute)
+    module, attribute = import_module_of(reference, "task")
+    if not hasattr(module, attribute) and attribute in gym.registry:
+        return gymnasium_spec(attribute)
+    value = import_reference(reference, "task")
     if not isinstance(value, TaskSpec):
         raise ConfigError(f"task {reference!r}: {attribute} is a {type(value).__name__}, not an rp1.envs.TaskSpec")
     return value

@@ -43,6 +43,7 @@ import jax.numpy as jnp
 from rp1.dynamics.ensemble import predict_all
 from rp1.dynamics.heads import predict_heads
 from rp1.dynamics.normalizer import standardize
+from rp1.envs.lookup import import_reference
 from rp1.envs.task import KNOWN, LEARNED, RESOLVED_SOURCES, Task
 from rp1.errors import ConfigError
 from rp1.nn import member_count
@@ -107,10 +108,18 @@ BONUS = "reward"  # RP1's bonus; "state" is the ablation
 
 
 def bonus_function(name: str) -> BonusFn:
-    """The bonus called ``name`` (``"reward"`` or ``"state"``); ``ConfigError`` otherwise."""
-    if name not in BONUSES:
-        raise ConfigError(f"unknown bonus {name!r}; valid bonuses: {', '.join(BONUSES)}")
-    return BONUSES[name]
+    """The bonus called ``name``: ``"reward"`` or ``"state"`` (:data:`BONUSES`), or a function of
+    the user's named ``package.module:function`` with the signature of :data:`BonusFn` (imported,
+    so that every process of a sweep finds it, as a task's ``TaskSpec``; see EXTENDING.md);
+    ``ConfigError`` otherwise."""
+    if name in BONUSES:
+        return BONUSES[name]
+    if ":" not in name:
+        raise ConfigError(f"unknown bonus {name!r}; valid bonuses: {', '.join(BONUSES)}, or package.module:function")
+    bonus = import_reference(name, "bonus")
+    if not callable(bonus):
+        raise ConfigError(f"bonus {name!r}: a {type(bonus).__name__}, not a function (rewards [M, N], next_norm [M, N, obs_dim]) -> [N]")
+    return bonus
 
 
 def clip_action(task: Task, act: jax.Array) -> jax.Array:
