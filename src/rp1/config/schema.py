@@ -24,7 +24,7 @@ from typing import Any
 
 from rp1.acquisition import bandit, pca
 from rp1.dynamics import ensemble, heads, store
-from rp1.dynamics.fit import BATCH_SIZE, CHECK_EVERY, MAX_EPOCHS, PATIENCE, STOP_RULES
+from rp1.dynamics.fit import BATCH_SIZE, CHECK_EVERY, MAX_EPOCHS, PATIENCE, STOP_ON_CHOICES
 from rp1.dynamics.fit import LEARNING_RATE as MODEL_LEARNING_RATE
 from rp1.imagination import policy_training, rollouts
 from rp1.migrations import SCHEMA, SCHEMA_KEY
@@ -49,7 +49,7 @@ class ModelConfig:
     reward: str = "auto"  # auto | known | learned (rp1.envs.task.SOURCES; README "What the model learns")
     done: str = "auto"  # auto | known | learned
     head_hidden: tuple[int, ...] = heads.HIDDEN  # the learned reward / termination heads
-    stop_on: str = STOP_RULES[0]  # any | dynamics: what early stopping counts with learned heads (fit.STOP_RULES)
+    stop_on: str = STOP_ON_CHOICES[0]  # any | dynamics: what early stopping counts with learned heads (fit.STOP_ON_CHOICES)
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ BATCH_SIZE = 1024
 CHECK_EVERY = 5  # epochs between validations
 PATIENCE = 5  # checks without improvement before stopping
 MAX_EPOCHS = 2000
-STOP_RULES = ("any", "dynamics")  # what counts as an improvement for early stopping (fit's stop_on)
+STOP_ON_CHOICES = ("any", "dynamics")  # what counts as an improvement for early stopping (fit's stop_on)
 
 
 class NonFiniteLossError(FloatingPointError):
@@ -63,7 +63,7 @@ class NonFiniteLossError(FloatingPointError):
 class FitSettings:
     """How the ensemble is fitted (SPEC §3): Adam's learning rate ``lr``, minibatches of
     ``batch_size`` rows, a validation every ``check_every`` epochs, a stop after ``patience`` checks
-    without improvement or at ``max_epochs``; ``stop_on`` (:data:`STOP_RULES`) says what counts as
+    without improvement or at ``max_epochs``; ``stop_on`` (:data:`STOP_ON_CHOICES`) says what counts as
     an improvement in a model with heads. Checked when built (``ValueError``)."""
 
     lr: float = LEARNING_RATE
@@ -71,11 +71,11 @@ class FitSettings:
     check_every: int = CHECK_EVERY
     patience: int = PATIENCE
     max_epochs: int = MAX_EPOCHS
-    stop_on: str = STOP_RULES[0]
+    stop_on: str = STOP_ON_CHOICES[0]
 
     def __post_init__(self):
-        if self.stop_on not in STOP_RULES:
-            raise ValueError(f"stop_on must be one of {', '.join(STOP_RULES)}, got {self.stop_on!r}")
+        if self.stop_on not in STOP_ON_CHOICES:
+            raise ValueError(f"stop_on must be one of {', '.join(STOP_ON_CHOICES)}, got {self.stop_on!r}")
         for name, low in (("batch_size", 1), ("check_every", 1), ("patience", 1), ("max_epochs", 0)):
             if getattr(self, name) < low:
                 raise ValueError(f"{name} must be >= {low}, got {getattr(self, name)}")
@@ -335,7 +335,7 @@ def fit(
     and every ``settings.check_every`` epochs; training stops once no member improved in
     ``settings.patience`` consecutive checks, or at ``settings.max_epochs`` (never later); each
     member's best weights are then restored. With learned heads, ``settings.stop_on``
-    (:data:`STOP_RULES`) says what an improvement is: ``"any"`` part of any member, or
+    (:data:`STOP_ON_CHOICES`) says what an improvement is: ``"any"`` part of any member, or
     ``"dynamics"`` only (the heads then stop with the dynamics). The normalisers are inputs and
     stay unchanged. The returned Adam state is the one reached by the last epoch trained (for the
     next fit to continue from).
