@@ -55,7 +55,7 @@ from rp1.errors import DivergedError
 from rp1.imagination import train_policy
 from rp1.policy.networks import Policy, host_actor, is_finite, policy_init
 from rp1.policy.ppo import make_policy_optimizer
-from rp1.policy_files import PolicySnapshot, Replay, returns_summary
+from rp1.policy_files import PolicySnapshot, EvaluationEpisodes, returns_summary
 from rp1.realenv import Phase, RealEnvs, collect_phase
 from rp1.seeding import int_seed, spawn_streams
 
@@ -237,7 +237,7 @@ class ModelBasedAgent:
     def _to_evaluate(self, s: AgentState) -> PolicySnapshot:
         """The policy of ``s`` as it is evaluated now, with the state of the evaluation
         environment's stream from just before, which replays the evaluation (:mod:`rp1.policy_files`)."""
-        replay = Replay(1, self.cfg.eval_episodes, rng_states=(s.rngs["eval_env"].bit_generator.state,))
+        replay = EvaluationEpisodes(1, self.cfg.eval_episodes, rng_states=(s.rngs["eval_env"].bit_generator.state,))
         return PolicySnapshot(s.learner.policy, s.learner.model.obs_norm, EVALUATOR, replay)
 
     def policy_snapshot(self, s: AgentState) -> PolicySnapshot:

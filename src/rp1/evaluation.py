@@ -28,7 +28,7 @@ import numpy as np
 
 from rp1.config.validation import AT_MOST, SEED_LIMIT
 from rp1.errors import ConfigError
-from rp1.policy_files import BEST, LAST, WHICH, Replay, TrainedPolicy, read_policy, returns_summary
+from rp1.policy_files import BEST, LAST, WHICH, EvaluationEpisodes, TrainedPolicy, read_policy, returns_summary
 from rp1.runs import POLICY_DIR, RunDir
 
 CHECKPOINT = "last (checkpoint)"  # TrainedPolicy.which of a policy read from a checkpoint
@@ -117,7 +117,7 @@ def checkpoint_policy(run: RunDir) -> TrainedPolicy:
 @dataclass(frozen=True)
 class Evaluation:
     """What :func:`evaluate_run` measured: ``returns [episodes]`` (the run's dtype), their mean
-    and std, the episodes' :class:`~rp1.policy_files.Replay`, whether they are the recorded
+    and std, the episodes' :class:`~rp1.policy_files.EvaluationEpisodes`, whether they are the recorded
     evaluation's (``replayed``) and the video written (or ``None``)."""
 
     run: Path
@@ -125,7 +125,7 @@ class Evaluation:
     returns: np.ndarray
     mean: float
     std: float
-    replay: Replay
+    replay: EvaluationEpisodes
     replayed: bool
     video: Path | None = None
 
@@ -191,7 +191,7 @@ def evaluate_run(
     if seed is None:
         replay = recorded.with_episodes(count)
     else:
-        replay = Replay(recorded.slots, count, tuple(range(seed, seed + count)))
+        replay = EvaluationEpisodes(recorded.slots, count, tuple(range(seed, seed + count)))
     real = replay.envs(policy.task, policy.horizon)
     try:
         returns = policy.snapshot.evaluate(real, replay)

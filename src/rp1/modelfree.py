@@ -45,7 +45,7 @@ from rp1.dynamics.normalizer import Normalizer, normalizer_init, normalizer_upda
 from rp1.errors import DivergedError
 from rp1.policy.networks import Policy, act_sample, is_finite, policy_init
 from rp1.policy.ppo import make_policy_optimizer, ppo_summary, ppo_update
-from rp1.policy_files import PolicySnapshot, Replay, returns_summary
+from rp1.policy_files import PolicySnapshot, EvaluationEpisodes, returns_summary
 from rp1.realenv import ActFn, RealEnvs, collect
 from rp1.seeding import episode_seeds, run_key
 
@@ -153,7 +153,7 @@ class ModelFreeAgent:
     def policy_snapshot(self, s: ModelFreeState) -> PolicySnapshot:
         """The policy of ``s`` as :meth:`evaluate` evaluates it: episodes seeded by
         ``episode_seeds(seed, EVAL_STREAM, update, eval_episodes)`` (:mod:`rp1.policy_files`)."""
-        replay = Replay.seeded(self.cfg.modelfree.envs, (self.cfg.seed, EVAL_STREAM, s.update), self.cfg.eval_episodes)
+        replay = EvaluationEpisodes.seeded(self.cfg.modelfree.envs, (self.cfg.seed, EVAL_STREAM, s.update), self.cfg.eval_episodes)
         return PolicySnapshot(s.learner.policy, s.learner.obs_norm, EVALUATOR, replay)
 
     def evaluate(self, s: ModelFreeState) -> tuple[float, float]:

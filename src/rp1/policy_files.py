@@ -8,7 +8,7 @@ with what produced it, callable on NumPy observations (what a user loads, ``rp1.
 
 :class:`PolicySnapshot` is a policy with its observation normaliser, the way its agent evaluates
 it (:data:`EVALUATORS`: the deterministic actor and the dtype of the returns) and what replays that
-evaluation exactly (:class:`Replay`). Both agents evaluate through :meth:`PolicySnapshot.evaluate`,
+evaluation exactly (:class:`EvaluationEpisodes`). Both agents evaluate through :meth:`PolicySnapshot.evaluate`,
 and so does ``rp1 evaluate`` when it replays a kept policy: the same code, the same numbers.
 
 A policy file is msgpack::
@@ -61,7 +61,7 @@ fixes the last digits of their mean and std)."""
 
 
 @dataclass(frozen=True)
-class Replay:
+class EvaluationEpisodes:
     """How an evaluation's episodes ran, enough to run them again exactly: ``episodes`` episodes in
     rounds of ``slots`` environments (the batch shape of every actor call), reset either from
     ``seeds`` (``[episodes]``; ``seed_source = (seed, stream, index)`` of
@@ -75,16 +75,16 @@ class Replay:
     rng_states: tuple[dict[str, Any], ...] | None = None
 
     @classmethod
-    def seeded(cls, slots: int, seed_source: tuple[int, int, int], episodes: int) -> Replay:
+    def seeded(cls, slots: int, seed_source: tuple[int, int, int], episodes: int) -> EvaluationEpisodes:
         """Episodes reset with ``episode_seeds(*seed_source, episodes)``."""
         return cls(slots, episodes, tuple(int(s) for s in episode_seeds(*seed_source, episodes)), tuple(seed_source))
 
-    def with_episodes(self, episodes: int) -> Replay:
+    def with_episodes(self, episodes: int) -> EvaluationEpisodes:
         """The same evaluation (as an agent records it: seeds with their source, or streams) with
         ``episodes`` episodes: the first ones are this one's, more continue its seeds or streams."""
         if self.seed_source is not None:
-            return Replay.seeded(self.slots, self.seed_source, episodes)
-        return Replay(self.slots, episodes, rng_states=self.rng_states)
+            return EvaluationEpisodes.seeded(self.slots, self.seed_source, episodes)
+        return EvaluationEpisodes(self.slots, episodes, rng_states=self.rng_states)
 
     def envs(self, task: str, horizon: int, make_env: MakeEnv | None = None) -> RealEnvs:
         """Fresh environments of ``task`` (``horizon`` steps; made by ``make_env``, see
@@ -98,7 +98,7 @@ class Replay:
         return {"slots": self.slots, "episodes": self.episodes, "seeds": self.seeds, "seed_source": self.seed_source, "rng_states": self.rng_states}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Replay:
+    def from_json(cls, data: dict[str, Any]) -> EvaluationEpisodes:
         tup = lambda v: None if v is None else tuple(v)  # noqa: E731
         return cls(data["slots"], data["episodes"], tup(data["seeds"]), tup(data["seed_source"]), tup(data["rng_states"]))
 
@@ -118,13 +118,13 @@ class PolicySnapshot:
     policy: Policy
     obs_norm: Normalizer
     evaluator: str
-    replay: Replay | None = None
+    replay: EvaluationEpisodes | None = None
 
     def actor(self) -> MeanAction:
         """The deterministic actor ``obs [..., obs_dim] -> action [..., act_dim]`` (unclipped)."""
         return EVALUATORS[self.evaluator][0](self.policy, self.obs_norm)
 
-    def evaluate(self, real: RealEnvs, replay: Replay | None = None) -> np.ndarray:
+    def evaluate(self, real: RealEnvs, replay: EvaluationEpisodes | None = None) -> np.ndarray:
         """True returns ``[episodes]`` of the deterministic policy in ``real``, the episodes of
         ``replay`` (default: its own; unseeded resets draw from ``real``'s streams as they are), in
         the evaluator's dtype (:func:`returns_summary` gives mean and std)."""
@@ -284,7 +284,7 @@ def read_policy(path: Path) -> TrainedPolicy:
         template = policy_init(jax.random.PRNGKey(0), meta["obs_dim"], meta["act_dim"], meta["hidden"])
         policy = restore_pytree(template, data["policy"])
         obs_norm = restore_pytree(normalizer_init(meta["obs_dim"], meta["obs_clip"]), data["obs_norm"])
-        replay = None if meta["replay"] is None else Replay.from_json(meta["replay"])
+        replay = None if meta["replay"] is None else EvaluationEpisodes.from_json(meta["replay"])
     except (ValueError, TypeError, KeyError, AttributeError) as err:
         raise ConfigError(f"{path} is corrupt or not an rp1 policy file ({type(err).__name__}: {err})") from None
     return TrainedPolicy(

@@ -1,6 +1,6 @@
 """Videos of a policy's episodes: rendered offscreen, captioned, written as ``.mp4`` or ``.gif``.
 
-Rendering runs the episodes of a :class:`~rp1.policy_files.Replay` again in environments made with
+Rendering runs the episodes of a :class:`~rp1.policy_files.EvaluationEpisodes` again in environments made with
 ``render_mode="rgb_array"`` (:func:`render_episodes`), through the same evaluation code as the run
 (:meth:`~rp1.policy_files.PolicySnapshot.evaluate`): a pass of its own, so rendering never touches
 the episodes whose returns are reported. A frame is drawn after the reset and after every step, so
@@ -36,7 +36,7 @@ import numpy as np
 
 from rp1 import envs
 from rp1.errors import ConfigError, RenderError, StorageError
-from rp1.policy_files import Replay, TrainedPolicy
+from rp1.policy_files import EvaluationEpisodes, TrainedPolicy
 from rp1.runs import TEMPORARY, check_writable_dir, write_atomically
 
 SUFFIXES = (".mp4", ".gif")
@@ -185,7 +185,7 @@ class _EpisodeFrames(gym.Wrapper):
 
 
 def render_episodes(
-    policy: TrainedPolicy, replay: Replay, size: tuple[int, int], on_episode: Callable[[int, list[np.ndarray]], None]
+    policy: TrainedPolicy, replay: EvaluationEpisodes, size: tuple[int, int], on_episode: Callable[[int, list[np.ndarray]], None]
 ) -> np.ndarray:
     """Run ``replay``'s episodes of ``policy`` again, rendering ``size = (width, height)`` frames:
     ``on_episode(k, frames)`` gets episode ``k``'s frames (``T_k + 1`` of ``[height, width, 3]``
@@ -354,7 +354,7 @@ def frame_rate(task: str) -> float:
 
 def record(
     policy: TrainedPolicy,
-    replay: Replay,
+    replay: EvaluationEpisodes,
     path: Path,
     size: tuple[int, int] = DEFAULT_SIZE,
     returns: np.ndarray | None = None,
