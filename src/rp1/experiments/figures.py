@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 from rp1.experiments import stats
 from rp1.config.methods import ADAPTIVE_LAMBDA, METHOD_LABELS, MODEL_FREE
 from rp1.experiments.runs_table import DEFAULT_SCALE, scale_order
+from rp1.experiments.tables import MODEL_ERROR
 from rp1.runs import CURVE, METRICS, write_atomically
 
 GRID_POINTS = 200
@@ -128,10 +129,6 @@ def curve_figure(
     ax.set_title(title)
     ax.legend(fontsize="small", loc="upper left")  # curves rise to the right; "best" is slow
     return save(figure, path)
-
-
-MODEL_ERROR = "test_model_error_common"
-"""The world models' error on their task's test set that the report compares (rp1.dynamics.testset)."""
 
 
 def model_error_figure(metrics: pd.DataFrame, methods: tuple[str, ...], title: str, path: Path) -> Path | None:

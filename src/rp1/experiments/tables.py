@@ -27,6 +27,7 @@ from rp1.runs import write_atomically
 
 RETURN = "eval_return"
 MODEL_ERROR = "test_model_error_common"
+"""The world models' error on their task's test set that the report compares (rp1.dynamics.testset)."""
 
 
 class TableSpec(NamedTuple):
