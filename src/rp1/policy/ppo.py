@@ -210,9 +210,11 @@ def ppo_update(
     settings: PPOSettings = PPOSettings(),
 ) -> tuple[Policy, optax.OptState, PPOMetrics]:
     """One PPO update: targets from ``traj`` ([H, N] trajectory, see :func:`make_batch`), then
-    ``settings.epochs`` full-batch Adam steps on :func:`ppo_loss` (one ``lax.scan``). ``opt_state``
-    comes from :func:`make_policy_optimizer`. ``settings.advantage``: ``"fixed"`` uses the critic
-    before the update for every epoch, ``"per-epoch"`` the critic as each epoch starts. Returns
+    ``settings.epochs`` full-batch Adam steps on :func:`ppo_loss` (one ``lax.scan``); each epoch's
+    diagnostics come from a forward pass of their own, which leaves the update's arithmetic as it
+    is without them. ``opt_state`` comes from :func:`make_policy_optimizer`. ``settings.advantage``:
+    ``"fixed"`` uses the critic before the update for every epoch, ``"per-epoch"`` the critic as
+    each epoch starts. Returns
     ``(policy, opt_state, metrics averaged over epochs)``.
     """
     batch = make_batch(policy, obs_norm, traj, settings.gamma)
@@ -230,7 +232,12 @@ def ppo_update(
     def epoch(carry, _):
         params, state = carry
         targets = with_advantage(params, obs_norm, batch) if per_epoch else batch
-        grads, metrics = jax.grad(loss_fn, has_aux=True)(params, batch=targets)
+        grads, _ = jax.grad(loss_fn, has_aux=True)(params, batch=targets)
+        # The diagnostics: a second forward pass behind an optimization barrier, so that XLA cannot
+        # fuse their reductions with the gradient's. Taken from the gradient's aux they changed how
+        # the update compiles, and with it the last bits of every run (issue 28's bit-identity).
+        seen_params, seen_targets = jax.lax.optimization_barrier((params, targets))
+        _, metrics = loss_fn(seen_params, batch=seen_targets)
         updates, state = optimizer.update(grads, state, params)
         return (optax.apply_updates(params, updates), state), metrics
 
