@@ -18,7 +18,7 @@ same_metrics() {  # same_metrics A B: metrics.csv equal but for the wall-clock c
     python3 - "$1" "$2" <<'EOF'
 import sys
 import pandas as pd
-from rp1.runs import TIMING_COLUMNS
+from rp1.rundir.files import TIMING_COLUMNS
 a, b = (pd.read_csv(f"{d}/metrics.csv").drop(columns=list(TIMING_COLUMNS)) for d in sys.argv[1:])
 same = a.equals(b)
 print(f"{sys.argv[1]} vs {sys.argv[2]}: {len(a)} vs {len(b)} rows, {'identical' if same else 'DIFFERENT'}")

@@ -14,7 +14,7 @@ the driver writes ``cli_driver: exit CODE`` on stderr. Its exit code is the last
   user. Nothing changes for a user other than root.
 - ``--pause-after-row N --at metrics``: after the N-th metrics row is appended, before its
   checkpoint is written; ``--at checkpoint``: right after the N-th checkpoint is written. The
-  driver writes FILE and sleeps (``rp1.runs.RunDir`` patched). With ``--in-workers`` (``rp1
+  driver writes FILE and sleeps (``rp1.rundir.files.RunDir`` patched). With ``--in-workers`` (``rp1
   sweep`` on the local backend) each process of the sweep's pool pauses so in its runs, and
   writes ``FILE.PID``, PID its own.
 - ``--hold-train-step``: the first policy update of the run (in iteration 1, after the first
@@ -49,9 +49,9 @@ def hold(ready: Path) -> None:
 
 
 def pause_after_row(ready: Path, row: int, at: str) -> None:
-    """Patch :class:`rp1.runs.RunDir` to :func:`hold` after the ``row``-th metrics row (``at``
+    """Patch :class:`rp1.rundir.files.RunDir` to :func:`hold` after the ``row``-th metrics row (``at``
     ``"metrics"``, before its checkpoint) or the ``row``-th checkpoint (``"checkpoint"``)."""
-    from rp1.runs import RunDir
+    from rp1.rundir.files import RunDir
 
     method = {"metrics": "append_metrics", "checkpoint": "save_checkpoint"}[at]
     original, calls = getattr(RunDir, method), []

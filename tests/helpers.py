@@ -36,7 +36,7 @@ TINY = {
 }
 
 COMPARED = ("jax", "jaxlib", "numpy", "mujoco", "gymnasium", "optax", "backend", "device", "cpu_features", "xla_threads", "xla_flags", "openblas_coretype")
-"""The fields of an environment record (rp1.provenance.environment) that a run's numbers depend on:
+"""The fields of an environment record (rp1.rundir.provenance.environment) that a run's numbers depend on:
 a fixture made elsewhere is compared bit for bit only where they all match."""
 
 
@@ -109,7 +109,7 @@ def read_rows(run_dir: Path) -> list[dict[str, str]]:
 
 def metrics_without_timing(run_dir: Path) -> list[dict[str, str]]:
     """``metrics.csv`` rows without the wall-clock columns (what must match after a resume)."""
-    from rp1.runs import TIMING_COLUMNS
+    from rp1.rundir.files import TIMING_COLUMNS
 
     return [{k: v for k, v in row.items() if k not in TIMING_COLUMNS} for row in read_rows(run_dir)]
 
@@ -210,7 +210,7 @@ def crash_after_steps(monkeypatch, steps: int) -> None:
 def crash_before_checkpoint(monkeypatch, saves: int) -> None:
     """Make the next run die (raise :class:`Crash`) when it would write its checkpoint the
     ``saves + 1``-th time: that step's row and outputs are written, its checkpoint is not."""
-    from rp1.runs import RunDir
+    from rp1.rundir.files import RunDir
 
     save, saved = RunDir.save_checkpoint, []
 
@@ -224,12 +224,12 @@ def crash_before_checkpoint(monkeypatch, saves: int) -> None:
 
 
 def fill_disk(monkeypatch, name: str = "") -> None:
-    """From now on every file rp1 replaces atomically (:func:`rp1.runs.write_atomically`), or only
+    """From now on every file rp1 replaces atomically (:func:`rp1.rundir.files.write_atomically`), or only
     those whose name holds ``name``, is written to ``/dev/full``, which fails as a full disk does
     (ENOSPC)."""
-    import rp1.runs
+    import rp1.rundir.files
 
-    mkstemp = rp1.runs.tempfile.mkstemp
+    mkstemp = rp1.rundir.files.tempfile.mkstemp
 
     def full_mkstemp(*args, **kwargs):
         fd, path = mkstemp(*args, **kwargs)
@@ -240,7 +240,7 @@ def fill_disk(monkeypatch, name: str = "") -> None:
         os.close(full)
         return fd, path
 
-    monkeypatch.setattr(rp1.runs.tempfile, "mkstemp", full_mkstemp)
+    monkeypatch.setattr(rp1.rundir.files.tempfile, "mkstemp", full_mkstemp)
 
 
 # --- compilations ---------------------------------------------------------------------------------

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from rp1.acquisition.bandit import ARMS
-from rp1.agent import HOST_STREAMS, ModelBasedAgent
+from rp1.agents.model_based import HOST_STREAMS, ModelBasedAgent
 from rp1.config import MODEL_BASED_METHODS, env_config, resolve
 from rp1.imagination import TrainInfo
 from rp1.policy import PPOMetrics
 from rp1.realenv import STOP_BUDGET, STOP_CAP
-from rp1.runs import METRIC_COLUMNS, TIMING_COLUMNS
+from rp1.rundir.files import METRIC_COLUMNS, TIMING_COLUMNS
 from rp1.train import run_training
 from helpers import TINY
 

@@ -21,7 +21,7 @@ from rp1.dynamics.testset import COLUMNS, SHIPPED, TestSet, errors_on_test_set, 
 from rp1.experiments.runs_table import load_runs
 from rp1.experiments.stats import median_phase_lengths
 from rp1.experiments.testsets import build_test_set
-from rp1.runs import TIMING_COLUMNS
+from rp1.rundir.files import TIMING_COLUMNS
 from rp1.train import run_training
 
 LAPTOP_RUNS = ROOT / "docs" / "laptop-scale" / "runs"
@@ -139,7 +139,7 @@ def test_rp1_testsets_rebuilds_the_shipped_file(tmp_path, capsys):
     """The command that made a shipped test set makes it again byte for byte, where the
     environment is the one that made it (``testsets/made_in.json``; policies act through XLA's
     and MuJoCo's CPU arithmetic)."""
-    from rp1.provenance import environment
+    from rp1.rundir.provenance import environment
 
     differences = environment_differences(json.loads((SHIPPED / "made_in.json").read_text()), environment())
     if differences:
@@ -165,7 +165,7 @@ def test_logging_the_test_set_error_leaves_every_other_column_bit_identical(tmp_
     columns (and the wall clock); the test-set error is there after every fit."""
     cfg = resolve("halfcheetah-rp1", seed=0, budget=900, overrides=TINY)
     logged = run_training(cfg, tmp_path / "logged", progress=False)
-    monkeypatch.setattr("rp1.agent.shipped_test_set", lambda task: None)
+    monkeypatch.setattr("rp1.agents.model_based.shipped_test_set", lambda task: None)
     plain = run_training(cfg, tmp_path / "plain", progress=False)
     from helpers import read_rows
 

@@ -89,10 +89,10 @@ def test_evaluate_last_and_more_episodes_and_seeds(case, runs, capsys):
 def test_load_policy_acts_as_the_runs_own_policy(case, tmp_path, monkeypatch):
     """The actions the run's evaluations took (recorded as they ran) are what the loaded best
     policy gives: bit for bit on the batch shape the run used, to float precision one by one."""
-    import rp1.policy_files
+    import rp1.agents.policy_files
 
     calls = []  # per evaluation: [(obs [slots, obs_dim], action [slots, act_dim]), ...]
-    evaluate = rp1.policy_files.evaluate
+    evaluate = rp1.agents.policy_files.evaluate
 
     def recording(real, act_fn, count, seeds=None):
         steps = []
@@ -105,7 +105,7 @@ def test_load_policy_acts_as_the_runs_own_policy(case, tmp_path, monkeypatch):
 
         return evaluate(real, act, count, seeds)
 
-    monkeypatch.setattr(rp1.policy_files, "evaluate", recording)
+    monkeypatch.setattr(rp1.agents.policy_files, "evaluate", recording)
     run = run_training(config(case), tmp_path / "run", progress=False)
     monkeypatch.undo()
 
@@ -149,7 +149,7 @@ def test_resumed_run_keeps_the_uninterrupted_runs_policy_files(case, crash, tmp_
 def test_overwrite_deletes_the_policy_files(runs, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(runs["rp1"], run)
-    from rp1.runs import RunDir
+    from rp1.rundir.files import RunDir
 
     RunDir(run).prepare(config("rp1").to_dict(), overwrite=True)
     assert not (run / "policy").exists()

@@ -8,7 +8,7 @@ import pytest
 
 from helpers import TINY, read_rows
 from rp1.config import resolve
-from rp1.errors import ConfigError
+from rp1.core.errors import ConfigError
 from rp1.imagination import bonus_function
 from rp1.train import run_training
 

@@ -31,7 +31,7 @@ from helpers import (
 from rp1 import envs
 from rp1.cli import main
 from rp1.config import env_config, resolve
-from rp1.errors import ConfigError
+from rp1.core.errors import ConfigError
 from rp1.train import run_training
 
 POINT = "point_mass:POINT_MASS"

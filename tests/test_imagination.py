@@ -12,7 +12,7 @@ from scipy import stats
 from rp1 import envs
 from rp1.dynamics import ensemble_init, predict_all
 from rp1.dynamics.normalizer import standardize
-from rp1.errors import ConfigError
+from rp1.core.errors import ConfigError
 from rp1.imagination import (
     clip_action,
     imagine,

@@ -29,9 +29,9 @@ from rp1.dynamics.heads import DONE, head_inputs
 from rp1.dynamics.store import Transitions
 from rp1.envs import rewards
 from rp1.envs.task import Task
-from rp1.errors import ConfigError
+from rp1.core.errors import ConfigError
 from rp1.imagination import imagine, make_imagination, member_returns
-from rp1.nn import mlp_apply
+from rp1.core.nn import mlp_apply
 from rp1.policy import policy_init
 from rp1.realenv import RealEnvs, collect, noisy_policy
 from rp1.train import run_training
@@ -182,7 +182,7 @@ def test_paper_task_under_auto_builds_no_heads_and_runs_as_known_known(finished_
     """README "What the model learns": with both functions known (every paper task under the
     default ``auto``) the model has no heads, and a run is bit for bit the run with
     ``model.reward=known``, ``model.done=known`` (the session's tiny run is the ``auto`` one)."""
-    from rp1.agent import ModelBasedAgent
+    from rp1.agents.model_based import ModelBasedAgent
     from rp1.cli import main
 
     for task in ("halfcheetah", "ant"):

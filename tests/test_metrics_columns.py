@@ -15,8 +15,8 @@ import pytest
 from helpers import environment_differences
 
 from rp1.experiments.runs_table import OPTIONAL_COLUMNS, read_metrics
-from rp1.provenance import environment
-from rp1.runs import METRIC_COLUMNS, METRICS, TIMING_COLUMNS, RunDir, metric_columns
+from rp1.rundir.provenance import environment
+from rp1.rundir.files import METRIC_COLUMNS, METRICS, TIMING_COLUMNS, RunDir, metric_columns
 from rp1.train import run_training
 
 OLD_ROW = {"iteration": 0, "samples": 0, "eval_return": 1.5, "wall_s": 0.25}  # keys of METRIC_COLUMNS only

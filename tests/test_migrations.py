@@ -17,12 +17,12 @@ import pytest
 
 from helpers import environment_differences, metrics_without_timing, run_cli, snapshot
 from rp1.config import Config, resolve
-from rp1.errors import ConfigError
+from rp1.core.errors import ConfigError
 from rp1.experiments.report import report_tasks
 from rp1.experiments.runs_table import load_runs
 from rp1.experiments.tables import TABLES, table_frames, write_table_frames
-from rp1.migrations import ADDED, BASE_KEYS, SCHEMA, NewerSchema, migrate, written_schema
-from rp1.runs import CONFIG, FINISHED, METRICS, RunDir, TIMING_COLUMNS, config_hash
+from rp1.rundir.migrations import ADDED, BASE_KEYS, SCHEMA, NewerSchema, migrate, written_schema
+from rp1.rundir.files import CONFIG, FINISHED, METRICS, RunDir, TIMING_COLUMNS, config_hash
 
 SCHEMA3 = Path(__file__).resolve().parent / "fixtures" / "schema3_runs"
 """Hopper's runs of the five-seed laptop-scale report (schema 3, written by rp1 at b0a757d) and
@@ -64,8 +64,8 @@ def keys_of(schema: int) -> frozenset[str]:
 def test_every_config_key_has_a_migration_entry():
     keys = set(dotted(Config(preset="p", task="halfcheetah", method="rp1").to_dict())) - {"schema"}
     missing = sorted(keys - keys_of(SCHEMA))
-    assert not missing, f"config keys without an entry in rp1.migrations.ADDED (add one, and raise SCHEMA): {missing}"
-    assert not sorted(keys_of(SCHEMA) - keys), "entries of rp1.migrations.ADDED for keys Config does not have"
+    assert not missing, f"config keys without an entry in rp1.rundir.migrations.ADDED (add one, and raise SCHEMA): {missing}"
+    assert not sorted(keys_of(SCHEMA) - keys), "entries of rp1.rundir.migrations.ADDED for keys Config does not have"
     assert not BASE_KEYS & {e.key for e in ADDED} and len({e.key for e in ADDED}) == len(ADDED)
     assert [e.schema for e in ADDED] == sorted(e.schema for e in ADDED) and ADDED[-1].schema == SCHEMA
 
@@ -187,7 +187,7 @@ def test_a_run_finished_under_an_old_schema_stays_finished(tmp_path):
 
 def test_a_run_written_just_before_schemas_keeps_its_marker_and_policy_files():
     """Its config has every key but no ``"schema"``: the hashes in its ``finished`` marker and
-    policy files (rp1.run_outputs) are those of today's config."""
+    policy files (rp1.outputs.writer) are those of today's config."""
     today = current()
     assert config_hash({k: v for k, v in today.items() if k != "schema"}) == config_hash(today)
 

@@ -10,12 +10,12 @@ import pytest
 from helpers import kill_at_pause, metrics_without_timing, read_rows, set_args
 from rp1.cli import main
 from rp1.config import resolve
-from rp1.errors import ConfigError
+from rp1.core.errors import ConfigError
 from rp1 import envs
-from rp1.modelfree import ModelFreeAgent
+from rp1.agents.modelfree import ModelFreeAgent
 from rp1.realenv import Episodes, RealEnvs, collect
-from rp1.seeding import episode_seeds
-from rp1.runs import TIMING_COLUMNS
+from rp1.core.seeding import episode_seeds
+from rp1.rundir.files import TIMING_COLUMNS
 from rp1.train import run_training
 
 TINY = {

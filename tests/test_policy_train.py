@@ -11,7 +11,7 @@ import pytest
 from helpers import count_traces
 from policy_toys import POINT_MASS, point_mass_predict, toy_model
 
-from rp1.errors import ConfigError
+from rp1.core.errors import ConfigError
 from rp1.imagination import policy_training
 from rp1.imagination import (
     PolicyTraining,

@@ -11,8 +11,8 @@ import pytest
 
 from helpers import Crash, crash_after_steps, train_args
 from rp1.cli import main
-from rp1.provenance import PACKAGES, cpu_features, environment, record, xla_threads
-from rp1.runs import ENVIRONMENT
+from rp1.rundir.provenance import PACKAGES, cpu_features, environment, record, xla_threads
+from rp1.rundir.files import ENVIRONMENT
 
 
 def entries(run_dir) -> list[dict]:

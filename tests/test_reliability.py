@@ -35,9 +35,9 @@ from helpers import (
 )
 from rp1.cli import main
 from rp1.config import resolve
-from rp1.errors import ConfigError, StorageError
+from rp1.core.errors import ConfigError, StorageError
 from rp1.experiments.sweep_plan import SweepRequest, plan_sweep
-from rp1.runs import CHECKPOINT, CONFIG, FINISHED, METRIC_COLUMNS, METRICS
+from rp1.rundir.files import CHECKPOINT, CONFIG, FINISHED, METRIC_COLUMNS, METRICS
 
 
 # --- validation before anything is written (defects 3, 4, 5) -------------------------------------
@@ -144,7 +144,7 @@ def test_metrics_that_cannot_be_written_is_one_line_exit_1_and_keeps_the_checkpo
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 def test_full_disk_during_a_checkpoint_is_one_line_and_keeps_the_last_checkpoint(finished_run, tmp_path, monkeypatch, capsys):
-    from rp1.agent import ModelBasedAgent
+    from rp1.agents.model_based import ModelBasedAgent
 
     out = tmp_path / "run"
     checkpoint = out / CHECKPOINT
@@ -304,7 +304,7 @@ def test_import_creates_no_cache_directory_a_run_creates_it_user_only(tmp_path):
     script = (
         "import rp1, rp1.cli, rp1.train, pathlib, sys\n"
         "assert not pathlib.Path(sys.argv[1]).exists(), 'created on import'\n"
-        "from rp1.compilation import enable_compilation_cache\n"
+        "from rp1.core.compilation import enable_compilation_cache\n"
         "print(oct(enable_compilation_cache().stat().st_mode & 0o777))\n"
     )
     env = {**os.environ, "RP1_JAX_CACHE": str(cache)}
@@ -319,7 +319,7 @@ def test_empty_cache_variable_turns_the_cache_off_and_a_directory_turns_it_on_th
     cache = tmp_path / "cache"
     script = (
         "import os, pathlib, sys, jax\n"
-        "from rp1.compilation import enable_compilation_cache\n"
+        "from rp1.core.compilation import enable_compilation_cache\n"
         "assert enable_compilation_cache() is None\n"
         "jax.jit(lambda x: x + 1)(1.0).block_until_ready()\n"
         "home = [entry for entry in os.listdir(os.environ['HOME']) if entry != '.nv']  # CUDA's own cache\n"

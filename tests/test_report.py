@@ -12,7 +12,7 @@ import pytest
 from matplotlib import image
 from scipy import stats as scipy_stats
 
-from rp1.errors import ConfigError
+from rp1.core.errors import ConfigError
 from rp1.experiments import stats
 from rp1.experiments.report import (
     direction_verdict,
@@ -50,7 +50,7 @@ def write_run(
 
     Model-based rows are iterations 0, 1, …, each followed by a phase of ``phase`` samples, so the
     run reached ``samples[-1] + phase``; model-free rows are updates 1, 2, … whose ``samples``
-    already include their batch (as rp1.modelfree writes them). ``cap`` is ``collect.phase_cap``;
+    already include their batch (as rp1.agents.modelfree writes them). ``cap`` is ``collect.phase_cap``;
     ``scale`` is left out of config.json when None (an old run); ``columns`` override the defaults
     of other metric columns (lambda, model_error, …).
     """
@@ -204,7 +204,7 @@ def test_best_and_curves_leave_out_the_untrained_policy(tmp_path):
 
 
 def test_model_free_rows_are_all_trained_and_count_their_own_batch(tmp_path):
-    # rp1.modelfree writes updates 1, 2, … with samples after the batch: every evaluation is of a
+    # rp1.agents.modelfree writes updates 1, 2, … with samples after the batch: every evaluation is of a
     # trained policy, and a run stopped at 950,000 samples has not reached 10⁶.
     write_run(tmp_path, "ant", "modelfree", 0, [500_000, 1_000_000], [3.0, 2.0], budget=10**6)
     write_run(tmp_path, "ant", "modelfree", 1, [500_000, 950_000], [4.0, 5.0], budget=10**6)

@@ -37,11 +37,11 @@ def test_resumed_run_equals_uninterrupted_run(case, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_agents_share_one_interface_and_checkpoint_layout(case):
-    """Both agents are :class:`rp1.protocol.Agent` s, their states :class:`~rp1.protocol.RunState` s,
-    and their checkpoints the one layout of :mod:`rp1.checkpoints`, with the JAX state whole."""
+    """Both agents are :class:`rp1.agents.protocol.Agent` s, their states :class:`~rp1.agents.protocol.RunState` s,
+    and their checkpoints the one layout of :mod:`rp1.rundir.checkpoints`, with the JAX state whole."""
     import jax
 
-    from rp1.protocol import Agent, RunState
+    from rp1.agents.protocol import Agent, RunState
     from rp1.train import make_agent
 
     preset, _, sets = CASES[case]

@@ -11,7 +11,7 @@ import pytest
 
 from helpers import fill_disk, one_error, run_cli, run_cli_output, set_args, snapshot, train_args
 from rp1.cli import main
-from rp1.runs import CHECKPOINT, CONFIG, ENVIRONMENT, FINISHED, METRICS
+from rp1.rundir.files import CHECKPOINT, CONFIG, ENVIRONMENT, FINISHED, METRICS
 
 
 # --- temporary files are created exclusively, never through a planted link (defect 4) ----------
@@ -116,7 +116,7 @@ BAD_META = {
 @pytest.mark.parametrize("case", list(BAD_META))
 def test_policy_file_with_bad_metadata_is_one_line_exit_2_and_a_config_error(case, copied_run, capsys):
     from rp1 import load_policy
-    from rp1.errors import ConfigError
+    from rp1.core.errors import ConfigError
 
     change, fragment = BAD_META[case]
     policy = copied_run / "policy" / "best.msgpack"
@@ -190,7 +190,7 @@ def test_a_report_the_disk_cannot_hold_is_one_line_exit_1_and_leaves_no_file(fin
 def test_evaluate_json_writes_null_for_a_number_that_is_not_finite(finished_run, monkeypatch, capsys):
     import numpy as np
 
-    from rp1.policy_files import PolicySnapshot
+    from rp1.agents.policy_files import PolicySnapshot
 
     monkeypatch.setattr(PolicySnapshot, "evaluate", lambda self, real, replay=None: np.full(replay.episodes, np.nan))
     code, out, _ = run_cli_output(["evaluate", finished_run, "--json"], capsys)
@@ -294,8 +294,8 @@ def failing_encoder(tmp_path, monkeypatch):
     pytest.importorskip("imageio_ffmpeg")
     import imageio_ffmpeg
 
-    from rp1.errors import RenderError
-    from rp1.video import check_rendering
+    from rp1.core.errors import RenderError
+    from rp1.outputs.video import check_rendering
 
     try:
         check_rendering("halfcheetah", 100, (64, 48))
@@ -326,8 +326,8 @@ VIDEO_THEN_SIGTERM = """
 import os, signal, sys
 from pathlib import Path
 import numpy as np
-from rp1.signals import exit_on_signals
-from rp1.video import VideoFile
+from rp1.cli.signals import exit_on_signals
+from rp1.outputs.video import VideoFile
 
 with exit_on_signals("resume it"), VideoFile(Path(sys.argv[1]), 10.0, (32, 24)) as video:
     video.add(np.zeros((24, 32, 3), np.uint8))
@@ -338,7 +338,7 @@ with exit_on_signals("resume it"), VideoFile(Path(sys.argv[1]), 10.0, (32, 24)) 
 
 
 def test_sigterm_while_a_video_is_encoded_leaves_no_temporary_folder_and_no_file(tmp_path):
-    """An exit on a signal removes the encoder's temporary folder (rp1.runs.TEMPORARY) before it
+    """An exit on a signal removes the encoder's temporary folder (rp1.rundir.files.TEMPORARY) before it
     ends the process; the video never appears."""
     import subprocess
     import sys

@@ -20,19 +20,19 @@ from pathlib import Path
 
 import pytest
 
-import rp1.runlock as runlock
+import rp1.rundir.lock as runlock
 from helpers import TINY, kill_at_pause, run_cli, train_args
 from rp1.cli import main
-from rp1.errors import StorageError
+from rp1.core.errors import StorageError
 from rp1.experiments.executors import Backend
 from rp1.experiments.sweep import ELSEWHERE, RUNNING_ELSEWHERE, run_sweep
 from rp1.experiments.sweep_plan import SweepRequest
-from rp1.runlock import LOCK, RunInUse, RunLock, owning, read_holder
-from rp1.runs import METRICS, RunDir
+from rp1.rundir.lock import LOCK, RunInUse, RunLock, owning, read_holder
+from rp1.rundir.files import METRICS, RunDir
 
 HOLD = """
 import sys, time
-from rp1.runlock import RunLock
+from rp1.rundir.lock import RunLock
 lock = RunLock(sys.argv[1]).acquire()
 print("held", flush=True)
 time.sleep(600)

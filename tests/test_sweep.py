@@ -14,14 +14,14 @@ import pytest
 
 from helpers import TINY, driver_cmd, read_rows, run_cli, set_args, snapshot, subprocess_env, tiny_sets, wait_for
 from rp1.config import resolve
-from rp1.errors import ConfigError
+from rp1.core.errors import ConfigError
 from rp1.experiments.report import write_report
 from rp1.experiments.executors import Backend
 from rp1.experiments.sweep import run_sweep
 from rp1.experiments.sweep_plan import SweepRequest, plan_sweep
 from rp1.experiments.sweep_worker import SINGLE_THREAD_XLA_FLAG, STOPPED, worker_env
-from rp1.runlock import LOCK, RunLock, read_holder
-from rp1.runs import RunDir
+from rp1.rundir.lock import LOCK, RunLock, read_holder
+from rp1.rundir.files import RunDir
 from rp1.train import run_training
 
 PRESETS = ["halfcheetah-greedy", "halfcheetah-vr"]

@@ -15,7 +15,7 @@ from helpers import TINY, Crash, crash_after_steps, crash_before_checkpoint, rea
 
 from rp1.cli import main
 from rp1.config import resolve
-from rp1.run_outputs import RunOptions
+from rp1.outputs.writer import RunOptions
 from rp1.train import run_training
 
 pytest.importorskip("tensorboardX", reason='the tb extra: pip install "ready-policy-one[tb]"')

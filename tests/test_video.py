@@ -17,7 +17,7 @@ from helpers import run_cli_output as run_cli
 
 import rp1
 from rp1.config import resolve
-from rp1.run_outputs import RunOptions
+from rp1.outputs.writer import RunOptions
 from rp1.train import run_training
 
 HORIZON = 20  # frames per episode: HORIZON + 1
@@ -31,8 +31,8 @@ def config(**extra: str):
 @pytest.fixture(scope="module")
 def gl():
     """Skip unless MuJoCo can render offscreen here."""
-    from rp1.errors import RenderError
-    from rp1.video import check_rendering
+    from rp1.core.errors import RenderError
+    from rp1.outputs.video import check_rendering
 
     try:
         check_rendering("halfcheetah", HORIZON, (64, 48))
@@ -43,7 +43,7 @@ def gl():
 @pytest.fixture(scope="module")
 def video_extra():
     """Skip unless the video extra's packages are here: without them rp1 refuses ``--video`` first."""
-    from rp1.video import PACKAGES
+    from rp1.outputs.video import PACKAGES
 
     for module, _ in PACKAGES.values():
         pytest.importorskip(module, reason='the video extra: pip install "ready-policy-one[video]"')
@@ -56,7 +56,7 @@ def run(tmp_path_factory):
 
 @pytest.mark.parametrize("suffix", [".mp4", ".gif"])
 def test_evaluate_video_has_a_frame_per_state_at_the_requested_size(suffix, video_extra, gl, run, tmp_path, capsys):
-    from rp1.video import read_video
+    from rp1.outputs.video import read_video
 
     video = tmp_path / f"best{suffix}"
     code, out, _ = run_cli(["evaluate", run, "--episodes", "2", "--video", video, "--size", "160x120"], capsys)
@@ -67,7 +67,7 @@ def test_evaluate_video_has_a_frame_per_state_at_the_requested_size(suffix, vide
 
 def test_rendering_gives_the_evaluations_returns(gl, run):
     from rp1.evaluation import evaluate_run
-    from rp1.video import render_episodes
+    from rp1.outputs.video import render_episodes
 
     result = evaluate_run(run, episodes=3)
     frames: dict[int, tuple] = {}
@@ -77,7 +77,7 @@ def test_rendering_gives_the_evaluations_returns(gl, run):
 
 
 def test_train_video_renders_every_new_best(video_extra, gl, tmp_path):
-    from rp1.video import read_video
+    from rp1.outputs.video import read_video
 
     options = RunOptions(video=True, tensorboard=True, video_size=(96, 64))
     out = run_training(config(), tmp_path / "run", progress=False, options=options)

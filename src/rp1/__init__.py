@@ -1,13 +1,13 @@
 """Ready Policy One: model-based RL with active data acquisition, in JAX.
 
-Importing the package points JAX's persistent compilation cache (see :mod:`rp1.compilation`) at
+Importing the package points JAX's persistent compilation cache (see :mod:`rp1.core.compilation`) at
 its directory if that exists, so repeated runs do not recompile their inner loops; it writes
 nothing to disk. A run (:func:`rp1.train.run_training`) creates the directory.
 
 ``rp1.load_policy(run_dir, which="best")`` loads a run's kept policy (:mod:`rp1.evaluation`).
 """
 
-from rp1.compilation import enable_compilation_cache
+from rp1.core.compilation import enable_compilation_cache
 
 __version__ = "0.1.0"
 

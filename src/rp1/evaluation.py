@@ -3,7 +3,7 @@ real environment (:func:`evaluate_run`, ``rp1 evaluate``), optionally as a video
 
 Without a seed, an evaluation replays the one that made the policy best (or last): the same
 episodes (the recorded reset seeds, or the evaluation environment's stream restored), the same
-actor, dtypes and batch shape, through the same code as the run (:mod:`rp1.policy_files`), so its
+actor, dtypes and batch shape, through the same code as the run (:mod:`rp1.agents.policy_files`), so its
 mean is the ``eval_return`` in ``metrics.csv``, bit for bit. With ``seed = S``, episode ``k`` is
 reset with seed ``S + k`` (``env.reset(seed=S + k)`` in plain Gymnasium).
 
@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from rp1.config.validation import AT_MOST, SEED_LIMIT
-from rp1.errors import ConfigError
-from rp1.policy_files import BEST, LAST, WHICH, EvaluationEpisodes, TrainedPolicy, read_policy, returns_summary
-from rp1.runs import POLICY_DIR, RunDir
+from rp1.core.errors import ConfigError
+from rp1.agents.policy_files import BEST, LAST, WHICH, EvaluationEpisodes, TrainedPolicy, read_policy, returns_summary
+from rp1.rundir.files import POLICY_DIR, RunDir
 
 CHECKPOINT = "last (checkpoint)"  # TrainedPolicy.which of a policy read from a checkpoint
 MAX_EPISODES = AT_MOST["eval_episodes"]
@@ -96,8 +96,8 @@ def checkpoint_policy(run: RunDir) -> TrainedPolicy:
     those the run's next evaluation would have run.
     """
     from rp1.config import MODEL_FREE, Config
-    from rp1.run_outputs import trained_policy
-    from rp1.runs import config_hash
+    from rp1.outputs.writer import trained_policy
+    from rp1.rundir.files import config_hash
     from rp1.train import make_agent, restore_state
 
     config = run.read_config()
@@ -117,7 +117,7 @@ def checkpoint_policy(run: RunDir) -> TrainedPolicy:
 @dataclass(frozen=True)
 class Evaluation:
     """What :func:`evaluate_run` measured: ``returns [episodes]`` (the run's dtype), their mean
-    and std, the episodes' :class:`~rp1.policy_files.EvaluationEpisodes`, whether they are the recorded
+    and std, the episodes' :class:`~rp1.agents.policy_files.EvaluationEpisodes`, whether they are the recorded
     evaluation's (``replayed``) and the video written (or ``None``)."""
 
     run: Path
@@ -167,7 +167,7 @@ def evaluate_run(
     (``seed`` None) or from seeds ``seed + k``; with ``video``, render them again into that
     ``.mp4`` or ``.gif`` file of ``size = (width, height)``.
 
-    Every check comes first (ConfigError, or :class:`~rp1.errors.RenderError` if the machine cannot
+    Every check comes first (ConfigError, or :class:`~rp1.core.errors.RenderError` if the machine cannot
     render): nothing runs and nothing is written on bad input.
     """
     if which not in WHICH:
@@ -177,13 +177,13 @@ def evaluate_run(
     if seed is not None and not 0 <= seed < SEED_LIMIT:
         raise ConfigError(f"--seed must be in [0, {SEED_LIMIT}) (2**31 - 2**22), got {seed}")
     if video is not None:
-        from rp1.video import DEFAULT_SIZE, check_video
+        from rp1.outputs.video import DEFAULT_SIZE, check_video
 
         size = size or DEFAULT_SIZE
         check_video(Path(video), size)
     policy = load_policy(run_dir, which)
     if video is not None:
-        from rp1.video import check_rendering
+        from rp1.outputs.video import check_rendering
 
         check_rendering(policy.task, policy.horizon, size)
     recorded = policy.snapshot.replay
@@ -198,7 +198,7 @@ def evaluate_run(
     finally:
         real.close()
     if video is not None:
-        from rp1.video import record
+        from rp1.outputs.video import record
 
         record(policy, replay, Path(video), size, returns)
     mean, std = returns_summary(returns)

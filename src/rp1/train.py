@@ -1,7 +1,7 @@
 """Drive a run to its budget: run directory, checkpoint per iteration, resume, progress bar.
 
-Any :class:`~rp1.protocol.Agent` can be driven: the model-based
-:class:`~rp1.agent.ModelBasedAgent` and the model-free PPO agent alike. Drawing the run's learning
+Any :class:`~rp1.agents.protocol.Agent` can be driven: the model-based
+:class:`~rp1.agents.model_based.ModelBasedAgent` and the model-free PPO agent alike. Drawing the run's learning
 curve is left to the layers above (``rp1 train``, ``rp1 sweep``).
 """
 
@@ -14,24 +14,24 @@ from pathlib import Path
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from rp1.compilation import enable_compilation_cache
+from rp1.core.compilation import enable_compilation_cache
 from rp1.config import MODEL_FREE, Config, validate
-from rp1.errors import ConfigError
-from rp1.migrations import continued_note
-from rp1.protocol import Agent
-from rp1.provenance import record as record_environment
-from rp1.run_outputs import RunOptions, RunOutputs
-from rp1.runlock import RunLock, owning
-from rp1.runs import RunDir, check_writable_dir
+from rp1.core.errors import ConfigError
+from rp1.rundir.migrations import continued_note
+from rp1.agents.protocol import Agent
+from rp1.rundir.provenance import record as record_environment
+from rp1.outputs.writer import RunOptions, RunOutputs
+from rp1.rundir.lock import RunLock, owning
+from rp1.rundir.files import RunDir, check_writable_dir
 
 
 def make_agent(cfg: Config) -> Agent:
     """The agent that runs ``cfg.method``."""
     if cfg.method == MODEL_FREE:
-        from rp1.modelfree import ModelFreeAgent
+        from rp1.agents.modelfree import ModelFreeAgent
 
         return ModelFreeAgent(cfg)
-    from rp1.agent import ModelBasedAgent
+    from rp1.agents.model_based import ModelBasedAgent
 
     return ModelBasedAgent(cfg)
 
@@ -52,15 +52,15 @@ def run_training(
     """Train ``cfg`` in run directory ``out`` until ``cfg.budget`` real samples; returns ``out``.
 
     Checks the config (:func:`~rp1.config.validate`) and the directory (:meth:`RunDir.prepare`)
-    first: on bad input (:class:`~rp1.errors.ConfigError`) nothing is written. Owns ``out`` from
+    first: on bad input (:class:`~rp1.core.errors.ConfigError`) nothing is written. Owns ``out`` from
     before it reads anything there until it returns: through ``lock`` if the caller holds it, else
-    through its own :class:`~rp1.runlock.RunLock` (:class:`~rp1.runlock.RunInUse` if another
+    through its own :class:`~rp1.rundir.lock.RunLock` (:class:`~rp1.rundir.lock.RunInUse` if another
     process owns ``out``). With ``resume``, continues from the checkpoint exactly where the killed
     run stopped (a run killed before its first checkpoint starts afresh); with ``overwrite``,
     replaces the run in ``out``. After every iteration the metrics row is flushed and the
     checkpoint replaced atomically, so a kill at any moment leaves a run that ``resume`` continues
     identically. ``options`` say what the run logs
-    besides (:class:`~rp1.run_outputs.RunOptions`: videos, TensorBoard; the policy files always).
+    besides (:class:`~rp1.outputs.writer.RunOptions`: videos, TensorBoard; the policy files always).
     """
     validate(cfg)
     options = options or RunOptions()
@@ -94,9 +94,9 @@ def continued_config(cfg: Config, run: RunDir) -> tuple[Config, str]:
 
 def drive(agent: Agent, cfg: Config, run: RunDir, saved: dict | None, progress: bool, options: RunOptions | None = None) -> None:
     """Step ``agent`` from a fresh or ``saved`` state to ``cfg.budget``, writing every row, the
-    run's outputs (:class:`~rp1.run_outputs.RunOutputs`: policy files, ``options``) and the
+    run's outputs (:class:`~rp1.outputs.writer.RunOutputs`: policy files, ``options``) and the
     checkpoint to ``run`` as it goes, in that order, with a progress bar unless ``progress`` is False.
-    Records where it runs (:func:`rp1.provenance.record`); a warning from there goes to stderr."""
+    Records where it runs (:func:`rp1.rundir.provenance.record`); a warning from there goes to stderr."""
     state = agent.initial_state() if saved is None else restore_state(agent, saved, run)
     warning = record_environment(run.path, len(state.rows))
     if warning:

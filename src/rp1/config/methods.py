@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rp1.config.schema import CollectConfig, Config, LambdaConfig
-from rp1.errors import ConfigError
+from rp1.core.errors import ConfigError
 
 MATCHED_PHASE_LENGTH: dict[str, int] = {"halfcheetah": 300, "ant": 294, "hopper": 600, "swimmer": 600}
 """Real samples per collection phase of the ``-matched`` controls, per paper task: the median

@@ -8,7 +8,7 @@ import typing
 from dataclasses import fields, replace
 
 from rp1.config.schema import Config
-from rp1.errors import ConfigError
+from rp1.core.errors import ConfigError
 
 FIXED_KEYS = ("preset", "task", "method", "scale")  # scale: set by --scale, before any --set
 

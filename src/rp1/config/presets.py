@@ -10,7 +10,7 @@ from typing import Any
 from rp1.config.methods import METHOD_TABLE, method_config, modelfree_config
 from rp1.config.schema import Config
 from rp1.envs import names as task_names
-from rp1.errors import ConfigError
+from rp1.core.errors import ConfigError
 
 SCALES: dict[str, dict[str, Any]] = {
     "paper": {},

@@ -27,7 +27,7 @@ from rp1.dynamics import ensemble, heads, store
 from rp1.dynamics.fit import BATCH_SIZE, CHECK_EVERY, MAX_EPOCHS, PATIENCE, STOP_ON_CHOICES
 from rp1.dynamics.fit import LEARNING_RATE as MODEL_LEARNING_RATE
 from rp1.imagination import policy_training, rollouts
-from rp1.migrations import SCHEMA, SCHEMA_KEY
+from rp1.rundir.migrations import SCHEMA, SCHEMA_KEY
 from rp1.policy import networks, ppo
 
 FIRST_FEEDBACK = ("exclude", "include")
@@ -135,13 +135,13 @@ class Config:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-serialisable dict (tuples become lists), led by the config schema it is
-        written in (``"schema"``, :data:`rp1.migrations.SCHEMA`)."""
+        written in (``"schema"``, :data:`rp1.rundir.migrations.SCHEMA`)."""
         return {SCHEMA_KEY: SCHEMA, **json.loads(json.dumps(dataclasses.asdict(self)))}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Config":
         """Inverse of :meth:`to_dict` (``"schema"`` is not a field; read a stored config through
-        :func:`rp1.migrations.migrate` first)."""
+        :func:`rp1.rundir.migrations.migrate` first)."""
         return _from_dict(cls, data)
 
 

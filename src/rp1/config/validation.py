@@ -17,7 +17,7 @@ from rp1.config.settings import fit_settings, lambda_bandit, ppo_settings
 from rp1.envs import Task
 from rp1.envs import make as make_task
 from rp1.envs.task import SOURCES
-from rp1.errors import ConfigError
+from rp1.core.errors import ConfigError
 from rp1.imagination import bonus_function
 
 SEED_LIMIT = 2**31 - 2**22

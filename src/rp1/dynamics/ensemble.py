@@ -23,7 +23,7 @@ from rp1.dynamics.normalizer import (
     normalize,
     normalizer_init,
 )
-from rp1.nn import Params, member_count, mlp_apply, mlp_init
+from rp1.core.nn import Params, member_count, mlp_apply, mlp_init
 
 MEMBERS = 5  # SPEC §3
 HIDDEN = (1024, 1024)  # SPEC §3

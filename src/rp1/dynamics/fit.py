@@ -45,7 +45,7 @@ from rp1.dynamics.losses import masked_member_losses, row_errors
 from rp1.dynamics.normalizer import normalize, normalizer_fit, normalizer_update
 from rp1.dynamics.parts import ModelParts
 from rp1.dynamics.store import Dataset
-from rp1.nn import member_count
+from rp1.core.nn import member_count
 
 LEARNING_RATE = 1e-3  # SPEC §3
 BATCH_SIZE = 1024

@@ -27,7 +27,7 @@ import optax
 
 from rp1.dynamics.ensemble import Ensemble
 from rp1.dynamics.normalizer import denormalize, normalize, normalizer_fit, normalizer_init, standardize
-from rp1.nn import Params, mlp_apply, mlp_init
+from rp1.core.nn import Params, mlp_apply, mlp_init
 
 HIDDEN = (200, 200)
 REWARD, DONE = 0, 1  # output columns: normalised reward, termination logit

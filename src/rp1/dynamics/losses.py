@@ -16,7 +16,7 @@ from rp1.dynamics.heads import head_row_errors
 from rp1.dynamics.normalizer import normalize
 from rp1.dynamics.parts import ModelParts
 from rp1.dynamics.store import Dataset, padded_dataset
-from rp1.nn import Params, member_count, mlp_apply
+from rp1.core.nn import Params, member_count, mlp_apply
 
 VAL_CHUNK = 8192
 

@@ -38,7 +38,7 @@ def make(
     seeded, so the first ``env.reset()`` and everything after it are reproducible without passing
     a seed again. ``render = (width, height)`` makes an environment whose ``render()`` returns
     ``[height, width, 3]`` frames (``render_mode="rgb_array"``). Raises
-    :class:`~rp1.errors.ConfigError` (a ``ValueError``) naming the problem for a name that is no
+    :class:`~rp1.core.errors.ConfigError` (a ``ValueError``) naming the problem for a name that is no
     task, a package that is not installed, spaces rp1 cannot handle or, with ``render``, an
     environment that cannot render.
     """

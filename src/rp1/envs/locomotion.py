@@ -13,7 +13,7 @@ import logging
 import os
 from importlib import resources
 
-from rp1.errors import RenderError
+from rp1.core.errors import RenderError
 
 try:
     import mujoco

@@ -15,7 +15,7 @@ import gymnasium as gym
 
 from rp1.envs import locomotion, rewards
 from rp1.envs.spec import TaskSpec
-from rp1.errors import ConfigError
+from rp1.core.errors import ConfigError
 
 PAPER_TASKS = {
     "halfcheetah": TaskSpec(locomotion.RP1HalfCheetah, 100, rewards.halfcheetah_reward, rewards.never_done),

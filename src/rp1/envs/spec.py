@@ -14,7 +14,7 @@ import numpy as np
 from gymnasium.spaces import Box
 
 from rp1.envs.task import Task
-from rp1.errors import ConfigError
+from rp1.core.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import Callable
 
 import numpy as np
 
-from rp1.errors import ConfigError
+from rp1.core.errors import ConfigError
 
 KNOWN, LEARNED = "known", "learned"
 RESOLVED_SOURCES = (KNOWN, LEARNED)

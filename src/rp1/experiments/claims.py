@@ -19,7 +19,7 @@ import pandas as pd
 from rp1.config.methods import METHOD_LABELS
 from rp1.experiments.stats import significant
 from rp1.experiments.tables import RETURN, TableFrames, markdown_table, number
-from rp1.runs import write_atomically
+from rp1.rundir.files import write_atomically
 
 CLAIMS: tuple[tuple[str, str, str], ...] = (
     ("RP1 beats Greedy (Table 1)", "table1", "T1"),

@@ -13,7 +13,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from rp1.errors import ConfigError
+from rp1.core.errors import ConfigError
 from rp1.experiments.sweep_plan import RunJob, RunOutcome
 from rp1.experiments.sweep_worker import execute_run, start_local_worker, worker_env
 

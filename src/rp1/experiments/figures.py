@@ -21,7 +21,7 @@ from rp1.experiments import stats
 from rp1.config.methods import ADAPTIVE_LAMBDA, METHOD_LABELS, MODEL_FREE
 from rp1.experiments.runs_table import DEFAULT_SCALE, scale_order
 from rp1.experiments.tables import MODEL_ERROR
-from rp1.runs import CURVE, METRICS, write_atomically
+from rp1.rundir.files import CURVE, METRICS, write_atomically
 
 GRID_POINTS = 200
 """Points of the common sample grid that curves are aligned on."""

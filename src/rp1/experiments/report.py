@@ -19,7 +19,7 @@ from rp1.experiments.paper import PAPER_LAMBDA_DIRECTION, TASKS
 from rp1.experiments.runs_table import LoadedRuns, load_runs, scale_order
 from rp1.experiments.claims import write_claims
 from rp1.experiments.tables import TABLES, markdown_table, table_frames, write_table_frames
-from rp1.runs import write_atomically
+from rp1.rundir.files import write_atomically
 
 CURVE_FIGURES: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
     ("fig1", "Figure 1: RP1 vs baselines", ("greedy", "vr", "rp1"), True),

@@ -2,7 +2,7 @@
 
 A run directory is any directory holding both ``config.json`` and ``metrics.csv`` (DESIGN
 "Interfaces"); the report reads nothing else. A row that a killed run left half-written is left
-out with a note: the writer (``rp1.runs``) ends every row with a newline and fsyncs it, so a last
+out with a note: the writer (``rp1.rundir.files``) ends every row with a newline and fsyncs it, so a last
 line without one is unfinished even when its fields look whole (``12.3`` cut from ``12.345``).
 """
 
@@ -16,10 +16,10 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from rp1.errors import ConfigError
+from rp1.core.errors import ConfigError
 from rp1.config.methods import MODEL_FREE, run_cell
-from rp1.migrations import migrate
-from rp1.runs import METRIC_COLUMNS
+from rp1.rundir.migrations import migrate
+from rp1.rundir.files import METRIC_COLUMNS
 
 CONFIG_KEYS: tuple[str, ...] = ("task", "method", "seed", "budget")
 """Keys of ``config.json`` every run must have."""
@@ -28,7 +28,7 @@ REQUIRED_COLUMNS: tuple[str, ...] = ("iteration", "samples", "eval_return")
 """Columns of ``metrics.csv`` every run must have (model-free runs included)."""
 
 OPTIONAL_COLUMNS: tuple[str, ...] = tuple(c for c in METRIC_COLUMNS if c not in REQUIRED_COLUMNS)
-"""Every other column :mod:`rp1.runs` writes; absent ones (older runs) are added as empty (NaN)."""
+"""Every other column :mod:`rp1.rundir.files` writes; absent ones (older runs) are added as empty (NaN)."""
 
 DEFAULT_SCALE = "paper"
 """The ``scale`` of a run whose config.json has none (runs written before the key existed)."""
@@ -65,8 +65,8 @@ def scale_order(scale: str) -> tuple[bool, str]:
 
 def read_config(run_dir: Path) -> dict:
     """The config keys the report needs, of a config of any schema up to this rp1's (read through
-    :func:`rp1.migrations.migrate`); raises ConfigError naming the file if one is missing, and
-    :class:`~rp1.migrations.NewerSchema` for a config of a newer rp1.
+    :func:`rp1.rundir.migrations.migrate`); raises ConfigError naming the file if one is missing, and
+    :class:`~rp1.rundir.migrations.NewerSchema` for a config of a newer rp1.
 
     ``scale`` defaults to :data:`DEFAULT_SCALE`; ``phase_cap`` is NaN when the config has no
     ``collect.phase_cap``; ``method`` is the method the run ran as (:func:`rp1.config.methods.run_cell`:
@@ -169,7 +169,7 @@ def samples_reached(metrics: pd.DataFrame, method: str) -> float:
     """Real samples the run had collected by its last row.
 
     A model-based row is written before its collection phase, so it reached ``samples +
-    phase_samples``; a model-free row's ``samples`` already include its batch (rp1.modelfree).
+    phase_samples``; a model-free row's ``samples`` already include its batch (rp1.agents.modelfree).
     """
     phase = 0.0 if method == MODEL_FREE else metrics["phase_samples"].fillna(0)
     return float((metrics["samples"] + phase).max())

@@ -15,10 +15,10 @@ then go to a *backend*:
 Each run appends its output (including a traceback if it fails) to ``<run_dir>/log.txt``. A failed
 run does not stop the others; it is listed with its error and log in the summary at the end. An
 exception in the sweep's process (``rp1 sweep`` turns SIGINT and SIGTERM into one,
-:func:`rp1.signals.raise_on_signals`) stops the local pool's runs before it goes on
+:func:`rp1.cli.signals.raise_on_signals`) stops the local pool's runs before it goes on
 (:class:`~rp1.experiments.executors.LocalExecutor`); the same sweep resumes them.
 
-One owner per run (:mod:`rp1.runlock`): planning reads run directories without locking; a worker
+One owner per run (:mod:`rp1.rundir.lock`): planning reads run directories without locking; a worker
 takes the run's lock before it touches the directory, decides again there what to do (another
 process may have finished or started it since) and holds the lock until the run and its learning
 curve are written. A run whose lock another process holds (another sweep, an ``rp1 train``, a
@@ -42,7 +42,7 @@ from rich.table import Table
 from rp1.experiments.executors import Backend, Executor, make_executor
 from rp1.experiments.sweep_plan import ELSEWHERE, RunJob, RunOutcome, SweepRequest, plan_sweep, with_options
 from rp1.experiments.sweep_worker import one_line
-from rp1.run_outputs import RunOptions
+from rp1.outputs.writer import RunOptions
 
 POLL_S = 0.5
 """How often (seconds) the progress display is refreshed while runs are under way."""
@@ -55,10 +55,10 @@ def run_sweep(request: SweepRequest, backend: Backend = Backend(), options: RunO
     """Do every run of ``request`` (:class:`~rp1.experiments.sweep_plan.SweepRequest`) on
     ``backend`` (:class:`~rp1.experiments.executors.Backend`): finished runs are skipped, runs with
     a checkpoint resumed, the rest started. ``options``: what every run logs besides
-    (:class:`~rp1.run_outputs.RunOptions`). Everything is checked before anything runs: a bad
+    (:class:`~rp1.outputs.writer.RunOptions`). Everything is checked before anything runs: a bad
     preset, override, backend or ``workers``, a run directory holding another config, Ray not
     installed, or ``options`` a task cannot serve raise :class:`ConfigError`
-    (:class:`~rp1.errors.RenderError`: the machine cannot render). Returns the exit code: 0 if
+    (:class:`~rp1.core.errors.RenderError`: the machine cannot render). Returns the exit code: 0 if
     every run finished, 1 if any failed, else :data:`RUNNING_ELSEWHERE` if other processes owned
     some.
     """

@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from rp1.config import Config, env_config, resolve
-from rp1.errors import ConfigError
-from rp1.run_outputs import RunOptions
-from rp1.runs import RunDir
+from rp1.core.errors import ConfigError
+from rp1.outputs.writer import RunOptions
+from rp1.rundir.files import RunDir
 from rp1.train import continued_config
 
 RUN_LOG = "log.txt"
 ELSEWHERE = "running elsewhere"
-"""The status of a run that another process owned when its turn came (:mod:`rp1.runlock`)."""
+"""The status of a run that another process owned when its turn came (:mod:`rp1.rundir.lock`)."""
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class RunJob:
     cfg: Config
     run_dir: Path
     action: str
-    options: RunOptions = RunOptions()  # videos, TensorBoard (rp1.run_outputs)
+    options: RunOptions = RunOptions()  # videos, TensorBoard (rp1.outputs.writer)
 
     @property
     def log(self) -> Path:
@@ -122,7 +122,7 @@ def run_action(cfg: Config, run: RunDir) -> str:
 
 def with_options(jobs: list[RunJob], options: RunOptions) -> list[RunJob]:
     """``jobs`` with ``options``, checked first for every task of the sweep (ConfigError,
-    :class:`~rp1.errors.RenderError`; see :meth:`~rp1.run_outputs.RunOptions.check`)."""
+    :class:`~rp1.core.errors.RenderError`; see :meth:`~rp1.outputs.writer.RunOptions.check`)."""
     for cfg in {(job.cfg.task, job.cfg.horizon): job.cfg for job in jobs}.values():
         options.check(cfg)
     return [dataclasses.replace(job, options=options) for job in jobs]

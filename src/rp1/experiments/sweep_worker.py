@@ -18,9 +18,9 @@ from typing import Iterator, Mapping
 
 from rp1.experiments.figures import write_learning_curve
 from rp1.experiments.sweep_plan import ELSEWHERE, RunJob, RunOutcome, run_action
-from rp1.runlock import RunInUse, RunLock
-from rp1.runs import RunDir
-from rp1.signals import exit_on_signals
+from rp1.rundir.lock import RunInUse, RunLock
+from rp1.rundir.files import RunDir
+from rp1.cli.signals import exit_on_signals
 from rp1.train import run_training
 
 SINGLE_THREAD_XLA_FLAG = "--xla_cpu_multi_thread_eigen=false"
@@ -32,12 +32,12 @@ STOPPED = "the sweep was stopped: run the same sweep again to resume this run"
 
 
 def execute_run(job: RunJob, stop_on_signals: bool = False) -> RunOutcome:
-    """Do ``job`` in this process, owning its directory (:mod:`rp1.runlock`), its output appended
+    """Do ``job`` in this process, owning its directory (:mod:`rp1.rundir.lock`), its output appended
     to its log; a failure is returned, not raised, and a run another process owns is left to it
     (:data:`~rp1.experiments.sweep_plan.ELSEWHERE`). What to do is decided again once the lock is
     held: the directory may have changed since planning. ``stop_on_signals`` (a local worker's
     run): SIGINT or SIGTERM stops the run at once as it stops ``rp1 train``
-    (:func:`rp1.signals.exit_on_signals`), its line appended to the log; the lock goes with the
+    (:func:`rp1.cli.signals.exit_on_signals`), its line appended to the log; the lock goes with the
     process."""
     started = time.perf_counter()
     lock = RunLock(job.run_dir)

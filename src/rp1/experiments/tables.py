@@ -22,7 +22,7 @@ import pandas as pd
 from rp1.experiments import stats
 from rp1.experiments.paper import PAPER_MEDIANS, PAPER_T
 from rp1.experiments.runs_table import scale_order
-from rp1.runs import write_atomically
+from rp1.rundir.files import write_atomically
 
 
 RETURN = "eval_return"

@@ -42,9 +42,9 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from rp1.errors import ConfigError
+from rp1.core.errors import ConfigError
 from rp1.imagination.rollouts import Imagination, imagine, member_returns
-from rp1.nn import member_count
+from rp1.core.nn import member_count
 from rp1.policy.networks import DEFAULT_ACTION_STD, Policy
 from rp1.policy.ppo import PPOMetrics, PPOSettings, ppo_summary, ppo_update
 

@@ -1,7 +1,7 @@
 """The actor-critic: a Gaussian policy with a tanh mean and a fixed std, and a value network (SPEC §4).
 
 Both networks read the normalised state ``norm(s)`` (the world model's state normaliser, clipped to
-±3) and are plain :mod:`rp1.nn` MLPs with two hidden layers of 32 ReLU units:
+±3) and are plain :mod:`rp1.core.nn` MLPs with two hidden layers of 32 ReLU units:
 
 - actor  ``norm(s) -> 32 -> 32 -> act_dim``, mean ``tanh(·)``; actions ``~ N(mean, std²)`` with a
   fixed ``std`` (0.5 while training in the model) that is an argument, not a learned parameter;
@@ -28,7 +28,7 @@ import numpy as np
 from flax import struct
 
 from rp1.dynamics.normalizer import Normalizer, normalize
-from rp1.nn import Params, mlp_apply, mlp_init
+from rp1.core.nn import Params, mlp_apply, mlp_init
 
 HIDDEN = (32, 32)  # SPEC §4, actor and critic alike
 DEFAULT_ACTION_STD = 0.5
@@ -38,7 +38,7 @@ CRITIC_OUT_SCALE = 1.0
 
 @struct.dataclass
 class Policy:
-    """Actor and critic parameters (two independent :mod:`rp1.nn` MLPs)."""
+    """Actor and critic parameters (two independent :mod:`rp1.core.nn` MLPs)."""
 
     actor: Params
     critic: Params

@@ -15,7 +15,7 @@ Seeds: episode ``k`` of a call resets its environment with ``seeds[k]``, or, whe
 :data:`UNSEEDED`, from the environment's own random stream (seeded once by ``RealEnvs(…, seed=…)``;
 :meth:`RealEnvs.generators` gives the generators, :meth:`RealEnvs.use_generators` makes the
 environments draw from others, e.g. an agent state's). Model-free PPO seeds every episode
-(:func:`rp1.seeding.episode_seeds`), so which episodes run depends neither on ``slots`` nor on ``workers``
+(:func:`rp1.core.seeding.episode_seeds`), so which episodes run depends neither on ``slots`` nor on ``workers``
 (``slots`` is still the batch shape of every policy call, so it moves the last digits). Model-based
 runs use one slot and unseeded resets, one episode after another: a phase must stop before the next
 episode starts, and every draw (action noise, reset noise) keeps its place in its stream.

@@ -38,7 +38,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from rp1.errors import ConfigError
+from rp1.core.errors import ConfigError
 
 SCHEMA = 7
 """The schema this rp1 writes."""

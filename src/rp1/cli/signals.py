@@ -12,8 +12,8 @@ import signal
 import threading
 from typing import Iterator
 
-from rp1.errors import Interrupted
-from rp1.runs import TEMPORARY
+from rp1.core.errors import Interrupted
+from rp1.rundir.files import TEMPORARY
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -56,7 +56,7 @@ def exit_on_signals(message: str) -> Iterator[None]:
 
 @contextlib.contextmanager
 def raise_on_signals(message: str) -> Iterator[None]:
-    """While active, SIGINT and SIGTERM raise :class:`~rp1.errors.Interrupted` with ``message`` in
+    """While active, SIGINT and SIGTERM raise :class:`~rp1.core.errors.Interrupted` with ``message`` in
     the main thread, wherever it is, so that what it interrupts cleans up as the exception passes
     (``with`` blocks, ``finally``); ``rp1.cli.main`` makes it one line and exit code 130 or 143.
     For a process that waits in Python (a sweep's, for its workers): inside a compiled JAX call use
@@ -77,7 +77,7 @@ def raise_on_signals(message: str) -> Iterator[None]:
 
 
 def remove_temporary() -> None:
-    """Remove the temporary files and folders being written now (:data:`rp1.runs.TEMPORARY`), so
+    """Remove the temporary files and folders being written now (:data:`rp1.rundir.files.TEMPORARY`), so
     that an exit on a signal leaves none behind."""
     for path in list(TEMPORARY):
         if os.path.isdir(path):

@@ -1,6 +1,6 @@
 """An agent's checkpoint, packed and unpacked in one place (both agents use it).
 
-A checkpoint is the dict :meth:`rp1.runs.RunDir.save_checkpoint` writes as msgpack::
+A checkpoint is the dict :meth:`rp1.rundir.files.RunDir.save_checkpoint` writes as msgpack::
 
     {"meta": JSON text    counters, random-stream states, the bandit, the metric rows
      "device": {...}      the JAX state (a flax.struct pytree) as nested dicts of arrays

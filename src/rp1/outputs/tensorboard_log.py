@@ -19,7 +19,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from rp1.errors import ConfigError
+from rp1.core.errors import ConfigError
 EVENT_FILES = "events.out.tfevents.*"
 
 

@@ -15,7 +15,7 @@ The lock is a POSIX record lock (``fcntl.lockf``) on the whole file:
 - it works across hosts where the file system forwards POSIX locks: a local disk, NFSv4, NFSv3
   with its lock daemon (``lockd``). An NFS mount with ``nolock`` keeps locks local to each host:
   two hosts could then both own a run. A file system that supports no locks fails the
-  acquisition with :class:`~rp1.errors.StorageError` naming the cause (``ENOLCK``: "No locks
+  acquisition with :class:`~rp1.core.errors.StorageError` naming the cause (``ENOLCK``: "No locks
   available"), before anything is read or written;
 - POSIX locks belong to a process, not to a file descriptor: a second lock of the same file from
   the same process would succeed, and closing *any* descriptor of the file releases the lock. So
@@ -24,7 +24,7 @@ The lock is a POSIX record lock (``fcntl.lockf``) on the whole file:
   nothing else in rp1 opens a lock file it holds.
 
 Readers (``rp1 report``, a sweep's planning) take no lock: every file but ``metrics.csv`` is
-replaced atomically, and ``metrics.csv`` only grows by whole rows (see :mod:`rp1.runs`).
+replaced atomically, and ``metrics.csv`` only grows by whole rows (see :mod:`rp1.rundir.files`).
 
 The holder removes the lock file while still holding the lock, then closes it, so a finished run
 leaves none; an acquirer checks after locking that the file it locked is still the one at the
@@ -46,7 +46,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Iterator
 
-from rp1.errors import ConfigError, StorageError
+from rp1.core.errors import ConfigError, StorageError
 
 LOCK = "lock"
 ATTEMPTS = 50

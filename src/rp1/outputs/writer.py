@@ -3,10 +3,10 @@ of its best policies and a TensorBoard log.
 
 - ``RUN/policy/last.msgpack`` after every step, ``RUN/policy/best.msgpack`` whenever an evaluation
   of a trained policy (iteration ≥ 1, as ``rp1 report`` counts) beats the best so far
-  (:mod:`rp1.policy_files`);
+  (:mod:`rp1.agents.policy_files`);
 - with ``--video``: one episode of each new best policy's evaluation, rendered again, in
-  ``RUN/videos/best_<samples>.mp4`` (:mod:`rp1.video`);
-- with ``--tensorboard``: ``RUN/tensorboard/`` (:mod:`rp1.tensorboard_log`).
+  ``RUN/videos/best_<samples>.mp4`` (:mod:`rp1.outputs.video`);
+- with ``--tensorboard``: ``RUN/tensorboard/`` (:mod:`rp1.outputs.tensorboard_log`).
 
 :func:`rp1.train.drive` calls :meth:`RunOutputs.after_step` after appending a step's metrics row
 and before replacing the checkpoint, so after a kill at any moment these files are those of the
@@ -29,9 +29,9 @@ from typing import Any
 
 from rp1.config import Config
 from rp1.envs import Task
-from rp1.policy_files import BEST, LAST, PolicySnapshot, TrainedPolicy, read_policy, write_policy
-from rp1.runs import POLICY_DIR, TENSORBOARD_DIR, VIDEO_DIR, config_hash
-from rp1.video import DEFAULT_SIZE
+from rp1.agents.policy_files import BEST, LAST, PolicySnapshot, TrainedPolicy, read_policy, write_policy
+from rp1.rundir.files import POLICY_DIR, TENSORBOARD_DIR, VIDEO_DIR, config_hash
+from rp1.outputs.video import DEFAULT_SIZE
 
 
 @dataclass(frozen=True)
@@ -44,13 +44,13 @@ class RunOptions:
 
     def check(self, cfg: Config) -> None:
         """Before anything is written: ConfigError if a package these options need is missing or
-        the task cannot render, :class:`~rp1.errors.RenderError` if the machine cannot render."""
+        the task cannot render, :class:`~rp1.core.errors.RenderError` if the machine cannot render."""
         if self.tensorboard:
-            from rp1.tensorboard_log import check_tensorboard
+            from rp1.outputs.tensorboard_log import check_tensorboard
 
             check_tensorboard()
         if self.video:
-            from rp1.video import check_packages, check_rendering
+            from rp1.outputs.video import check_packages, check_rendering
 
             check_packages()
             check_rendering(cfg.task, cfg.horizon, self.video_size)
@@ -103,7 +103,7 @@ class RunOutputs:
                 self.best = row["eval_return"]
         self.tensorboard = None
         if options.tensorboard:
-            from rp1.tensorboard_log import TensorBoardLog
+            from rp1.outputs.tensorboard_log import TensorBoardLog
 
             self.tensorboard = TensorBoardLog(self.dir / TENSORBOARD_DIR)
             self._replay_log(rows)
@@ -137,19 +137,19 @@ class RunOutputs:
 
     def _video(self, policy: TrainedPolicy) -> list[Any]:
         """Render the first episode of ``policy``'s evaluation to :meth:`video_path`; its frames."""
-        from rp1.video import record
+        from rp1.outputs.video import record
 
         replay = policy.snapshot.replay.with_episodes(1)
         return record(policy, replay, self.video_path(policy.samples), self.options.video_size, keep_frames=True)
 
     def _log_video(self, frames: list[Any], samples: int) -> None:
-        from rp1.video import frame_rate, gif_bytes
+        from rp1.outputs.video import frame_rate, gif_bytes
 
         self.tensorboard.add_video(gif_bytes(frames, frame_rate(self.cfg.task)), self.options.video_size, samples)
 
     def _replay_log(self, rows: list[dict[str, Any]]) -> None:
         """The TensorBoard log of the checkpointed ``rows``, with the videos of their bests that
-        ``RUN/videos/`` holds (:mod:`rp1.tensorboard_log`)."""
+        ``RUN/videos/`` holds (:mod:`rp1.outputs.tensorboard_log`)."""
         best = None
         for row in rows:
             self.tensorboard.add_row(row)
@@ -157,7 +157,7 @@ class RunOutputs:
                 best = row["eval_return"]
                 video = self.video_path(row["samples"])
                 if video.exists():
-                    from rp1.video import read_video
+                    from rp1.outputs.video import read_video
 
                     self._log_video(list(read_video(video)), row["samples"])
         self.tensorboard.flush()

@@ -72,7 +72,7 @@ LOGGING = (
     Option("video", bool, typer.Option(False, "--video", help="Render an evaluation episode of every new best policy to RUN/videos/.")),
     Option("tensorboard", bool, typer.Option(False, "--tensorboard", help="Write a TensorBoard log to RUN/tensorboard/.")),
 )
-"""What a run logs besides its metrics and policy files (rp1.run_outputs.RunOptions)."""
+"""What a run logs besides its metrics and policy files (rp1.outputs.writer.RunOptions)."""
 
 ONE_RUN = (
     Option("preset", Optional[str], typer.Option(None, "--preset", "-p", help="A preset name (see `rp1 presets`).")),

@@ -1,8 +1,8 @@
 """The ``rp1`` command line.
 
 Every error a user can act on ends as one line ``rp1: error: …`` on stderr, with exit code 2 for
-bad input (:class:`rp1.errors.ConfigError`) and 1 for a file operation the machine failed
-(:class:`rp1.errors.StorageError`, or any ``OSError``). ``RP1_DEBUG=1`` shows the traceback.
+bad input (:class:`rp1.core.errors.ConfigError`) and 1 for a file operation the machine failed
+(:class:`rp1.core.errors.StorageError`, or any ``OSError``). ``RP1_DEBUG=1`` shows the traceback.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Optional
 
 import typer
 
-from rp1.cli_options import LOGGING, MANY_RUNS, ONE_RUN, RUN_SETTINGS, Options, command, reflowed
-from rp1.errors import ConfigError, Interrupted, Rp1Error
+from rp1.cli.options import LOGGING, MANY_RUNS, ONE_RUN, RUN_SETTINGS, Options, command, reflowed
+from rp1.core.errors import ConfigError, Interrupted, Rp1Error
 
 app = typer.Typer(
     add_completion=False,
@@ -128,9 +128,9 @@ def train(o: Options) -> None:
     owner: while another process trains there, this one exits 2 naming it.
     """
     from rp1.experiments.figures import write_learning_curve
-    from rp1.runlock import RunLock
-    from rp1.runs import check_writable_dir
-    from rp1.signals import exit_on_signals
+    from rp1.rundir.lock import RunLock
+    from rp1.rundir.files import check_writable_dir
+    from rp1.cli.signals import exit_on_signals
     from rp1.train import run_training
 
     overrides = cli_overrides(o.set_, workers=o.workers, horizon=o.horizon)
@@ -147,8 +147,8 @@ def train(o: Options) -> None:
 
 
 def run_options(video: bool, tensorboard: bool):
-    """The :class:`~rp1.run_outputs.RunOptions` of ``--video`` and ``--tensorboard``."""
-    from rp1.run_outputs import RunOptions
+    """The :class:`~rp1.outputs.writer.RunOptions` of ``--video`` and ``--tensorboard``."""
+    from rp1.outputs.writer import RunOptions
 
     return RunOptions(video=video, tensorboard=tensorboard)
 
@@ -159,7 +159,7 @@ def run_summary(run_dir: Path, curve: Path | None) -> str:
     evaluation (the untrained policy's)."""
     import pandas as pd
 
-    from rp1.runs import METRICS
+    from rp1.rundir.files import METRICS
 
     evals = pd.read_csv(run_dir / METRICS).dropna(subset=["eval_return"])
     trained = evals[evals["iteration"] >= 1]
@@ -210,8 +210,8 @@ def sweep(o: Options) -> None:
     from rp1.experiments.executors import Backend
     from rp1.experiments.sweep import run_sweep
     from rp1.experiments.sweep_plan import SweepRequest
-    from rp1.runs import check_writable_dir
-    from rp1.signals import raise_on_signals
+    from rp1.rundir.files import check_writable_dir
+    from rp1.cli.signals import raise_on_signals
 
     check_writable_dir(o.out)
     tasks = parse_names(o.envs)
@@ -247,8 +247,8 @@ def evaluate(
     import json
 
     from rp1.evaluation import describe, evaluate_run
-    from rp1.signals import exit_on_signals
-    from rp1.video import parse_size
+    from rp1.cli.signals import exit_on_signals
+    from rp1.outputs.video import parse_size
 
     with exit_on_signals("nothing was written"):
         result = evaluate_run(run, policy, episodes=episodes, seed=seed, video=video, size=parse_size(size))
@@ -262,7 +262,7 @@ def report(
 ) -> None:
     """Tables (Markdown + CSV) and figures (PNG) of the paper from run directories."""
     from rp1.experiments.report import write_report
-    from rp1.runs import check_writable_dir
+    from rp1.rundir.files import check_writable_dir
 
     if not root.is_dir():
         raise ConfigError(f"no such directory: {root}")
@@ -287,7 +287,7 @@ def testsets(
 
     from rp1.dynamics.testset import SHIPPED
     from rp1.experiments.testsets import build_shipped, shipped_tasks
-    from rp1.runs import check_writable_dir
+    from rp1.rundir.files import check_writable_dir
 
     chosen = parse_names(tasks) or list(shipped_tasks())
     unknown = sorted(set(chosen) - set(shipped_tasks()))
@@ -316,12 +316,12 @@ CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "Click
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code.
 
-    An :class:`~rp1.errors.Rp1Error` or ``OSError`` becomes one line ``rp1: error: …`` on stderr
+    An :class:`~rp1.core.errors.Rp1Error` or ``OSError`` becomes one line ``rp1: error: …`` on stderr
     and its exit code (``OSError``: 1); with ``RP1_DEBUG=1`` it propagates with its traceback. A
     usage error that Click finds (an unknown option, a value of the wrong type) is one line and
     exit code 2 too. A Ctrl-C while the command starts up (before a run stops on signals itself,
-    :func:`rp1.signals.exit_on_signals`) is one line and exit code 130, and so is a signal that
-    :func:`rp1.signals.raise_on_signals` raises (:class:`~rp1.errors.Interrupted`; 143 for SIGTERM).
+    :func:`rp1.cli.signals.exit_on_signals`) is one line and exit code 130, and so is a signal that
+    :func:`rp1.cli.signals.raise_on_signals` raises (:class:`~rp1.core.errors.Interrupted`; 143 for SIGTERM).
     """
     try:
         code = app(args=argv, prog_name="rp1", standalone_mode=False)
@@ -336,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         return usage.exit_code
     except typer.Abort:  # end of input at a prompt
         return 1
-    except Interrupted as stop:  # a signal to a command that cleans up first (rp1.signals.raise_on_signals)
+    except Interrupted as stop:  # a signal to a command that cleans up first (rp1.cli.signals.raise_on_signals)
         typer.echo(f"rp1: {stop}", err=True)
         return stop.exit_code
     except (Rp1Error, OSError) as err:

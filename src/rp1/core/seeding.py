@@ -6,8 +6,8 @@ its own child sequence, so no random choice is a function of another consumer's 
 more collection noise, say, never changes which λ the bandit picks. Children are spawned in the
 order of the ``names`` given, so a name keeps its stream as long as the names before it stay.
 
-Model-based runs (:mod:`rp1.agent`) draw every random choice from such streams. Model-free runs
-(:mod:`rp1.modelfree`) need no stream that carries over between updates: their key is
+Model-based runs (:mod:`rp1.agents.model_based`) draw every random choice from such streams. Model-free runs
+(:mod:`rp1.agents.modelfree`) need no stream that carries over between updates: their key is
 ``jax.random.PRNGKey(seed)`` (:func:`run_key`) and every episode has its own reset seed
 (:func:`episode_seeds`), so a batch of episodes is the same however it is spread over processes.
 

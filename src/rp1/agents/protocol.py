@@ -2,8 +2,8 @@
 
 An agent is built from a :class:`~rp1.config.Config`; its state is whatever the agent needs, as long
 as it carries ``samples`` (real environment steps so far) and ``rows`` (every metrics row so far).
-:class:`rp1.agent.ModelBasedAgent` (every model-based method) and
-:class:`rp1.modelfree.ModelFreeAgent` (PPO in the real environment) implement it.
+:class:`rp1.agents.model_based.ModelBasedAgent` (every model-based method) and
+:class:`rp1.agents.modelfree.ModelFreeAgent` (PPO in the real environment) implement it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ class RunState(Protocol):
     """What the driver reads of an agent's state."""
 
     samples: int  # real environment steps collected so far
-    rows: list[dict[str, Any]]  # the metrics row of every step so far (rp1.runs.METRIC_COLUMNS)
+    rows: list[dict[str, Any]]  # the metrics row of every step so far (rp1.rundir.files.METRIC_COLUMNS)
 
 
 S = TypeVar("S", bound=RunState)
@@ -38,11 +38,11 @@ class Agent(Protocol[S]):
 
     def policy_snapshot(self, state: S) -> Any:
         """The policy of ``state`` as the last step evaluated it, with what replays that
-        evaluation (an :class:`rp1.policy_files.PolicySnapshot`); :func:`rp1.train.drive` keeps it
+        evaluation (an :class:`rp1.agents.policy_files.PolicySnapshot`); :func:`rp1.train.drive` keeps it
         in ``RUN/policy/``."""
 
     def checkpoint(self, state: S) -> dict[str, Any]:
-        """``state`` as nested dicts of arrays and strings (:func:`rp1.checkpoints.pack_checkpoint`)."""
+        """``state`` as nested dicts of arrays and strings (:func:`rp1.rundir.checkpoints.pack_checkpoint`)."""
 
     def restore(self, data: dict[str, Any]) -> S:
         """The state a :meth:`checkpoint` holds; continuing from it gives what continuing from the

@@ -10,7 +10,7 @@ budget.
 
 Collection runs ``envs`` episodes side by side in ``workers`` processes (:mod:`rp1.realenv`),
 seeding episode ``k`` of update ``u`` from ``(seed, u, k)`` and drawing its action noise from a key
-folded from the same numbers (:func:`~rp1.seeding.episode_seeds`, :func:`step_keys`), so a run
+folded from the same numbers (:func:`~rp1.core.seeding.episode_seeds`, :func:`step_keys`), so a run
 does not depend on ``workers``. Per real step the policy is one jitted call over all slots.
 
 Every update writes a metrics row (``samples`` = real steps so far, ``steps_per_s`` = real steps
@@ -37,21 +37,21 @@ import numpy as np
 import optax
 from flax import struct
 
-from rp1.checkpoints import pack_checkpoint, unpack_checkpoint
+from rp1.rundir.checkpoints import pack_checkpoint, unpack_checkpoint
 from rp1.config import Config
 from rp1.config.settings import ppo_settings
 from rp1.dynamics.ensemble import STATE_CLIP
 from rp1.dynamics.normalizer import Normalizer, normalizer_init, normalizer_update
-from rp1.errors import DivergedError
+from rp1.core.errors import DivergedError
 from rp1.policy.networks import Policy, act_sample, is_finite, policy_init
 from rp1.policy.ppo import make_policy_optimizer, ppo_summary, ppo_update
-from rp1.policy_files import PolicySnapshot, EvaluationEpisodes, returns_summary
+from rp1.agents.policy_files import PolicySnapshot, EvaluationEpisodes, returns_summary
 from rp1.realenv import ActFn, RealEnvs, collect
-from rp1.seeding import episode_seeds, run_key
+from rp1.core.seeding import episode_seeds, run_key
 
 TRAIN_STREAM, EVAL_STREAM = 0, 1  # second entry of the seed triple of an episode (episode_seeds)
 EVALUATOR = "device-float32"
-"""How this agent evaluates (:data:`rp1.policy_files.EVALUATORS`): the compiled actor, float32 returns."""
+"""How this agent evaluates (:data:`rp1.agents.policy_files.EVALUATORS`): the compiled actor, float32 returns."""
 
 
 # --- the behaviour policy -----------------------------------------------------------------------
@@ -125,7 +125,7 @@ class ModelFreeAgent:
         return ModelFreeState(update=0, samples=0, learner=learner)
 
     def checkpoint(self, s: ModelFreeState) -> dict[str, Any]:
-        """``s`` as nested dicts of arrays and strings (:func:`~rp1.checkpoints.pack_checkpoint`).
+        """``s`` as nested dicts of arrays and strings (:func:`~rp1.rundir.checkpoints.pack_checkpoint`).
         Environments hold no state between updates (every episode is reset with its own seed), so
         none is saved."""
         return pack_checkpoint({"update": s.update, "samples": s.samples, "rows": s.rows}, s.learner)
@@ -152,7 +152,7 @@ class ModelFreeAgent:
 
     def policy_snapshot(self, s: ModelFreeState) -> PolicySnapshot:
         """The policy of ``s`` as :meth:`evaluate` evaluates it: episodes seeded by
-        ``episode_seeds(seed, EVAL_STREAM, update, eval_episodes)`` (:mod:`rp1.policy_files`)."""
+        ``episode_seeds(seed, EVAL_STREAM, update, eval_episodes)`` (:mod:`rp1.agents.policy_files`)."""
         replay = EvaluationEpisodes.seeded(self.cfg.modelfree.envs, (self.cfg.seed, EVAL_STREAM, s.update), self.cfg.eval_episodes)
         return PolicySnapshot(s.learner.policy, s.learner.obs_norm, EVALUATOR, replay)
 

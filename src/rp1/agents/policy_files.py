@@ -1,5 +1,5 @@
 """A trained policy as an agent evaluates it, and the policy files that keep it:
-``RUN/policy/best.msgpack`` and ``RUN/policy/last.msgpack`` (written by :mod:`rp1.run_outputs`).
+``RUN/policy/best.msgpack`` and ``RUN/policy/last.msgpack`` (written by :mod:`rp1.outputs.writer`).
 
 Three policy types, from the inside out: :class:`rp1.policy.networks.Policy` is the actor-critic's
 parameters alone (what PPO updates); :class:`PolicySnapshot` is such a policy with its normaliser
@@ -40,13 +40,13 @@ import jax
 import numpy as np
 from flax import serialization
 
-from rp1.checkpoints import restore_pytree
+from rp1.rundir.checkpoints import restore_pytree
 from rp1.dynamics.normalizer import Normalizer, normalizer_init
-from rp1.errors import ConfigError, StorageError
+from rp1.core.errors import ConfigError, StorageError
 from rp1.policy.networks import Policy, device_actor, host_actor, policy_init
 from rp1.realenv import MakeEnv, MeanAction, RealEnvs, evaluate, mean_policy
-from rp1.runs import write_atomically
-from rp1.seeding import episode_seeds
+from rp1.rundir.files import write_atomically
+from rp1.core.seeding import episode_seeds
 
 FORMAT = 1
 BEST, LAST = "best", "last"
@@ -65,7 +65,7 @@ class EvaluationEpisodes:
     """How an evaluation's episodes ran, enough to run them again exactly: ``episodes`` episodes in
     rounds of ``slots`` environments (the batch shape of every actor call), reset either from
     ``seeds`` (``[episodes]``; ``seed_source = (seed, stream, index)`` of
-    :func:`~rp1.seeding.episode_seeds` gives more), or, where ``seeds`` is ``None``, from the
+    :func:`~rp1.core.seeding.episode_seeds` gives more), or, where ``seeds`` is ``None``, from the
     environments' own random streams in the states ``rng_states`` (``[slots]``)."""
 
     slots: int

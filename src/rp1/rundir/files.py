@@ -8,10 +8,10 @@ Layout::
       checkpoint/state.msgpack   the config and everything needed to continue identically
       finished               written when the run reached its budget; holds the config's hash
       learning_curve.png     drawn at the end
-      policy/                best.msgpack and last.msgpack, the kept policies (rp1.run_outputs)
-      videos/, tensorboard/  with --video and --tensorboard (rp1.run_outputs)
-      environment.json       where it ran (rp1.provenance)
-      lock                   while a process owns the run (rp1.runlock)
+      policy/                best.msgpack and last.msgpack, the kept policies (rp1.outputs.writer)
+      videos/, tensorboard/  with --video and --tensorboard (rp1.outputs.writer)
+      environment.json       where it ran (rp1.rundir.provenance)
+      lock                   while a process owns the run (rp1.rundir.lock)
 
 ``metrics.csv`` has a column for every key of every row (:func:`metric_columns`): the columns of
 :data:`METRIC_COLUMNS` first, always, then every other key the components returned, in the order
@@ -26,14 +26,14 @@ lines are replaced atomically), so a reader that takes no lock sees no half-writ
 row still being written (``rp1.experiments.runs_table`` leaves it out).
 
 A stored config (``config.json``, the checkpoint's copy) is read through
-:func:`rp1.migrations.migrate`: a config written by an earlier rp1 gets each key it lacks with the
+:func:`rp1.rundir.migrations.migrate`: a config written by an earlier rp1 gets each key it lacks with the
 value that reproduces that rp1's behaviour, then is compared with the config given now.
 
 A run directory is never lost: a run only starts in a directory that holds no run, continues one
 of the same config (``resume``), or replaces the run's files when told to (``overwrite``); a
 checkpoint or ``finished`` marker written under another config is refused. Bad input raises
-:class:`~rp1.errors.ConfigError` before anything is written; a file operation the machine fails
-raises :class:`~rp1.errors.StorageError` naming the file.
+:class:`~rp1.core.errors.ConfigError` before anything is written; a file operation the machine fails
+raises :class:`~rp1.core.errors.StorageError` naming the file.
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ from typing import Any, Iterable, Iterator
 
 from flax import serialization
 
-from rp1.errors import ConfigError, StorageError
-from rp1.migrations import SCHEMA_KEY, check_continuable, continued, migrate
+from rp1.core.errors import ConfigError, StorageError
+from rp1.rundir.migrations import SCHEMA_KEY, check_continuable, continued, migrate
 
 METRIC_COLUMNS = (
     "iteration",
@@ -91,7 +91,7 @@ METRICS = "metrics.csv"
 CHECKPOINT = Path("checkpoint") / "state.msgpack"
 FINISHED = "finished"
 CURVE = "learning_curve.png"
-POLICY_DIR = "policy"  # best.msgpack, last.msgpack (rp1.policy_files)
+POLICY_DIR = "policy"  # best.msgpack, last.msgpack (rp1.agents.policy_files)
 VIDEO_DIR = "videos"  # best_<samples>.mp4 with --video
 TENSORBOARD_DIR = "tensorboard"  # event files with --tensorboard
 OUTPUT_DIRS = (POLICY_DIR, VIDEO_DIR, TENSORBOARD_DIR)
@@ -149,7 +149,7 @@ class RunDir:
         return stored is not None and marker == config_hash(stored) and migrate(stored, str(self.path / CONFIG)) == config
 
     def read_config(self) -> dict[str, Any] | None:
-        """The stored config dict as this rp1 reads it (:func:`~rp1.migrations.migrate`), or
+        """The stored config dict as this rp1 reads it (:func:`~rp1.rundir.migrations.migrate`), or
         ``None`` if there is none; ConfigError if it is not one or is of a newer schema."""
         stored = self.read_stored_config()
         return None if stored is None else migrate(stored, str(self.path / CONFIG))
@@ -188,8 +188,8 @@ class RunDir:
 
         A stored config is compared as :meth:`read_config` reads it (a run of an earlier rp1 with
         the keys it lacked filled in); a run with a checkpoint of a schema before
-        :data:`~rp1.migrations.CONTINUABLE_FROM` is refused. The caller owns the directory
-        (:mod:`rp1.runlock`).
+        :data:`~rp1.rundir.migrations.CONTINUABLE_FROM` is refused. The caller owns the directory
+        (:mod:`rp1.rundir.lock`).
 
         ``--out`` must be, or be creatable as, a writable directory. Every check comes first: a
         refusal (ConfigError) leaves the directory as it was.
@@ -222,7 +222,7 @@ class RunDir:
         return "" if read is None or read == config else config_diff(read, config)
 
     def continued(self, config: dict[str, Any]) -> dict[str, Any]:
-        """``config`` as it continues the run held here, if any (:func:`~rp1.migrations.continued`:
+        """``config`` as it continues the run held here, if any (:func:`~rp1.rundir.migrations.continued`:
         the keys an earlier rp1 did not write keep the behaviour it had)."""
         return continued(config, self.read_stored_config())
 
@@ -408,7 +408,7 @@ def write_atomically(path: Path, data: bytes, what: str) -> None:
 
 TEMPORARY: set[str] = set()
 """Temporary files and folders being written now (by :func:`_atomic_write`, videos): what an exit on
-a signal removes before it ends the process (:func:`rp1.signals.exit_on_signals`)."""
+a signal removes before it ends the process (:func:`rp1.cli.signals.exit_on_signals`)."""
 
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)  # read once: the mode a file created as usual would get is 0o666 & ~umask

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import rp1
-from rp1.runs import ENVIRONMENT, write_atomically
+from rp1.rundir.files import ENVIRONMENT, write_atomically
 
 PACKAGES = ("jax", "jaxlib", "numpy", "mujoco", "gymnasium", "optax")
 """The libraries whose versions a run's numbers depend on."""

@@ -13,7 +13,7 @@ every fit is also scored on the task's fixed test set (:mod:`rp1.dynamics.testse
 trains on: ``test_model_error`` and ``test_model_error_common``.
 
 Randomness: one ``SeedSequence(cfg.seed)`` spawns an independent stream per consumer
-(:data:`STREAMS`, :mod:`rp1.seeding`). The JAX key lives in the :class:`Learner`; every NumPy
+(:data:`STREAMS`, :mod:`rp1.core.seeding`). The JAX key lives in the :class:`Learner`; every NumPy
 stream lives in :attr:`AgentState.rngs` (the environments and the bandit draw from those very
 generators), so the state holds all of a run's randomness and the checkpoint keeps it.
 
@@ -36,7 +36,7 @@ from flax import struct
 
 from rp1 import envs
 from rp1.acquisition import ExpWeights
-from rp1.checkpoints import pack_checkpoint, unpack_checkpoint
+from rp1.rundir.checkpoints import pack_checkpoint, unpack_checkpoint
 from rp1.config import Config
 from rp1.config.settings import fit_settings, lambda_bandit, outcome_sources, policy_training
 from rp1.dynamics import Ensemble, ensemble_init, refresh_reward_normalizer, with_heads
@@ -51,16 +51,16 @@ from rp1.dynamics.losses import model_error
 from rp1.dynamics.store import TransitionStore
 from rp1.dynamics.testset import errors_on_test_set, shipped_test_set
 from rp1.envs.task import LEARNED
-from rp1.errors import DivergedError
+from rp1.core.errors import DivergedError
 from rp1.imagination import train_policy
 from rp1.policy.networks import Policy, host_actor, is_finite, policy_init
 from rp1.policy.ppo import make_policy_optimizer
-from rp1.policy_files import PolicySnapshot, EvaluationEpisodes, returns_summary
+from rp1.agents.policy_files import PolicySnapshot, EvaluationEpisodes, returns_summary
 from rp1.realenv import Phase, RealEnvs, collect_phase
-from rp1.seeding import int_seed, spawn_streams
+from rp1.core.seeding import int_seed, spawn_streams
 
 EVALUATOR = "host-float64"
-"""How this agent evaluates (:data:`rp1.policy_files.EVALUATORS`): the NumPy actor, returns as float64."""
+"""How this agent evaluates (:data:`rp1.agents.policy_files.EVALUATORS`): the NumPy actor, returns as float64."""
 
 STREAMS = ("env", "eval_env", "start_states", "noise", "subsample", "bandit", "jax")
 """The run's random streams, in spawn order (append new ones at the end to keep the others)."""
@@ -168,7 +168,7 @@ class ModelBasedAgent:
         )
 
     def checkpoint(self, s: AgentState) -> dict[str, Any]:
-        """``s`` as nested dicts of arrays and strings (:func:`~rp1.checkpoints.pack_checkpoint`)."""
+        """``s`` as nested dicts of arrays and strings (:func:`~rp1.rundir.checkpoints.pack_checkpoint`)."""
         meta = {
             "iteration": s.iteration,
             "samples": s.samples,
@@ -236,7 +236,7 @@ class ModelBasedAgent:
 
     def _to_evaluate(self, s: AgentState) -> PolicySnapshot:
         """The policy of ``s`` as it is evaluated now, with the state of the evaluation
-        environment's stream from just before, which replays the evaluation (:mod:`rp1.policy_files`)."""
+        environment's stream from just before, which replays the evaluation (:mod:`rp1.agents.policy_files`)."""
         replay = EvaluationEpisodes(1, self.cfg.eval_episodes, rng_states=(s.rngs["eval_env"].bit_generator.state,))
         return PolicySnapshot(s.learner.policy, s.learner.model.obs_norm, EVALUATOR, replay)
 
