@@ -1,7 +1,8 @@
 """Issue 21: config schema versions. Every key has a migration entry; a run written by an earlier
 rp1 reads with the values that reproduce its behaviour, resumes and finishes as that rp1 would have
 (the fixture ``fixtures/before_stop_on``, made by rp1 at 3fab089); a run of a newer rp1 is refused;
-``rp1 report`` reads every schema side by side."""
+``rp1 report`` reads every schema side by side. Issue 28: a field added to a (toy) schema, declared
+with its range, is checked by validation and asks for its migration entry with no other edit."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
 
 from helpers import environment_differences, metrics_without_timing, run_cli, snapshot
-from rp1.config import Config, resolve
+from rp1.config import Config, resolve, validate
+from rp1.config.schema import ranged
 from rp1.core.errors import ConfigError
 from rp1.experiments.report import report_tasks
 from rp1.experiments.runs_table import load_runs
@@ -61,21 +64,53 @@ def keys_of(schema: int) -> frozenset[str]:
     return BASE_KEYS | {entry.key for entry in ADDED if entry.schema <= schema}
 
 
+def entry_problems(config: Config) -> list[str]:
+    """The keys of ``config`` (of :class:`Config` or a schema that adds to it) without an entry in
+    rp1.rundir.migrations, and the entries for keys it does not have, one line each."""
+    keys = set(dotted(config.to_dict())) - {"schema"}
+    missing = [f"{key}: no entry in rp1.rundir.migrations.ADDED (add one, and raise SCHEMA)" for key in sorted(keys - keys_of(SCHEMA))]
+    return missing + [f"{key}: an entry of rp1.rundir.migrations for a key the config does not have" for key in sorted(keys_of(SCHEMA) - keys)]
+
+
 def test_every_config_key_has_a_migration_entry():
-    keys = set(dotted(Config(preset="p", task="halfcheetah", method="rp1").to_dict())) - {"schema"}
-    missing = sorted(keys - keys_of(SCHEMA))
-    assert not missing, f"config keys without an entry in rp1.rundir.migrations.ADDED (add one, and raise SCHEMA): {missing}"
-    assert not sorted(keys_of(SCHEMA) - keys), "entries of rp1.rundir.migrations.ADDED for keys Config does not have"
+    assert entry_problems(Config(preset="p", task="halfcheetah", method="rp1")) == []
     assert not BASE_KEYS & {e.key for e in ADDED} and len({e.key for e in ADDED}) == len(ADDED)
     assert [e.schema for e in ADDED] == sorted(e.schema for e in ADDED) and ADDED[-1].schema == SCHEMA
 
 
 KEYS_PER_SCHEMA = {1: 34, 2: 38, 3: 40, 4: 41, 5: 44, 6: 45, 7: 49}
-"""How many keys each released schema has: a new key goes to a new schema (SCHEMA + 1, added here)."""
+"""How many keys each schema had when it was released: a new key goes to a new schema (SCHEMA + 1),
+which needs no line here."""
 
 
 def test_released_schemas_keep_their_keys():
-    assert {schema: len(keys_of(schema)) for schema in range(1, SCHEMA + 1)} == KEYS_PER_SCHEMA
+    assert {schema: len(keys_of(schema)) for schema in KEYS_PER_SCHEMA} == KEYS_PER_SCHEMA
+    assert SCHEMA >= max(KEYS_PER_SCHEMA)
+
+
+@dataclass(frozen=True)
+class ToySection:
+    """A section a later rp1 might add: one field, declared with its range and nothing else."""
+
+    burst: int = ranged(4, at_least=1, at_most=64)
+
+
+@dataclass(frozen=True)
+class ToyConfig(Config):
+    """Today's schema and the toy section."""
+
+    toy: ToySection = field(default_factory=ToySection)
+
+
+def test_a_field_added_to_a_schema_is_validated_and_needs_its_migration_entry_with_no_other_edit():
+    toy = ToyConfig(preset="halfcheetah-rp1", task="halfcheetah", method="rp1")
+    assert validate(toy) is toy
+    with pytest.raises(ConfigError, match=r"^toy\.burst must be >= 1, got 0$"):
+        validate(replace(toy, toy=ToySection(burst=0)))
+    with pytest.raises(ConfigError, match=r"^toy\.burst must be <= 64 \(rp1's limit\), got 65$"):
+        validate(replace(toy, toy=ToySection(burst=65)))
+    assert dotted(toy.to_dict())["toy.burst"] == 4  # in config.json as a value, without its range
+    assert entry_problems(toy) == ["toy.burst: no entry in rp1.rundir.migrations.ADDED (add one, and raise SCHEMA)"]
 
 
 def test_a_config_without_a_version_has_the_schema_of_its_keys():
@@ -96,6 +131,7 @@ def test_migration_fills_missing_keys_with_the_old_behaviour_and_keeps_present_o
         "horizon": 0, "model.reward": "auto", "model.done": "auto", "model.head_hidden": [200, 200],
         "model.stop_on": "any", "lam.baseline": "including", "lam.g_normalizers": "inputs",
         "policy.advantage": "fixed", "policy.restore_best": True,
+        **{e.key: e.before for e in ADDED if e.schema > 7},  # the keys of later schemas: their entries' values
     }  # fmt: skip
     # a run of today's code written before versions were recorded keeps its values
     today = current()

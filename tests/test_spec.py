@@ -142,10 +142,13 @@ def test_imagination_defaults_to_the_reward_variance_bonus():
 
 def test_settings_take_each_config_value_by_its_name():
     """check_every and patience are both 5 by default: set apart, each reaches its own setting."""
-    from rp1.config.settings import fit_settings, lambda_bandit
+    from rp1.config.settings import collect_settings, fit_settings, lambda_bandit
 
-    cfg = resolve("hopper-rp1", overrides={"model.check_every": "3", "model.patience": "7", "lam.eps": "0.3", "lam.decay": "0.8"})
+    sets = {"model.check_every": "3", "model.patience": "7", "lam.eps": "0.3", "lam.decay": "0.8", "collect.noise_max": "2.5"}
+    cfg = resolve("hopper-rp1", overrides=sets)
     fit = fit_settings(cfg)
     assert (fit.check_every, fit.patience, fit.lr, fit.batch_size) == (3, 7, 1e-3, 1024)
     bandit = lambda_bandit(cfg, np.random.default_rng(0))
     assert (bandit.eps, bandit.decay, tuple(bandit.arms)) == (0.3, 0.8, (0.0, 0.1, 0.2, 0.3, 0.4, 0.5))
+    collecting = collect_settings(cfg)
+    assert (collecting.cap, collecting.alpha, collecting.noise_max, collecting.share) == (3000, 0.0005, 2.5, 0.99)

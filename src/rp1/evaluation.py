@@ -26,13 +26,14 @@ from pathlib import Path
 
 import numpy as np
 
-from rp1.config.validation import AT_MOST, SEED_LIMIT
+from rp1.config.schema import Config, declared_range
+from rp1.config.validation import SEED_LIMIT
 from rp1.core.errors import ConfigError
 from rp1.agents.policy_files import BEST, LAST, WHICH, EvaluationEpisodes, TrainedPolicy, read_policy, returns_summary
 from rp1.rundir.files import POLICY_DIR, RunDir
 
 CHECKPOINT = "last (checkpoint)"  # TrainedPolicy.which of a policy read from a checkpoint
-MAX_EPISODES = AT_MOST["eval_episodes"]
+MAX_EPISODES = declared_range(Config, "eval_episodes")["at_most"]
 """Episodes ``rp1 evaluate`` runs at most, as many as a run may evaluate."""
 
 
@@ -95,7 +96,7 @@ def checkpoint_policy(run: RunDir) -> TrainedPolicy:
     policy is not quite the one evaluated last: ``eval_return`` is ``None``, and the episodes are
     those the run's next evaluation would have run.
     """
-    from rp1.config import MODEL_FREE, Config
+    from rp1.config import MODEL_FREE
     from rp1.outputs.writer import trained_policy
     from rp1.rundir.files import config_hash
     from rp1.train import make_agent, restore_state

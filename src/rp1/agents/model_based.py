@@ -38,7 +38,7 @@ from rp1 import envs
 from rp1.acquisition import ExpWeights
 from rp1.rundir.checkpoints import pack_checkpoint, unpack_checkpoint
 from rp1.config import Config
-from rp1.config.settings import fit_settings, lambda_bandit, outcome_sources, policy_training
+from rp1.config.settings import collect_settings, fit_settings, lambda_bandit, outcome_sources, policy_training
 from rp1.dynamics import Ensemble, ensemble_init, refresh_reward_normalizer, with_heads
 from rp1.dynamics.fit import (
     NonFiniteLossError,
@@ -126,6 +126,7 @@ class ModelBasedAgent:
         self.rollouts = max(1, cfg.policy.batch_steps // self.task.horizon)
         self.fitting = fit_settings(cfg)
         self.training = policy_training(cfg, self.task)
+        self.collecting = collect_settings(cfg)
         self.test_set = shipped_test_set(self.task.name)  # None off the paper's tasks
 
     def close(self) -> None:
@@ -214,16 +215,7 @@ class ModelBasedAgent:
         row["eval_return"], row["eval_std"] = returns_summary(s.evaluated.evaluate(self.eval_real))
         mean_action = host_actor(s.learner.policy, s.learner.model.obs_norm)
         t = time.perf_counter()
-        phase = collect_phase(
-            self.real,
-            mean_action,
-            s.rngs["noise"],
-            cap=cfg.collect.phase_cap,
-            alpha=cfg.collect.alpha,
-            noise_max=cfg.collect.noise_max,
-            share=cfg.collect.share,
-            budget=cfg.budget - s.samples,
-        )
+        phase = collect_phase(self.real, mean_action, s.rngs["noise"], self.collecting, budget=cfg.budget - s.samples)
         row["collect_s"] = time.perf_counter() - t
         row |= self._absorb(s, phase)
         row["g_hat"] = self.feed_bandit(s, row["model_error"], row.get("val_loss"))
@@ -258,7 +250,7 @@ class ModelBasedAgent:
         try:
             model, model_opt, result = fit(s.learner.model, s.learner.model_opt, train, val, k, self.fitting)
         except NonFiniteLossError as err:
-            raise DivergedError.of("the world model's fit", s.iteration, "model.lr", self.cfg.model.lr, str(err)) from err
+            raise DivergedError.of("the world model's fit", s.iteration, "model.lr", self.fitting.lr, str(err)) from err
         s.learner = s.learner.replace(key=key, model=model, model_opt=model_opt)
         row = {**result.metrics(), "fit_s": time.perf_counter() - t}
         if self.test_set is not None:  # draws nothing: every other metric stays as it was

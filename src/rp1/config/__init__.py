@@ -54,7 +54,7 @@ from rp1.config.schema import (
     ModelFreeConfig,
     PolicyConfig,
 )
-from rp1.config.validation import AT_LEAST, POSITIVE, SEED_LIMIT, validate
+from rp1.config.validation import SEED_LIMIT, validate
 from rp1.envs import path_name
 
 def resolve(
@@ -99,7 +99,6 @@ def _finish(cfg: Config, seed: int | None, budget: int | None, overrides: dict[s
 
 __all__ = [
     "ADAPTIVE_LAMBDA",
-    "AT_LEAST",
     "FIRST_FEEDBACK",
     "FIXED_KEYS",
     "G_NORMALIZERS",
@@ -107,7 +106,6 @@ __all__ = [
     "MODEL_BASED_METHODS",
     "MODEL_FREE",
     "MODEL_FREE_BUDGETS",
-    "POSITIVE",
     "PRESETS",
     "QUICK_BUDGET",
     "SCALES",

@@ -19,6 +19,7 @@ from rp1.dynamics.fit import FitSettings
 from rp1.envs.task import Task
 from rp1.imagination import PolicyTraining, make_imagination
 from rp1.policy.ppo import PPOSettings
+from rp1.realenv import CollectSettings
 
 
 def by_name(section: Any, names: tuple[str, ...]) -> dict[str, Any]:
@@ -35,6 +36,11 @@ def fit_settings(cfg: Config) -> FitSettings:
 def ppo_settings(cfg: Config) -> PPOSettings:
     """PPO's settings (``policy.epochs``, ``policy.advantage``; the rest are SPEC's constants)."""
     return PPOSettings(epochs=cfg.policy.epochs, advantage=cfg.policy.advantage)
+
+
+def collect_settings(cfg: Config) -> CollectSettings:
+    """How a model-based run collects a phase (``collect.*``; ``cap`` is ``collect.phase_cap``)."""
+    return CollectSettings(cap=cfg.collect.phase_cap, **by_name(cfg.collect, ("alpha", "noise_max", "share")))
 
 
 def outcome_sources(cfg: Config, task: Task) -> dict[str, str]:

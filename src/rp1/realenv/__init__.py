@@ -29,17 +29,17 @@ Example::
 
     real = RealEnvs("hopper", slots=1, seed=0)
     phase = collect_phase(real, host_actor(policy, obs_norm), np.random.default_rng(0),
-                          cap=3000, alpha=5e-4, noise_max=3.0, share=0.99, budget=10_000)
+                          CollectSettings(cap=3000, alpha=5e-4, noise_max=3.0, share=0.99), budget=10_000)
     returns = evaluate(real, mean_policy(host_actor(policy, obs_norm)), 10)      # [10]
 
 The package: :mod:`~rp1.realenv.environments` (:class:`RealEnvs`, the slots and their processes),
 :mod:`~rp1.realenv.episodes` (:func:`collect`, :class:`Episodes`, the policies as act functions,
-:func:`evaluate`) and :mod:`~rp1.realenv.phases` (:func:`collect_phase`, SPEC §5).
+:func:`evaluate`) and :mod:`~rp1.realenv.phases` (:func:`collect_phase`, :class:`CollectSettings`, SPEC §5).
 """
 
 from rp1.realenv.environments import MP_CONTEXT, UNSEEDED, UNUSED, EnvGroup, MakeEnv, RealEnvs
 from rp1.realenv.episodes import ActFn, Episodes, MeanAction, collect, evaluate, mean_policy, noisy_policy
-from rp1.realenv.phases import STOP_BUDGET, STOP_CAP, STOP_PCA, Phase, collect_phase
+from rp1.realenv.phases import STOP_BUDGET, STOP_CAP, STOP_PCA, CollectSettings, Phase, collect_phase
 
 __all__ = [
     "MP_CONTEXT",
@@ -49,6 +49,7 @@ __all__ = [
     "UNSEEDED",
     "UNUSED",
     "ActFn",
+    "CollectSettings",
     "EnvGroup",
     "Episodes",
     "MakeEnv",

@@ -4,6 +4,7 @@ until the PCA residual says a new episode adds nothing new."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -30,29 +31,38 @@ class Phase(NamedTuple):
     stop: int
 
 
+@dataclass(frozen=True)
+class CollectSettings:
+    """How a phase collects (SPEC §5): at most ``cap`` steps; early stopping at PCA residual
+    ``alpha`` (``0``: never) in the principal subspace that keeps ``share`` of the singular values;
+    each episode's noise std drawn from ``U(0, noise_max)``."""
+
+    cap: int
+    alpha: float
+    noise_max: float
+    share: float
+
+
 def collect_phase(
     real: RealEnvs,
     mean_action: MeanAction,
     rng: np.random.Generator,
-    *,
-    cap: int,
-    alpha: float,
-    noise_max: float,
-    share: float,
+    settings: CollectSettings,
     budget: int | None = None,
 ) -> Phase:
     """Whole episodes, one after another in ``real``'s first slot with unseeded resets, until
-    ``cap`` steps or the ``budget`` steps the run has left (``None``: no budget), or until an
-    episode's PCA residual against the earlier episodes' ``[s, a]`` rows falls below ``alpha``
-    (``alpha = 0``: never). Each episode draws its noise std from ``U(0, noise_max)`` with ``rng``
-    (:func:`noisy_policy`). The last episode is cut to fit the cap and the budget."""
-    stopper = PhaseEarlyStop(alpha, share)
-    limit = cap if budget is None else min(cap, budget)
+    ``settings.cap`` steps or the ``budget`` steps the run has left (``None``: no budget), or until
+    an episode's PCA residual against the earlier episodes' ``[s, a]`` rows falls below
+    ``settings.alpha`` (``0``: never). Each episode draws its noise std from
+    ``U(0, settings.noise_max)`` with ``rng`` (:func:`noisy_policy`). The last episode is cut to
+    fit the cap and the budget."""
+    stopper = PhaseEarlyStop(settings.alpha, settings.share)
+    limit = settings.cap if budget is None else min(settings.cap, budget)
     episodes: list[Transitions] = []
-    samples, stop = 0, STOP_BUDGET if budget is not None and budget <= cap else STOP_CAP
+    samples, stop = 0, STOP_BUDGET if budget is not None and budget <= settings.cap else STOP_CAP
     start = time.perf_counter()
     while samples < limit:
-        std = rng.uniform(0.0, noise_max)
+        std = rng.uniform(0.0, settings.noise_max)
         act_fn = noisy_policy(mean_action, std, rng)
         (episode,) = collect(real, act_fn, np.array([UNSEEDED]), min(real.task.horizon, limit - samples)).transitions(real.task)
         episodes.append(episode)

@@ -28,7 +28,8 @@ has (:func:`written_schema`). A config of a newer schema than this rp1's is refu
 A changed default needs no entry: a config holds every key of its schema, so a run keeps the value
 it started with. What does need one is every new key (a test fails without it), with the value
 that gives the behaviour from before the key existed, and ``SCHEMA`` one higher; a change of what a
-stored value means needs a new key. Runs of schemas below :data:`CONTINUABLE_FROM` cannot be
+stored value means needs a new key. A new key is its field in :mod:`rp1.config.schema`, declared
+with its range (``ranged``), and that entry: validation and the tests read both. Runs of schemas below :data:`CONTINUABLE_FROM` cannot be
 continued (see there).
 """
 
