@@ -33,14 +33,11 @@ def _root() -> None:
 
 def _register_named_methods() -> None:
     """Import the methods of one's own that ``RP1_METHODS`` names
-    (:data:`rp1.config.methods.METHODS_VARIABLE`) before any command runs, the working directory
-    searched last as for a task: a name that does not import is one line and exit code 2 whatever
-    the command."""
-    from rp1.config.methods import METHODS_VARIABLE, model_based_methods
+    (:data:`rp1.config.methods.METHODS_VARIABLE`) before any command runs: a name that does not
+    import is one line and exit code 2 whatever the command."""
+    from rp1.config.methods import model_based_methods
 
-    if os.environ.get(METHODS_VARIABLE):
-        _importable_from_cwd()
-        model_based_methods()
+    model_based_methods()
 
 
 ANY_TASK = """\
