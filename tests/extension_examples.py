@@ -1,9 +1,12 @@
 """What EXTENDING.md's recipes add from outside rp1, for the tests that carry them out: an
-exploration bonus named ``extension_examples:reward_range``."""
+exploration bonus named ``extension_examples:reward_range``, and a method that uses it,
+``RP1_METHODS=extension_examples:RANGE``."""
 
 from __future__ import annotations
 
 import jax
+
+from rp1.config import Method
 
 
 def reward_range(rewards: jax.Array, next_norm: jax.Array) -> jax.Array:
@@ -14,3 +17,7 @@ def reward_range(rewards: jax.Array, next_norm: jax.Array) -> jax.Array:
 
 
 NOT_A_FUNCTION = 3.0
+
+
+RANGE = Method("rp1-range", "RP1 (reward range)", "adaptive", 0.0, True, bonus="extension_examples:reward_range")
+"""RP1 with :func:`reward_range` as its bonus: λ chosen by the bandit, PCA early stopping."""

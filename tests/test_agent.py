@@ -11,7 +11,7 @@ import pytest
 
 from rp1.acquisition.bandit import ARMS
 from rp1.agents.model_based import HOST_STREAMS, ModelBasedAgent
-from rp1.config import MODEL_BASED_METHODS, env_config, resolve
+from rp1.config import METHOD_TABLE, env_config, resolve
 from rp1.imagination import TrainInfo
 from rp1.policy import PPOMetrics
 from rp1.realenv import STOP_BUDGET, STOP_CAP
@@ -39,10 +39,10 @@ def tiny(method: str, budget: int, **extra):
     return resolve(f"halfcheetah-{method}", seed=0, budget=budget, overrides={**TINY, **extra})
 
 
-@pytest.mark.parametrize("method", list(MODEL_BASED_METHODS))
+@pytest.mark.parametrize("method", METHOD_TABLE, ids=lambda method: method.name)
 def test_one_iteration_per_method_writes_a_full_row(method, tmp_path):
     # α = 0: whole 300-sample phases, so the row count does not depend on the data (or the CPU)
-    run = run_training(tiny(method, budget=600, **{"collect.alpha": "0"}), tmp_path / method, progress=False)
+    run = run_training(tiny(method.name, budget=600, **{"collect.alpha": "0"}), tmp_path / method.name, progress=False)
     rows = read_rows(run)
     assert [int(r["iteration"]) for r in rows] == [0, 1]
     assert [int(r["samples"]) for r in rows] == [0, 300]
@@ -51,7 +51,7 @@ def test_one_iteration_per_method_writes_a_full_row(method, tmp_path):
         assert np.isfinite(float(row["eval_return"]))
     assert all(rows[1][c] != "" for c in AFTER_FIRST) and all(rows[0][c] == "" for c in AFTER_FIRST)
     assert [int(r["phase_stop"]) for r in rows] == [STOP_CAP, STOP_BUDGET]
-    adaptive = MODEL_BASED_METHODS[method].lam == "adaptive"
+    adaptive = method.adaptive
     assert all((c in row) == adaptive for row in rows for c in BANDIT)
     assert not adaptive or all(sum(float(row[c]) for c in BANDIT) == pytest.approx(1.0) for row in rows)
     assert (run / "finished").exists() and (run / "checkpoint" / "state.msgpack").exists()
@@ -68,19 +68,19 @@ def test_a_key_a_component_returns_is_a_column(tmp_path, monkeypatch):
     assert [r["new_diagnostic"] for r in rows] == ["", str(2.5 * int(rows[1]["policy_updates"]))]
 
 
-@pytest.mark.parametrize("method", list(MODEL_BASED_METHODS))
+@pytest.mark.parametrize("method", METHOD_TABLE, ids=lambda method: method.name)
 def test_each_methods_phases_stop_early_by_its_alpha(method):
     """On the scripted task (``scripted_task``: the third episode lies in the span of the first two)
     a method with early stopping (α = 0.0005) ends its first phase after 3 episodes of 4 steps;
     one without fills the 40-sample cap."""
     sets = {**TINY, "collect.phase_cap": "40", "collect.noise_max": "0"}
-    cfg = env_config("scripted_task:SCRIPTED", method, seed=0, budget=80, overrides=sets)
+    cfg = env_config("scripted_task:SCRIPTED", method.name, seed=0, budget=80, overrides=sets)
     agent = ModelBasedAgent(cfg)
     try:
         _, row = agent.step(agent.initial_state())
     finally:
         agent.close()
-    early = MODEL_BASED_METHODS[method].early_stop  # SPEC §8: α = 0.0005, or 0
+    early = method.early_stop  # SPEC §8: α = 0.0005, or 0
     assert row["phase_samples"] == (12 if early else 40)
     assert (row["residual"] is not None and row["residual"] < 5e-4) if early else row["residual"] is None
 

@@ -12,6 +12,7 @@ import pytest
 from matplotlib import image
 from scipy import stats as scipy_stats
 
+from rp1.config import METHOD_TABLE, adaptive_lambda
 from rp1.core.errors import ConfigError
 from rp1.experiments import stats
 from rp1.experiments.report import (
@@ -88,7 +89,7 @@ def linear_run(
     samples = list(range(3_000, budget, 3_000))
     returns = [start + slope * i for i in range(len(samples))]
     lambdas = [
-        0.1 * (i % 6) if method in ("rp1", "rp1-nopca", "rp1-statevar") else 0.0
+        0.1 * (i % 6) if method in adaptive_lambda() else 0.0
         for i in range(len(samples))
     ]
     return write_run(
@@ -446,7 +447,7 @@ def test_phase_statistics_use_the_runs_own_cap(tmp_path):
 
 def test_full_report_writes_valid_pngs_and_links_them(tmp_path):
     runs = tmp_path / "runs"
-    methods = ("greedy", "vr", "rp1", "rp1-noadapt", "rp1-nopca", "rp1-statevar")
+    methods = [method.name for method in METHOD_TABLE if method.in_paper]
     for task in ("halfcheetah", "swimmer"):
         for slope, method in enumerate(methods, start=1):
             for seed in range(3):

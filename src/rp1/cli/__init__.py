@@ -28,6 +28,16 @@ app = typer.Typer(
 @app.callback()
 def _root() -> None:
     """Ready Policy One: model-based RL with active data acquisition."""
+    _register_named_methods()
+
+
+def _register_named_methods() -> None:
+    """Import the methods of one's own that ``RP1_METHODS`` names
+    (:data:`rp1.config.methods.METHODS_VARIABLE`) before any command runs: a name that does not
+    import is one line and exit code 2 whatever the command."""
+    from rp1.config.methods import model_based_methods
+
+    model_based_methods()
 
 
 ANY_TASK = """\
@@ -76,7 +86,10 @@ def _importable_from_cwd() -> None:
 
 @app.command()
 def presets() -> None:
-    """List the presets (the paper's experiments and the quick ones), one line each."""
+    """List the presets (the paper's experiments and the quick ones), one line each.
+
+    Methods of one's own that RP1_METHODS names (EXTENDING.md) have their presets here too.
+    """
     from rp1.config import preset_descriptions
 
     for name, description in preset_descriptions().items():

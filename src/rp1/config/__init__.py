@@ -8,7 +8,7 @@ once (:func:`validate`).
 The package, one job per module:
 
 - :mod:`~rp1.config.schema` — the sections and their defaults (:class:`Config`, ``config.json``);
-- :mod:`~rp1.config.methods` — the methods of SPEC §8 as configs;
+- :mod:`~rp1.config.methods` — the methods of SPEC §8 as configs, and rows of one's own;
 - :mod:`~rp1.config.presets` — scales and the preset registry;
 - :mod:`~rp1.config.overrides` — ``--set key=value``;
 - :mod:`~rp1.config.settings` — the library's settings objects built from a config;
@@ -20,27 +20,29 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rp1.config.methods import (
-    ADAPTIVE_LAMBDA,
     MATCHED_PHASE_LENGTH,
-    METHOD_LABELS,
     METHOD_TABLE,
-    METHODS,
-    MODEL_BASED_METHODS,
+    METHODS_VARIABLE,
     MODEL_FREE,
     MODEL_FREE_BUDGETS,
     Method,
+    adaptive_lambda,
     check_method,
     method_config,
+    method_label,
+    method_names,
+    model_based_methods,
     modelfree_config,
+    register_method,
     run_cell,
 )
 from rp1.config.overrides import FIXED_KEYS, apply_overrides, settable_keys
 from rp1.config.presets import (
-    PRESETS,
     QUICK_BUDGET,
     SCALES,
     get_preset,
     preset_descriptions,
+    preset_registry,
     quick_config,
     with_scale,
 )
@@ -98,15 +100,12 @@ def _finish(cfg: Config, seed: int | None, budget: int | None, overrides: dict[s
 
 
 __all__ = [
-    "ADAPTIVE_LAMBDA",
     "FIRST_FEEDBACK",
     "FIXED_KEYS",
     "G_NORMALIZERS",
-    "METHODS",
-    "MODEL_BASED_METHODS",
+    "METHODS_VARIABLE",
     "MODEL_FREE",
     "MODEL_FREE_BUDGETS",
-    "PRESETS",
     "QUICK_BUDGET",
     "SCALES",
     "SEED_LIMIT",
@@ -114,20 +113,25 @@ __all__ = [
     "Config",
     "LambdaConfig",
     "MATCHED_PHASE_LENGTH",
-    "METHOD_LABELS",
     "METHOD_TABLE",
     "Method",
     "ModelConfig",
     "ModelFreeConfig",
     "PolicyConfig",
+    "adaptive_lambda",
     "apply_overrides",
     "check_method",
     "env_config",
     "get_preset",
     "method_config",
+    "method_label",
+    "method_names",
+    "model_based_methods",
     "modelfree_config",
     "preset_descriptions",
+    "preset_registry",
     "quick_config",
+    "register_method",
     "resolve",
     "run_cell",
     "settable_keys",

@@ -2,17 +2,23 @@
 λ is chosen, the early-stopping α, the bonus and the phase length; ``modelfree`` is PPO in the
 real environment.
 
-:data:`METHOD_TABLE` is the one list of model-based methods: presets, ``--method``, the report's
-labels and groupings and the λ figures are derived from it.
+:data:`METHOD_TABLE` holds rp1's model-based methods; :func:`register_method` (in one process) and
+:data:`METHODS_VARIABLE` (in every process rp1 starts) add rows of one's own after them.
+:func:`model_based_methods` is the one list: presets, ``--method``, validation, the report's labels
+and groupings and the λ figures are derived from it when they are used.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import re
 from dataclasses import dataclass
-from typing import Any
+from functools import lru_cache
+from typing import Any, Iterable
 
 from rp1.config.schema import CollectConfig, Config, LambdaConfig
+from rp1.envs.lookup import import_reference
 from rp1.core.errors import ConfigError
 
 MATCHED_PHASE_LENGTH: dict[str, int] = {"halfcheetah": 300, "ant": 294, "hopper": 600, "swimmer": 600}
@@ -23,13 +29,14 @@ MATCHED_PHASE_LENGTH: dict[str, int] = {"halfcheetah": 300, "ant": 294, "hopper"
 
 @dataclass(frozen=True)
 class Method:
-    """One model-based method of SPEC §8.
+    """One model-based method: a row of SPEC §8 or one's own (:func:`register_method`).
 
     ``lam``: ``"adaptive"`` (the exponential-weights bandit, §6) or ``"fixed"`` at ``lam_value``;
     ``early_stop``: the PCA early stopping of §5 with the paper's α (else α = 0, off); ``bonus``:
-    ``"reward"`` or ``"state"`` variance (unused while λ stays 0); ``matched_phases``: phases of the
-    task's :data:`MATCHED_PHASE_LENGTH` instead of ``collect.phase_cap``'s default (3,000);
-    ``label``: the report's name; ``in_paper``: False for rp1's controls.
+    ``"reward"`` or ``"state"`` variance, or ``package.module:function`` (the config key ``bonus``;
+    unused while λ stays 0); ``matched_phases``: phases of the task's :data:`MATCHED_PHASE_LENGTH`
+    instead of ``collect.phase_cap``'s default (3,000); ``label``: the report's name;
+    ``in_paper``: False for rp1's controls (a row of one's own is not the paper's either way).
     """
 
     name: str
@@ -73,20 +80,102 @@ METHOD_TABLE: tuple[Method, ...] = (
     ),
     Method("rp1-fixed05", "RP1 (λ = 0.5)", "fixed", 0.5, True, in_paper=False),
 )  # fmt: skip
-"""Every model-based method, the paper's first (SPEC §8), then rp1's controls."""
-
-MODEL_BASED_METHODS: dict[str, Method] = {method.name: method for method in METHOD_TABLE}
+"""rp1's model-based methods, the paper's first (SPEC §8), then rp1's controls."""
 
 MODEL_FREE = "modelfree"
 MODEL_FREE_LABEL = "PPO"
-METHODS = (*MODEL_BASED_METHODS, MODEL_FREE)
 MODEL_FREE_BUDGETS = (1_000_000, 5_000_000, 10_000_000)
+QUICK = "quick"
+"""The suffix of the presets ``<task>-quick`` (:func:`rp1.config.presets.quick_config`), which no
+method may be named."""
 
-METHOD_LABELS: dict[str, str] = {**{m.name: m.label for m in METHOD_TABLE}, MODEL_FREE: MODEL_FREE_LABEL}
-"""Display name of each method."""
+METHODS_VARIABLE = "RP1_METHODS"
+"""The environment variable that names rows of one's own, ``package.module:ATTRIBUTE[,…]``, each
+a :class:`Method`: every rp1 process imports them the first time it reads the methods
+(:func:`model_based_methods`), so ``rp1 train``, a sweep's workers (which inherit it), ``--resume``
+and ``rp1 report`` know the same methods."""
 
-ADAPTIVE_LAMBDA: tuple[str, ...] = tuple(m.name for m in METHOD_TABLE if m.adaptive)
-"""Methods that choose λ online with the bandit (SPEC §6, §8)."""
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+"""What a method's name may be: it ends preset names (``<task>-<name>``) and run directories, and
+``--methods`` separates names by commas."""
+
+_REGISTERED: dict[str, Method] = {}
+"""The rows :func:`register_method` added in this process, by name, in the order added."""
+
+
+def register_method(row: Method) -> Method:
+    """Add ``row`` to this process's methods, after rp1's and those added before, and return it:
+    its presets ``<task>-<name>``, ``--method``, validation, the report's label and pooling and,
+    for an adaptive λ, the λ analysis then know it. Registering the same row again changes
+    nothing. ConfigError for a row that is not a :class:`Method`, a name :data:`NAME` does not
+    allow, ``modelfree`` or ``quick``, a name another row has, ``lam`` not ``adaptive`` or
+    ``fixed``, ``lam_value`` outside [0, 1] or an empty label. Other processes know it through
+    :data:`METHODS_VARIABLE`."""
+    _REGISTERED[row.name] = _checked(row, _rows(METHOD_TABLE, _REGISTERED.values()), "register_method")
+    return row
+
+
+def model_based_methods() -> dict[str, Method]:
+    """Every model-based method by name: :data:`METHOD_TABLE`'s rows, then those added with
+    :func:`register_method`, then those :data:`METHODS_VARIABLE` names (their modules imported
+    once per value of the variable). ConfigError if a named row does not import, is not a
+    :class:`Method` or is not a row :func:`register_method` would take."""
+    return _rows(METHOD_TABLE, _REGISTERED.values(), _named_rows(os.environ.get(METHODS_VARIABLE, "")))
+
+
+def method_names() -> tuple[str, ...]:
+    """The names ``--method`` takes: every model-based method, then ``modelfree``."""
+    return (*model_based_methods(), MODEL_FREE)
+
+
+def method_label(method: str) -> str:
+    """The report's display name of ``method`` (its row's label, PPO for ``modelfree``); the name
+    itself for a method this process does not know."""
+    if method == MODEL_FREE:
+        return MODEL_FREE_LABEL
+    row = model_based_methods().get(method)
+    return method if row is None else row.label
+
+
+def adaptive_lambda() -> tuple[str, ...]:
+    """The methods that choose λ online with the bandit (SPEC §6, §8): their runs enter the λ
+    analysis."""
+    return tuple(name for name, row in model_based_methods().items() if row.adaptive)
+
+
+@lru_cache
+def _named_rows(references: str) -> tuple[object, ...]:
+    """The objects that ``references`` (:data:`METHODS_VARIABLE`'s value) names, imported."""
+    names = [reference.strip() for reference in references.split(",") if reference.strip()]
+    return tuple(import_reference(reference, METHODS_VARIABLE) for reference in names)
+
+
+def _rows(*groups: Iterable[object]) -> dict[str, Method]:
+    """The rows of ``groups`` by name, each :func:`_checked` against those before it."""
+    rows: dict[str, Method] = {}
+    for group in groups:
+        for row in group:
+            rows[row.name] = _checked(row, rows, METHODS_VARIABLE)
+    return rows
+
+
+def _checked(row: object, known: dict[str, Method], source: str) -> Method:
+    """``row`` if it is a :class:`Method` that may join ``known`` (see :func:`register_method`),
+    else ConfigError naming ``source``."""
+    if not isinstance(row, Method):
+        raise ConfigError(f"{source}: a method is an rp1.config.Method, got a {type(row).__name__}")
+    problems = (
+        (not isinstance(row.name, str) or not NAME.fullmatch(row.name), f"a name must match {NAME.pattern}"),
+        (row.name in (MODEL_FREE, QUICK), f"the presets <task>-{row.name} are rp1's"),
+        (known.get(row.name, row) != row, f"another row has this name ({known.get(row.name, row).label})"),
+        (row.lam not in ("adaptive", "fixed"), f"lam must be adaptive or fixed, got {row.lam!r}"),
+        (not isinstance(row.lam_value, (int, float)) or not 0.0 <= row.lam_value <= 1.0, f"lam_value must be in [0, 1], got {row.lam_value!r}"),
+        (not isinstance(row.label, str) or not row.label, f"label must be a non-empty string, got {row.label!r}"),
+    )
+    for bad, problem in problems:
+        if bad:
+            raise ConfigError(f"{source}: method {row.name!r}: {problem}")
+    return row
 
 
 UNSET_PHASE_CAP = 0
@@ -96,7 +185,7 @@ for ``--set collect.phase_cap=N``."""
 
 def method_config(task: str, method: str, preset: str, **top) -> Config:
     """The paper-scale config of ``method`` on ``task``."""
-    m = MODEL_BASED_METHODS[method]
+    m = model_based_methods()[method]
     cap = m.phase_cap(task)
     return Config(
         preset=preset,
@@ -110,9 +199,12 @@ def method_config(task: str, method: str, preset: str, **top) -> Config:
 
 
 def check_method(method: str) -> str:
-    """``method`` if it is one of :data:`METHODS`, else ConfigError listing them."""
-    if method not in METHODS:
-        raise ConfigError(f"unknown method {method!r}; valid methods: {', '.join(METHODS)}")
+    """``method`` if it is one of :func:`method_names`, else ConfigError listing them."""
+    names = method_names()
+    if method not in names:
+        raise ConfigError(
+            f"unknown method {method!r}; valid methods: {', '.join(names)} (one's own: {METHODS_VARIABLE}, see EXTENDING.md)"
+        )
     return method
 
 
@@ -151,20 +243,21 @@ def _relevant(values: dict[str, Any]) -> dict[str, Any]:
 def run_cell(config: dict[str, Any]) -> str:
     """The method a stored config (``config.json``, migrated) ran as, for pooling runs in a report:
     its ``method``, unless its :data:`DEFINING_KEYS` are not that method's but another method's of
-    :data:`METHOD_TABLE` on the run's task; then that method (``rp1`` run with ``--set
+    :func:`model_based_methods` on the run's task; then that method (``rp1`` run with ``--set
     lam.mode=fixed --set lam.value=0.5`` is ``rp1-fixed05``, ``greedy`` with the matched phase cap
     is ``greedy-matched``). Model-free runs and unknown methods keep ``method``."""
     method, task = str(config.get("method")), str(config.get("task"))
-    if method not in MODEL_BASED_METHODS:
+    methods = model_based_methods()
+    if method not in methods:
         return method
     try:
         run = _relevant({key: _dotted(config, key) for key in DEFINING_KEYS})
     except (KeyError, TypeError):
         return method
-    own = defining_values(MODEL_BASED_METHODS[method], task)
+    own = defining_values(methods[method], task)
     if own is not None and _same(run, own):
         return method
-    for other in METHOD_TABLE:
+    for other in methods.values():
         values = defining_values(other, task)
         if values is not None and _same(run, values):
             return other.name

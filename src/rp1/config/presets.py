@@ -1,5 +1,6 @@
 """Scales (``paper``, ``small``) and the preset registry: ``<task>-<method>`` for the paper's tasks
-and methods, ``<task>-quick`` (RP1 at small scale, 10⁴ samples) and ``<task>-modelfree``."""
+and every model-based method (:func:`rp1.config.methods.model_based_methods`, rows of one's own
+included), ``<task>-quick`` (RP1 at small scale, 10⁴ samples) and ``<task>-modelfree``."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import typing
 from dataclasses import replace
 from typing import Any
 
-from rp1.config.methods import METHOD_TABLE, method_config, modelfree_config
+from rp1.config.methods import METHOD_TABLE, MODEL_FREE, QUICK, Method, method_config, model_based_methods, modelfree_config
 from rp1.config.schema import Config
 from rp1.envs import names as task_names
 from rp1.core.errors import ConfigError
@@ -48,38 +49,45 @@ def quick_config(task: str, preset: str) -> Config:
     return with_scale(method_config(task, "rp1", preset, budget=QUICK_BUDGET), "small")
 
 
-def _build_presets() -> dict[str, tuple[str, typing.Callable[[], Config]]]:
+def preset_registry() -> dict[str, tuple[str, typing.Callable[[], Config]]]:
+    """``{name: (one-line description, config builder)}`` of every preset, built from the methods
+    known when it is called."""
     presets = {}
     for task in task_names():
-        for method in METHOD_TABLE:
+        for method in model_based_methods().values():
             name = f"{task}-{method.name}"
-            control = "" if method.in_paper else f" (a control beyond the paper: {method.label})"
             presets[name] = (
-                f"{method.name} on {task} at paper settings (10^5 samples){control}",
+                f"{method.name} on {task} at paper settings (10^5 samples){_origin(method)}",
                 lambda t=task, m=method.name, n=name: method_config(t, m, n),
             )
-        presets[f"{task}-quick"] = (
+        presets[f"{task}-{QUICK}"] = (
             f"{task}-rp1 at small scale (--scale small) with 10^4 samples: learns on a laptop CPU in minutes",
-            lambda t=task, n=f"{task}-quick": quick_config(t, n),
+            lambda t=task, n=f"{task}-{QUICK}": quick_config(t, n),
         )
-        presets[f"{task}-modelfree"] = (
+        presets[f"{task}-{MODEL_FREE}"] = (
             f"model-free PPO on {task} in the real env, 10^6 steps (--budget 5000000 or 10000000 for the others)",
-            lambda t=task, n=f"{task}-modelfree": modelfree_config(t, n),
+            lambda t=task, n=f"{task}-{MODEL_FREE}": modelfree_config(t, n),
         )
     return presets
 
 
-PRESETS = _build_presets()
+def _origin(method: Method) -> str:
+    """What a preset's description says of its method beyond its name: nothing for the paper's,
+    the label of one of rp1's controls or of a row of one's own."""
+    if method not in METHOD_TABLE:
+        return f" (a method of one's own: {method.label})"
+    return "" if method.in_paper else f" (a control beyond the paper: {method.label})"
 
 
 def preset_descriptions() -> dict[str, str]:
     """``{name: one-line description}``."""
-    return {name: desc for name, (desc, _) in PRESETS.items()}
+    return {name: desc for name, (desc, _) in preset_registry().items()}
 
 
 def get_preset(name: str) -> Config:
     """The config of preset ``name``; ``ConfigError`` listing the valid names if unknown."""
-    if name not in PRESETS:
-        raise ConfigError(f"unknown preset {name!r}; valid presets: {', '.join(PRESETS)}")
-    return PRESETS[name][1]()
+    presets = preset_registry()
+    if name not in presets:
+        raise ConfigError(f"unknown preset {name!r}; valid presets: {', '.join(presets)}")
+    return presets[name][1]()
 

@@ -10,7 +10,7 @@ import typing
 from dataclasses import fields
 from typing import Any, Iterator
 
-from rp1.config.methods import MATCHED_PHASE_LENGTH, MODEL_BASED_METHODS, MODEL_FREE, UNSET_PHASE_CAP, check_method
+from rp1.config.methods import MATCHED_PHASE_LENGTH, MODEL_FREE, UNSET_PHASE_CAP, check_method, model_based_methods
 from rp1.config.presets import SCALES
 from rp1.config.schema import Config, declared_range
 from rp1.config.settings import fit_settings, lambda_bandit, ppo_settings
@@ -100,7 +100,8 @@ def validate(cfg: Config) -> Config:
     task's horizon for a model-based method (one imagined rollout), at least 1 for ``modelfree``.
     The message names the key, what is allowed and the value given.
     """
-    matched = cfg.method in MODEL_BASED_METHODS and MODEL_BASED_METHODS[cfg.method].matched_phases
+    methods = model_based_methods()
+    matched = cfg.method in methods and methods[cfg.method].matched_phases
     _check(
         not matched or cfg.collect.phase_cap != UNSET_PHASE_CAP,
         f"method {cfg.method} has no matched phase length on {cfg.task} (only the paper's tasks have one: "

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rp1.config.methods import METHOD_LABELS
+from rp1.config.methods import method_label
 from rp1.experiments.stats import significant
 from rp1.experiments.tables import RETURN, TableFrames, markdown_table, number
 from rp1.rundir.files import write_atomically
@@ -77,7 +77,7 @@ def cell_text(cells: pd.DataFrame, row, method: str, quantity: str) -> str:
     method), written by :func:`value_text`."""
     cell = cells.loc[(row.task, row.scale, row.samples, method)]
     median, q25, q75 = (value_text(cell[column], quantity) for column in ("median", "q25", "q75"))
-    return f"{METHOD_LABELS.get(method, method)} {median} [{q25}, {q75}]"
+    return f"{method_label(method)} {median} [{q25}, {q75}]"
 
 
 def claims_text(claims: pd.DataFrame, frames: dict[str, TableFrames | None]) -> str:

@@ -13,6 +13,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from rp1.config.methods import METHODS_VARIABLE
 from rp1.core.errors import ConfigError
 from rp1.experiments.sweep_plan import RunJob, RunOutcome
 from rp1.experiments.sweep_worker import execute_run, start_local_worker, worker_env
@@ -130,7 +131,8 @@ class LocalExecutor:
 
 class RayExecutor:
     """Runs as Ray tasks on the cluster at ``address``, or on a local Ray instance started (and
-    shut down) here with ``workers`` CPUs (default: all cores)."""
+    shut down) here with ``workers`` CPUs (default: all cores). The tasks get this process's
+    :data:`~rp1.config.methods.METHODS_VARIABLE`, whose modules must import on the cluster."""
 
     def __init__(self, backend: Backend):
         self.workers = backend.workers
@@ -151,6 +153,8 @@ class RayExecutor:
         if gpus is None:
             gpus = GPU_SHARE if ray.cluster_resources().get("GPU", 0) > 0 else 0.0
         env = worker_env(max(1, math.ceil(self.cpus_per_run)))
+        if METHODS_VARIABLE in os.environ:
+            env[METHODS_VARIABLE] = os.environ[METHODS_VARIABLE]
         self._task = ray.remote(execute_run).options(
             num_cpus=self.cpus_per_run, num_gpus=gpus, max_retries=0, runtime_env={"env_vars": env}
         )

@@ -11,6 +11,7 @@ import io
 import itertools
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
@@ -18,7 +19,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from rp1.experiments import stats
-from rp1.config.methods import ADAPTIVE_LAMBDA, METHOD_LABELS, MODEL_FREE
+from rp1.config.methods import METHOD_TABLE, MODEL_FREE, adaptive_lambda, method_label, model_based_methods
 from rp1.experiments.runs_table import DEFAULT_SCALE, scale_order
 from rp1.experiments.tables import MODEL_ERROR
 from rp1.rundir.files import CURVE, METRICS, write_atomically
@@ -26,13 +27,16 @@ from rp1.rundir.files import CURVE, METRICS, write_atomically
 GRID_POINTS = 200
 """Points of the common sample grid that curves are aligned on."""
 
-METHOD_COLORS: dict[str, str] = {method: f"C{i}" for i, method in enumerate(METHOD_LABELS)}
+METHOD_COLORS: dict[str, str] = {method: f"C{i}" for i, method in enumerate((*(m.name for m in METHOD_TABLE), MODEL_FREE))}
+"""Matplotlib's default colour cycle over rp1's methods in the method table's order, then PPO."""
+OWN_COLORS = "Dark2"
+"""The colour map whose colours the methods of one's own take, in the order they were added."""
 REFERENCE_GREYS: tuple[str, ...] = ("0.15", "0.4", "0.65")
 
 
 def label(method: str, scale: str = DEFAULT_SCALE) -> str:
     """The display name of a method's runs at ``scale``: ``RP1``, ``RP1 (small)``."""
-    name = METHOD_LABELS.get(method, method)
+    name = method_label(method)
     return name if scale == DEFAULT_SCALE else f"{name} ({scale})"
 
 
@@ -54,8 +58,16 @@ def series(metrics: pd.DataFrame, methods: tuple[str, ...]) -> list[tuple[str, s
 
 
 def color(method: str) -> str:
-    """The same colour for a method in every figure."""
-    return METHOD_COLORS.get(method, "C9")
+    """The same colour for a method in every figure: :data:`METHOD_COLORS`, or :data:`OWN_COLORS`'
+    for a method of one's own (:func:`rp1.config.methods.register_method`), or C9 for a method this
+    process does not know."""
+    if method in METHOD_COLORS:
+        return METHOD_COLORS[method]
+    own = [name for name in model_based_methods() if name not in METHOD_COLORS]
+    if method not in own:
+        return "C9"
+    colors = matplotlib.colormaps[OWN_COLORS].colors
+    return matplotlib.colors.to_hex(colors[own.index(method) % len(colors)])
 
 
 def new_figure(
@@ -159,7 +171,7 @@ def lambda_figure(summary: pd.DataFrame, tasks: tuple[str, ...], path: Path) -> 
     for ax, task in zip(axes[0], tasks, strict=True):
         rows = summary[summary["task"] == task]
         arms = np.sort(rows["lambda"].unique())
-        shown = series(rows, ADAPTIVE_LAMBDA)
+        shown = series(rows, adaptive_lambda())
         width = 0.8 / len(shown)
         for i, (method, scale, bars) in enumerate(shown):
             bars = bars.set_index("lambda").reindex(arms)
@@ -218,7 +230,7 @@ def diagnostics_figure(metrics: pd.DataFrame, task: str, path: Path) -> Path | N
     (lambdas, phases), (errors, losses) = axes
     plot_run_traces(
         lambdas,
-        metrics[metrics["method"].isin(ADAPTIVE_LAMBDA)],
+        metrics[metrics["method"].isin(adaptive_lambda())],
         "iteration",
         "lambda",
         drawstyle="steps-post",

@@ -14,7 +14,7 @@ import pandas as pd
 
 from rp1.envs import path_name
 from rp1.experiments import figures, stats
-from rp1.config.methods import ADAPTIVE_LAMBDA, MODEL_BASED_METHODS, MODEL_FREE
+from rp1.config.methods import MODEL_FREE, adaptive_lambda, model_based_methods
 from rp1.experiments.paper import PAPER_LAMBDA_DIRECTION, TASKS
 from rp1.experiments.runs_table import LoadedRuns, load_runs, scale_order
 from rp1.experiments.claims import write_claims
@@ -131,7 +131,7 @@ def write_curve_figures(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Path
 def write_model_figures(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Path) -> list[Path]:
     """fig_model_<task>: the test-set error of every model-based method's fits against real
     samples, for the tasks whose runs logged it."""
-    methods = tuple(MODEL_BASED_METHODS)
+    methods = tuple(model_based_methods())
     paths = [
         figures.model_error_figure(
             metrics[metrics["task"] == task], methods, f"World models on common data — {task}", out / f"fig_model_{path_name(task)}.png"
@@ -145,7 +145,8 @@ def write_lambda_analysis(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Pa
     """fig2_lambda.png and fig2_lambda.csv (task, scale, method, lambda, n, mean, sem), and the
     direction of each task's relation, fig2_lambda_trend.csv and fig2_lambda.md (see
     :func:`stats.lambda_trend`); nothing when no adaptive-λ run has two trained evaluations."""
-    improvements = stats.lambda_improvements(metrics[metrics["method"].isin(ADAPTIVE_LAMBDA)])
+    adaptive = adaptive_lambda()
+    improvements = stats.lambda_improvements(metrics[metrics["method"].isin(adaptive)])
     summary = stats.lambda_summary(improvements)
     if summary.empty:
         return []
@@ -156,7 +157,7 @@ def write_lambda_analysis(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Pa
         key=lambda i: (
             tasks.index(trend["task"].iloc[i]),
             scale_order(trend["scale"].iloc[i]),
-            ADAPTIVE_LAMBDA.index(trend["method"].iloc[i]),
+            adaptive.index(trend["method"].iloc[i]),
         ),
     )
     trend = trend.iloc[order].reset_index(drop=True)
