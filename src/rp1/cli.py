@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -233,9 +232,9 @@ def sweep(o: Options) -> None:
 def evaluate(
     run: Path = typer.Argument(..., help="A run directory."),
     policy: str = typer.Option("best", "--policy", help="best (the policy of the run's best evaluation) or last."),
-    episodes: Optional[int] = typer.Option(None, "--episodes", help="Episodes (default: as many as the run's evaluations had)."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Reset episode k with seed S + k (default: replay the policy's recorded evaluation)."),
-    video: Optional[Path] = typer.Option(None, "--video", help="Also render the episodes to this .mp4 or .gif file."),
+    episodes: int | None = typer.Option(None, "--episodes", help="Episodes (default: as many as the run's evaluations had)."),
+    seed: int | None = typer.Option(None, "--seed", help="Reset episode k with seed S + k (default: replay the policy's recorded evaluation)."),
+    video: Path | None = typer.Option(None, "--video", help="Also render the episodes to this .mp4 or .gif file."),
     size: str = typer.Option("320x240", "--size", help="The video's WIDTHxHEIGHT in pixels."),
     json_: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
 ) -> None:
@@ -258,7 +257,7 @@ def evaluate(
 @app.command()
 def report(
     root: Path = typer.Argument(..., help="A tree of run directories."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Output directory (default: ROOT/report)."),
+    out: Path | None = typer.Option(None, "--out", help="Output directory (default: ROOT/report)."),
 ) -> None:
     """Tables (Markdown + CSV) and figures (PNG) of the paper from run directories."""
     from rp1.experiments.report import write_report
@@ -275,7 +274,7 @@ def report(
 @app.command()
 def testsets(
     out: Path = typer.Option(..., "--out", help="Directory for TASK.npz (src/rp1/dynamics/testsets replaces the shipped ones)."),
-    tasks: Optional[str] = typer.Option(None, "--tasks", help="Comma-separated paper tasks (default: all four)."),
+    tasks: str | None = typer.Option(None, "--tasks", help="Comma-separated paper tasks (default: all four)."),
 ) -> None:
     """Rebuild the world models' test sets from the shipped kept policies.
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable, List, NamedTuple, Optional, Sequence
+from typing import Any, NamedTuple
+from collections.abc import Callable, Sequence
 
 import typer
 
@@ -61,10 +62,10 @@ def command(app: typer.Typer, *groups: Sequence[Option]) -> Callable[[Callable[[
 
 
 RUN_SETTINGS = (
-    Option("horizon", Optional[int], typer.Option(None, "--horizon", help="Steps per episode (default: the task's; a Gymnasium id's time limit).")),
-    Option("scale", Optional[str], typer.Option(None, "--scale", help="small or paper (default: the preset's, paper with --env); applied before --set.")),
-    Option("budget", Optional[int], typer.Option(None, "--budget", help="Real-sample budget.")),
-    Option("set_", Optional[List[str]], typer.Option(None, "--set", help="Override a config value: key=value (see README).")),
+    Option("horizon", int | None, typer.Option(None, "--horizon", help="Steps per episode (default: the task's; a Gymnasium id's time limit).")),
+    Option("scale", str | None, typer.Option(None, "--scale", help="small or paper (default: the preset's, paper with --env); applied before --set.")),
+    Option("budget", int | None, typer.Option(None, "--budget", help="Real-sample budget.")),
+    Option("set_", list[str] | None, typer.Option(None, "--set", help="Override a config value: key=value (see README).")),
 )
 """What every run is configured with, beyond its preset or task and method."""
 
@@ -75,26 +76,26 @@ LOGGING = (
 """What a run logs besides its metrics and policy files (rp1.run_outputs.RunOptions)."""
 
 ONE_RUN = (
-    Option("preset", Optional[str], typer.Option(None, "--preset", "-p", help="A preset name (see `rp1 presets`).")),
-    Option("env", Optional[str], typer.Option(None, "--env", help="Instead of --preset, any task: a Gymnasium id or package.module:attribute (see `rp1 envs`).")),
-    Option("method", Optional[str], typer.Option(None, "--method", help="With --env: a method, rp1 by default (`rp1 presets` shows every method as TASK-METHOD).")),
-    Option("seed", Optional[int], typer.Option(None, "--seed", help="Random seed (default: the preset's, 0).")),
-    Option("out", Optional[Path], typer.Option(None, "--out", help="Run directory (default: runs/PRESET/seedK, runs/TASK-METHOD/seedK with --env).")),
+    Option("preset", str | None, typer.Option(None, "--preset", "-p", help="A preset name (see `rp1 presets`).")),
+    Option("env", str | None, typer.Option(None, "--env", help="Instead of --preset, any task: a Gymnasium id or package.module:attribute (see `rp1 envs`).")),
+    Option("method", str | None, typer.Option(None, "--method", help="With --env: a method, rp1 by default (`rp1 presets` shows every method as TASK-METHOD).")),
+    Option("seed", int | None, typer.Option(None, "--seed", help="Random seed (default: the preset's, 0).")),
+    Option("out", Path | None, typer.Option(None, "--out", help="Run directory (default: runs/PRESET/seedK, runs/TASK-METHOD/seedK with --env).")),
     Option("resume", bool, typer.Option(False, "--resume", help="Continue the run in --out from its checkpoint.")),
     Option("overwrite", bool, typer.Option(False, "--overwrite", help="Delete the run in --out and start afresh.")),
-    Option("workers", Optional[int], typer.Option(None, "--workers", help="Env worker processes (model-free).")),
+    Option("workers", int | None, typer.Option(None, "--workers", help="Env worker processes (model-free).")),
     Option("quiet", bool, typer.Option(False, "--quiet", help="No progress bar.")),
 )
 """``rp1 train``: which run, where, and how."""
 
 MANY_RUNS = (
-    Option("presets", Optional[str], typer.Option(None, "--presets", help="Comma-separated preset names.")),
-    Option("envs", Optional[str], typer.Option(None, "--envs", help="Comma-separated tasks (Gymnasium ids, package.module:attribute), crossed with --methods.")),
-    Option("methods", Optional[str], typer.Option(None, "--methods", help="With --envs: comma-separated methods (default rp1; `rp1 presets` shows them).")),
+    Option("presets", str | None, typer.Option(None, "--presets", help="Comma-separated preset names.")),
+    Option("envs", str | None, typer.Option(None, "--envs", help="Comma-separated tasks (Gymnasium ids, package.module:attribute), crossed with --methods.")),
+    Option("methods", str | None, typer.Option(None, "--methods", help="With --envs: comma-separated methods (default rp1; `rp1 presets` shows them).")),
     Option("seeds", str, typer.Option("0-9", "--seeds", help="Seeds, e.g. 0-9 or 0,3,5.")),
     Option("out", Path, typer.Option(..., "--out", help="Sweep directory: OUT/<preset>/seed<k>/ (OUT/<task>-<method>/seed<k>/ for --envs).")),
     Option("backend", str, typer.Option("local", "--backend", help="local (process pool) or ray.")),
-    Option("workers", Optional[int], typer.Option(None, "--workers", help="Runs at a time.")),
-    Option("address", Optional[str], typer.Option(None, "--address", help="Ray cluster address (ray backend; default: a local Ray instance).")),
+    Option("workers", int | None, typer.Option(None, "--workers", help="Runs at a time.")),
+    Option("address", str | None, typer.Option(None, "--address", help="Ray cluster address (ray backend; default: a local Ray instance).")),
 )
 """``rp1 sweep``: which runs, where, and on what."""

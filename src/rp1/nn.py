@@ -7,7 +7,7 @@ evaluates with ``jax.vmap``.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp

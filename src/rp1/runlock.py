@@ -44,7 +44,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 from rp1.errors import ConfigError, StorageError
 
@@ -67,7 +67,7 @@ class Holder:
     since: str
 
     @classmethod
-    def this_process(cls) -> "Holder":
+    def this_process(cls) -> Holder:
         return cls(os.getpid(), socket.gethostname(), datetime.now().strftime("%Y-%m-%d %H:%M:%S"))
 
     def describe(self) -> str:
@@ -84,7 +84,7 @@ class RunInUse(ConfigError):
         self.holder = holder
 
 
-_HELD: dict[str, "RunLock"] = {}  # real path of a run directory -> the lock this process holds on it
+_HELD: dict[str, RunLock] = {}  # real path of a run directory -> the lock this process holds on it
 _REGISTRY = threading.Lock()
 
 
@@ -107,13 +107,13 @@ class RunLock:
     def held(self) -> bool:
         return self._fd is not None
 
-    def __enter__(self) -> "RunLock":
+    def __enter__(self) -> RunLock:
         return self.acquire()
 
     def __exit__(self, *exc: object) -> None:
         self.release()
 
-    def acquire(self) -> "RunLock":
+    def acquire(self) -> RunLock:
         """Take the lock; :class:`RunInUse` if another process or lock holds it, StorageError if
         the file system cannot lock or the directory cannot be made."""
         if self.held:

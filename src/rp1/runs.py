@@ -48,7 +48,8 @@ import numbers
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
+from collections.abc import Iterable, Iterator
 
 from flax import serialization
 

@@ -10,7 +10,7 @@ import os
 import shutil
 import signal
 import threading
-from typing import Iterator
+from collections.abc import Iterator
 
 from rp1.errors import Interrupted
 from rp1.runs import TEMPORARY

@@ -29,7 +29,8 @@ import threading
 import warnings
 from io import BytesIO
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np

@@ -19,7 +19,7 @@ appendix; ``ĝ = 0`` while there is none), or with ``baseline="including"`` the 
 from __future__ import annotations
 
 from collections import deque
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

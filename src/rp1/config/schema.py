@@ -139,7 +139,7 @@ class Config:
         return {SCHEMA_KEY: SCHEMA, **json.loads(json.dumps(dataclasses.asdict(self)))}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Config":
+    def from_dict(cls, data: dict[str, Any]) -> Config:
         """Inverse of :meth:`to_dict` (``"schema"`` is not a field; read a stored config through
         :func:`rp1.migrations.migrate` first)."""
         return _from_dict(cls, data)

@@ -8,7 +8,8 @@ import dataclasses
 import math
 import typing
 from dataclasses import fields
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from rp1.config.methods import MATCHED_PHASE_LENGTH, MODEL_BASED_METHODS, MODEL_FREE, UNSET_PHASE_CAP, check_method
 from rp1.config.presets import SCALES

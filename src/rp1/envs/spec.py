@@ -7,7 +7,7 @@ Gymnasium task"); the paper's tasks and Gymnasium ids become one too (:mod:`rp1.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np

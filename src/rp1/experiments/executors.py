@@ -27,7 +27,7 @@ GPU_SHARE = 0.25
 class Executor(Protocol):
     """Where runs go: a context manager with :meth:`submit`, :meth:`wait` and :meth:`result`."""
 
-    def __enter__(self) -> "Executor": ...
+    def __enter__(self) -> Executor: ...
 
     def __exit__(self, *exc: object) -> None: ...
 
@@ -89,7 +89,7 @@ class LocalExecutor:
         self._pool: ProcessPoolExecutor | None = None
         self._env: dict[str, str] = {}
 
-    def __enter__(self) -> "LocalExecutor":
+    def __enter__(self) -> LocalExecutor:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -140,7 +140,7 @@ class RayExecutor:
         self._owns_ray = False
         self._task: Any = None
 
-    def __enter__(self) -> "RayExecutor":
+    def __enter__(self) -> RayExecutor:
         import ray
 
         if not ray.is_initialized():

@@ -8,7 +8,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from rp1.config import Config, env_config, resolve
 from rp1.errors import ConfigError

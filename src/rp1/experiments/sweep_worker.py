@@ -14,7 +14,7 @@ import traceback
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 from rp1.experiments.figures import write_learning_curve
 from rp1.experiments.sweep_plan import ELSEWHERE, RunJob, RunOutcome, run_action

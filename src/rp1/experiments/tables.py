@@ -14,7 +14,8 @@ import itertools
 import math
 from functools import partial
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import NamedTuple
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import zlib
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 import numpy as np

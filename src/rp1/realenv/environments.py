@@ -4,7 +4,8 @@ processes (:class:`RealEnvs`); how an episode is seeded (:data:`UNSEEDED`, :data
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
