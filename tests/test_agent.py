@@ -172,7 +172,7 @@ def test_step_returns_a_new_state_and_leaves_its_input_as_it_was():
     untimed = lambda row: {k: v for k, v in row.items() if k not in TIMING_COLUMNS}  # noqa: E731
     assert untimed(row1) == untimed(row2) and s1.rows[-1] is row1 and len(s1.rows) == 2
     assert s1.store.n_train + s1.store.n_val == s2.store.n_train + s2.store.n_val == 600 and s1.iteration == s2.iteration == 2
-    for a, b in zip(jax.tree_util.tree_leaves(s1.learner), jax.tree_util.tree_leaves(s2.learner)):
+    for a, b in zip(jax.tree_util.tree_leaves(s1.learner), jax.tree_util.tree_leaves(s2.learner), strict=True):
         np.testing.assert_array_equal(a, b)
     agent.close()
 

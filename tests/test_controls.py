@@ -122,7 +122,7 @@ def test_a_test_set_file_is_its_arrays_byte_for_byte(tmp_path):
     write_test_set(tmp_path / "b.npz", TestSet(*(np.array(x) for x in data)))
     assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "b.npz").read_bytes()
     back = read_test_set(tmp_path / "a.npz")
-    assert all(np.array_equal(x, y) and x.dtype == y.dtype for x, y in zip(back, data))
+    assert all(np.array_equal(x, y) and x.dtype == y.dtype for x, y in zip(back, data, strict=True))
 
 
 def test_building_a_test_set_twice_gives_the_same_bytes(tmp_path):

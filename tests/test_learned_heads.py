@@ -70,7 +70,7 @@ def test_reward_head_predicts_halfcheetahs_reward_on_held_out_transitions():
     store = TransitionStore(task.obs_dim, task.act_dim)
     store.add_phase(real_transitions("halfcheetah", 30, seed=0))  # 3,000 transitions, 10 rollouts for validation
     model = fitted_model(store, task.obs_dim, task.act_dim)
-    test = Transitions(*(np.concatenate(x) for x in zip(*real_transitions("halfcheetah", 10, seed=1))))
+    test = Transitions(*(np.concatenate(x) for x in zip(*real_transitions("halfcheetah", 10, seed=1), strict=True)))
     predicted, _ = predict_heads(model, test.obs, test.act, jnp.broadcast_to(test.next_obs, (2, *test.next_obs.shape)))
     residual = np.mean((np.asarray(predicted) - test.rew) ** 2, axis=1)
     r2 = 1.0 - residual / np.var(test.rew)
@@ -115,7 +115,7 @@ def test_termination_head_separates_terminal_from_healthy_ant_transitions():
     store.add_phase(balanced(real_transitions("ant", 40, seed=0), rng))  # 2 × 40 rollouts
     assert 0.45 < store.train.done.mean() < 0.55
     model = fitted_model(store, task.obs_dim, task.act_dim)
-    test = Transitions(*(np.concatenate(x) for x in zip(*balanced(real_transitions("ant", 5, seed=1), rng))))
+    test = Transitions(*(np.concatenate(x) for x in zip(*balanced(real_transitions("ant", 5, seed=1), rng), strict=True)))
     assert test.done.mean() == pytest.approx(0.5, abs=0.02)
     _, flags = predict_heads(model, test.obs, test.act, jnp.broadcast_to(test.next_obs, (2, *test.next_obs.shape)))
     accuracy = np.mean(np.asarray(flags) == test.done, axis=1)
@@ -161,20 +161,20 @@ def test_sources_resolve_against_the_tasks_functions():
     ant = envs.make("ant")[1]
     assert ant.source("reward", "auto") == "known" and ant.source("done", "learned") == "learned"
     assert UNKNOWN.source("reward", "auto") == "learned" and UNKNOWN.source("done", "auto") == "learned"
-    with pytest.raises(ConfigError, match="task unknown has no reward function; use model.reward=learned or auto"):
+    with pytest.raises(ConfigError, match=r"task unknown has no reward function; use model.reward=learned or auto"):
         UNKNOWN.source("reward", "known")
-    with pytest.raises(ConfigError, match="model.done must be one of auto, known, learned"):
+    with pytest.raises(ConfigError, match=r"model.done must be one of auto, known, learned"):
         ant.source("done", "maybe")
 
 
 def test_known_on_a_task_without_the_function_is_a_config_error():
-    with pytest.raises(ConfigError, match="task Pendulum-v1 has no reward function; use model.reward=learned or auto"):
+    with pytest.raises(ConfigError, match=r"task Pendulum-v1 has no reward function; use model.reward=learned or auto"):
         env_config("Pendulum-v1", "rp1", overrides={"model.reward": "known"})
     with pytest.raises(ConfigError, match="task Pendulum-v1 has no termination function"):
         env_config("Pendulum-v1", "rp1", overrides={"model.done": "known"})
     assert env_config("Pendulum-v1", "rp1").model.reward == "auto"
     assert resolve("ant-rp1", overrides={"model.done": "known"}).model.done == "known"
-    with pytest.raises(ConfigError, match="model.reward must be one of"):
+    with pytest.raises(ConfigError, match=r"model.reward must be one of"):
         resolve("ant-modelfree", overrides={"model.reward": "exact"})
 
 

@@ -41,7 +41,7 @@ def test_presets_list_modelfree_with_budgets(capsys):
 
 
 def test_envs_must_split_evenly_over_workers():
-    with pytest.raises(ConfigError, match="multiple of modelfree.workers"):
+    with pytest.raises(ConfigError, match=r"multiple of modelfree.workers"):
         tiny_config(**{"modelfree.workers": "3"})
 
 
@@ -101,7 +101,7 @@ def test_vectorised_collector_matches_sequential_for_any_workers(task):
             batch = collect(real, act_fn, seeds)
         finally:
             real.close()
-        for name, ref, got in zip(Episodes._fields, reference, batch):
+        for name, ref, got in zip(Episodes._fields, reference, batch, strict=True):
             np.testing.assert_array_equal(got, ref, err_msg=f"{name}, workers={workers}")
     if task == "ant":  # an early termination is covered
         assert reference.done.any() and not reference.valid.all()

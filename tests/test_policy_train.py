@@ -137,14 +137,14 @@ def test_train_policy_stops_by_the_rule_and_restores_the_best_update(threefry_pa
 
     best, opt_state, info = train(policy, opt_state, max_updates=60)
     assert info.stopped and info.updates == len(history) == last_best + 6
-    for got, want in zip(jax.tree_util.tree_leaves(best), jax.tree_util.tree_leaves(history[last_best][0])):
+    for got, want in zip(jax.tree_util.tree_leaves(best), jax.tree_util.tree_leaves(history[last_best][0]), strict=True):
         np.testing.assert_array_equal(got, want)
     assert int(opt_state.inner_state[0].count) == 10 * info.updates  # continues, not restored
     assert np.isfinite([info.model_return, info.imagined_return, info.bonus, info.ppo["ppo_loss_last"]]).all()
 
     last, _, info = train(*fresh(1e-2), max_updates=60, restore_best=False)  # the reference's no-op restore
     assert info.stopped and info.updates == len(history)
-    for got, want in zip(jax.tree_util.tree_leaves(last), jax.tree_util.tree_leaves(history[-1][0])):
+    for got, want in zip(jax.tree_util.tree_leaves(last), jax.tree_util.tree_leaves(history[-1][0]), strict=True):
         np.testing.assert_array_equal(got, want)
 
 
@@ -156,10 +156,10 @@ def test_train_policy_without_restore_keeps_the_last_weights():
     for _ in range(FIRST_CHECK + 2):
         state, _ = STEP(state, MODEL, START, 0.0)
     last, _, _ = train(policy, opt_state, max_updates=FIRST_CHECK + 2, restore_best=False)
-    for got, want in zip(jax.tree_util.tree_leaves(last), jax.tree_util.tree_leaves(state.policy)):
+    for got, want in zip(jax.tree_util.tree_leaves(last), jax.tree_util.tree_leaves(state.policy), strict=True):
         np.testing.assert_array_equal(got, want)
     best, _, _ = train(policy, opt_state, max_updates=FIRST_CHECK + 2)
-    for got, want in zip(jax.tree_util.tree_leaves(best), jax.tree_util.tree_leaves(restore_best(state.rule, state.policy))):
+    for got, want in zip(jax.tree_util.tree_leaves(best), jax.tree_util.tree_leaves(restore_best(state.rule, state.policy)), strict=True):
         np.testing.assert_array_equal(got, want)
 
 

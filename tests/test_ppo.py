@@ -216,8 +216,8 @@ def test_ppo_summary_is_the_mean_over_updates_and_the_last_update():
     assert summary["ppo_approx_kl_mean"] == 2.5 and summary["ppo_approx_kl_last"] == 4.0
     assert summary["ppo_clip_fraction_mean"] == 1.5 and summary["ppo_clip_fraction_last"] == 0.0
     assert summary["ppo_explained_variance_mean"] == 2.5 and summary["ppo_entropy_last"] == 4.0
-    assert ppo_summary([first]) == {**{f"ppo_{n}_mean": float(v) for n, v in zip(PPOMetrics._fields, first)},
-                                    **{f"ppo_{n}_last": float(v) for n, v in zip(PPOMetrics._fields, first)}}  # fmt: skip
+    assert ppo_summary([first]) == {**{f"ppo_{n}_mean": float(v) for n, v in zip(PPOMetrics._fields, first, strict=True)},
+                                    **{f"ppo_{n}_last": float(v) for n, v in zip(PPOMetrics._fields, first, strict=True)}}  # fmt: skip
 
 
 def test_optimizer_learning_rate_is_state_and_counts_epochs():
@@ -291,7 +291,7 @@ def test_advantage_is_fixed_per_update_or_recomputed_each_epoch(advantage):
         grads, _ = jax.grad(ppo_loss, has_aux=True)(params, model.obs_norm, batch, 0.5)
         updates, state = optimizer.update(grads, state, params)
         params = jax.tree_util.tree_map(lambda p, u: p + u, params, updates)
-    for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(params)):
+    for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(params), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=5e-5)  # the modes differ by ≈ 1e-2 here
     moved = np.abs(advantages[2] - advantages[0]).max()
     assert moved > 1e-4 if advantage == "per-epoch" else moved == 0.0

@@ -23,7 +23,7 @@ def mlp_init(key: jax.Array, sizes: Sequence[int], out_scale: float = 1.0) -> Pa
     """
     keys = jax.random.split(key, len(sizes) - 1)
     layers = []
-    for i, (k, fan_in, fan_out) in enumerate(zip(keys, sizes[:-1], sizes[1:])):
+    for i, (k, fan_in, fan_out) in enumerate(zip(keys, sizes[:-1], sizes[1:], strict=True)):
         w = jax.random.normal(k, (fan_in, fan_out)) / jnp.sqrt(fan_in)
         if i == len(sizes) - 2:
             w = w * out_scale

@@ -28,7 +28,7 @@ import numpy as np
 def spawn_streams(seed: int, names: Sequence[str]) -> dict[str, np.random.SeedSequence]:
     """``{name: child SeedSequence}`` of ``SeedSequence(seed)``, one independent child per name."""
     children = np.random.SeedSequence(seed).spawn(len(names))
-    return dict(zip(names, children))
+    return dict(zip(names, children, strict=True))
 
 
 def int_seed(stream: np.random.SeedSequence) -> int:

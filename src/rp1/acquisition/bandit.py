@@ -91,7 +91,7 @@ class ExpWeights:
     def metrics(self) -> dict[str, float]:
         """:attr:`probabilities` by metrics column, ``p_lambda_<arm>`` with the arm's λ as Python
         writes the float (``p_lambda_0.0``, ``p_lambda_0.1``, …)."""
-        return {f"p_lambda_{arm!r}": float(p) for arm, p in zip(self.arms, self.probabilities)}
+        return {f"p_lambda_{arm!r}": float(p) for arm, p in zip(self.arms, self.probabilities, strict=True)}
 
     def sample(self) -> float:
         """Draw an arm (ε uniformly, else by softmax of the scores) and return its λ."""

@@ -84,7 +84,7 @@ def build_test_set(task: str, policies: Sequence[MeanAction], episodes: int = EP
                 parts.append((episode.obs, episode.act, episode.next_obs, np.full(len(episode.rew), index, np.int8)))
     finally:
         real.close()
-    obs, act, next_obs, behaviour = (np.concatenate(column) for column in zip(*parts))
+    obs, act, next_obs, behaviour = (np.concatenate(column) for column in zip(*parts, strict=True))
     return TestSet(obs.astype(np.float32), act.astype(np.float32), next_obs.astype(np.float32), behaviour)
 
 

@@ -253,6 +253,6 @@ def ppo_summary(updates: Sequence[PPOMetrics]) -> dict[str, float]:
     device for all of them."""
     values = np.asarray(jax.device_get(list(updates)), np.float64)  # [updates, fields]
     summary = {}
-    for name, column in zip(PPOMetrics._fields, values.T):
+    for name, column in zip(PPOMetrics._fields, values.T, strict=True):
         summary[f"ppo_{name}_mean"], summary[f"ppo_{name}_last"] = float(column.mean()), float(column[-1])
     return summary

@@ -58,7 +58,7 @@ class EnvGroup(gym.Env):
         seeds = np.asarray(options["seeds"])[self.offset : self.offset + len(self.envs)]
         self._running = seeds != UNUSED
         self._obs = np.zeros(self.observation_space.shape)
-        for i, (env, s) in enumerate(zip(self.envs, seeds)):
+        for i, (env, s) in enumerate(zip(self.envs, seeds, strict=True)):
             if s != UNUSED:
                 self._obs[i] = env.reset(seed=None if s == UNSEEDED else int(s))[0]
         return self._obs.copy(), {}
