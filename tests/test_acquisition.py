@@ -128,7 +128,7 @@ SCRIPT_G_HAT = {
 }
 
 
-@pytest.mark.parametrize("baseline, first", list(SCRIPT_G_HAT))
+@pytest.mark.parametrize(("baseline", "first"), list(SCRIPT_G_HAT))
 def test_bandit_g_hat_over_a_scripted_run_matches_hand_computed_values(baseline, first):
     bandit = ExpWeights(arms=(0.0, 0.5), lr=1.0, eps=0.0, decay=0.5, window=2, baseline=baseline, seed=0)
     if first is not None:
@@ -142,7 +142,7 @@ def test_bandit_g_hat_over_a_scripted_run_matches_hand_computed_values(baseline,
 
 
 @pytest.mark.parametrize(
-    "baseline, weighting, expected",
+    ("baseline", "weighting", "expected"),
     [
         # ĝ (previous) 0, 1, −2, 0.5; chosen arms have p = 1: arm 1: 0 + 1 = 1, then 0.5·1 − 2 =
         # −1.5; arm 0: 0, then 0.5·0 + 0.5 = 0.5

@@ -245,7 +245,7 @@ def test_non_finite_predictions_raise_naming_member_and_epoch(small_store):
     broken = model.replace(
         params=jax.tree_util.tree_map(lambda p: p.at[3].set(jnp.nan), model.params)
     )
-    with pytest.raises(NonFiniteLossError, match="member 3 .* at epoch 0"):
+    with pytest.raises(NonFiniteLossError, match=r"member 3 .* at epoch 0"):
         run_fit(small_store, broken, max_epochs=5)
 
 
@@ -254,7 +254,7 @@ def test_non_finite_training_data_raises_naming_member_and_epoch(small_store):
     train = small_store.train_set(np.random.default_rng(0))
     train.obs[5, 0] = np.nan
     with pytest.raises(
-        FloatingPointError, match="member 0 has a non-finite training loss .* at epoch 1"
+        FloatingPointError, match=r"member 0 has a non-finite training loss .* at epoch 1"
     ):
         fit(
             model,

@@ -45,7 +45,7 @@ def test_dimensions(name):
 
 @pytest.mark.parametrize("name", list(DIMS))
 def test_reward_and_done_match_env(name):
-    env, task, rows = rollout(name)
+    _, task, rows = rollout(name)
     obs2 = np.stack([r[2] for r in rows])
     act = np.stack([r[1] for r in rows])
     env_rew = np.array([r[3] for r in rows])
@@ -54,7 +54,7 @@ def test_reward_and_done_match_env(name):
     if name == "ant":  # the model never sees the contact cost; the env's reward includes it
         expected = expected + np.array([-r[6]["reward_contact"] for r in rows])
         assert np.any(np.array([r[6]["reward_contact"] for r in rows]) != 0)
-    for o2, a, want, t in zip(obs2, act, expected, term):
+    for o2, a, want, t in zip(obs2, act, expected, term, strict=True):
         assert task.reward(o2, a) == pytest.approx(want, rel=1e-5, abs=1e-6)
         assert bool(task.done(o2)) == bool(t)
     # batched, under jit, on stacked arrays
@@ -172,7 +172,7 @@ def test_cli_envs_lists_and_rejects(capsys):
 
     assert main(["envs"]) == 0
     out = capsys.readouterr().out
-    for name, (o, a, h) in DIMS.items():
+    for name, (o, _, _) in DIMS.items():
         assert f"{name}" in out and f" {o} " in out
     assert main(["envs", "cheetah"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -20,7 +20,7 @@ def test_a_bonus_of_ones_own_is_named_by_module_and_function():
 
 
 @pytest.mark.parametrize(
-    "name, fragment",
+    ("name", "fragment"),
     [
         ("nope", "valid bonuses: reward, state, or package.module:function"),
         ("no_such_module_here:f", "cannot import no_such_module_here"),

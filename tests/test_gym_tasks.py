@@ -40,7 +40,7 @@ POINT = "point_mass:POINT_MASS"
 
 
 @pytest.mark.parametrize(
-    "name, obs_dim, act_dim, bound, horizon, dt",
+    ("name", "obs_dim", "act_dim", "bound", "horizon", "dt"),
     [("Pendulum-v1", 3, 1, 2.0, 200, 0.05), ("InvertedPendulum-v5", 4, 1, 3.0, 1000, 0.04), ("MountainCarContinuous-v0", 2, 1, 1.0, 999, 0.0)],
 )
 def test_gymnasium_task_from_its_spaces_and_time_limit(name, obs_dim, act_dim, bound, horizon, dt):
@@ -231,14 +231,14 @@ def test_bad_task_input_is_one_line_exit_2_files_untouched(case, finished_run, c
 def test_missing_package_of_own_task_is_a_config_error(monkeypatch):
     missing = envs.TaskSpec(lambda: __import__("no_such_physics_engine_rp1"), horizon=10)
     monkeypatch.setattr(point_mass, "MISSING", missing, raising=False)
-    with pytest.raises(ConfigError, match="a package it needs is missing .*no_such_physics_engine_rp1"):
+    with pytest.raises(ConfigError, match=r"a package it needs is missing .*no_such_physics_engine_rp1"):
         envs.make("point_mass:MISSING")
 
 
 def test_bad_task_spec_is_refused_where_it_is_written():
-    with pytest.raises(ConfigError, match="TaskSpec.horizon"):
+    with pytest.raises(ConfigError, match=r"TaskSpec.horizon"):
         envs.TaskSpec(point_mass.PointMass, horizon=0)
-    with pytest.raises(ConfigError, match="TaskSpec.reward must be callable"):
+    with pytest.raises(ConfigError, match=r"TaskSpec.reward must be callable"):
         envs.TaskSpec(point_mass.PointMass, reward=1.0)
 
 

@@ -54,7 +54,7 @@ def test_a_value_that_is_not_a_number_is_refused_and_nothing_written(tmp_path):
     run.write_metrics([OLD_ROW])
     before = (tmp_path / METRICS).read_bytes()
     for value in ("fast", True, [1.0]):
-        with pytest.raises(ValueError, match="metrics column odd holds .*, not a number"):
+        with pytest.raises(ValueError, match=r"metrics column odd holds .*, not a number"):
             run.append_metrics({**OLD_ROW, "odd": value})
     assert (tmp_path / METRICS).read_bytes() == before
 
@@ -104,4 +104,4 @@ def test_every_method_keeps_every_column_it_had_bit_for_bit(tmp_path):
         _, now = header_and_rows(RunDir(run))
         old = [c for c in before[0] if c not in TIMING_COLUMNS]
         assert [{c: r[c] for c in old} for r in now] == [{c: r[c] for c in old} for r in before], name
-        assert "ppo_approx_kl_mean" in now[0] and "phase_stop" in now[0] or name.endswith("modelfree"), name
+        assert ("ppo_approx_kl_mean" in now[0] and "phase_stop" in now[0]) or name.endswith("modelfree"), name

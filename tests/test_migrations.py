@@ -164,7 +164,7 @@ def test_a_checkpoint_of_an_older_layout_is_not_resumed(tmp_path):
     (tmp_path / "run" / "checkpoint").mkdir()
     (tmp_path / "run" / "checkpoint" / "state.msgpack").write_bytes(b"an older layout")
     before = snapshot(tmp_path / "run")
-    with pytest.raises(ConfigError, match="config.json was written by an rp1 of config schema 3, whose checkpoints .* --overwrite"):
+    with pytest.raises(ConfigError, match=r"config.json was written by an rp1 of config schema 3, whose checkpoints .* --overwrite"):
         RunDir(tmp_path / "run").prepare(migrate(old), resume=True)
     assert snapshot(tmp_path / "run") == before
     # the checkpoint's own copy of the config is checked too
@@ -172,7 +172,7 @@ def test_a_checkpoint_of_an_older_layout_is_not_resumed(tmp_path):
     run = RunDir(tmp_path / "other")
     run.prepare(streams)
     run.save_checkpoint({})
-    with pytest.raises(ConfigError, match="checkpoint .* schema 2, whose checkpoints this rp1 cannot continue"):
+    with pytest.raises(ConfigError, match=r"checkpoint .* schema 2, whose checkpoints this rp1 cannot continue"):
         run.load_checkpoint(migrate(streams))
 
 
@@ -196,7 +196,7 @@ def test_a_run_written_just_before_schemas_keeps_its_marker_and_policy_files():
 
 
 def fixture_cmd(out: Path, sets: dict[str, str]) -> list[str]:
-    items = sum((["--set", f"{k}={v}"] for k, v in sets.items()), [])
+    items = [arg for k, v in sets.items() for arg in ("--set", f"{k}={v}")]
     return ["train", "--preset", "halfcheetah-rp1", "--seed", "0", "--budget", "600", "--out", str(out), "--quiet", "--resume", *items]
 
 

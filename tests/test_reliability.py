@@ -124,7 +124,7 @@ def test_checkpoint_that_cannot_be_read_is_one_line_exit_1_and_debug_shows_the_t
     monkeypatch.setenv("RP1_DEBUG", "1")
     with pytest.raises(StorageError, match="Is a directory"):
         main(train_args(copied_run, "--resume"))
-    with pytest.raises(ConfigError, match="policy.lr must be a finite number"):
+    with pytest.raises(ConfigError, match=r"policy.lr must be a finite number"):
         main(train_args(copied_run, "--resume", "--set", "policy.lr=nan"))
     assert capsys.readouterr().err == ""  # no one-line error instead of the traceback
     assert snapshot(copied_run) == before
@@ -263,7 +263,7 @@ def test_checkpoint_of_another_config_is_refused(finished_run, tmp_path, capsys)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signal_stops_the_run_inside_a_compiled_call_and_it_resumes(sig, code, finished_run, tmp_path):
     """The driver holds the run inside a compiled JAX call (its first policy update, after the first
     checkpoint) and says so; only then is the signal sent."""

@@ -280,8 +280,10 @@ def test_unfinished_and_malformed_metrics_rows_are_left_out_with_a_note(tmp_path
     assert loaded.notes == [
         "ant-rp1/seed0: metrics.csv line 4 has a field that is not a number — row left out",
         "ant-rp1/seed0: metrics.csv line 5 has 4 fields, its header 12 — row left out",
-        "ant-rp1/seed0: metrics.csv line 6 is unfinished (no newline: cut while written) — "
-        "row left out",
+        (
+            "ant-rp1/seed0: metrics.csv line 6 is unfinished (no newline: cut while written) — "
+            "row left out"
+        ),
     ]
     write_tables(tmp_path / "runs", tmp_path / "out")
     index = write_index(loaded, [], tmp_path / "out").read_text()

@@ -70,9 +70,8 @@ def test_owning_uses_the_callers_lock_or_takes_one(tmp_path):
         with owning(tmp_path / "run", lock) as same:
             assert same is lock
         assert lock.held
-        with pytest.raises(RuntimeError):
-            with owning(tmp_path / "other", lock):
-                pass
+        with pytest.raises(RuntimeError), owning(tmp_path / "other", lock):
+            pass
     with owning(tmp_path / "run") as new:
         assert new.held
     assert not new.held
@@ -100,7 +99,7 @@ def test_a_file_system_without_locks_fails_with_its_cause(tmp_path, monkeypatch)
         raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
 
     monkeypatch.setattr(runlock.fcntl, "lockf", no_locks)
-    with pytest.raises(StorageError, match="No locks available.*POSIX advisory locks"):
+    with pytest.raises(StorageError, match=r"No locks available.*POSIX advisory locks"):
         RunLock(tmp_path / "run").acquire()
     assert not (tmp_path / "run").exists()
 
@@ -148,8 +147,8 @@ def test_two_trains_race_one_runs_the_other_exits_2_naming_it(tmp_path):
         first.send_signal(signal.SIGCONT)
     assert second.returncode == 2, second.stderr
     errors = [line for line in second.stderr.splitlines() if line.startswith("rp1:")]
-    assert errors == [f"rp1: error: {out} is in use by pid {first.pid} on host {socket.gethostname()} since {holder.since}; "
-                      "wait until it ends (or stop it), then pass --resume to continue the run"]  # fmt: skip
+    assert errors == [(f"rp1: error: {out} is in use by pid {first.pid} on host {socket.gethostname()} since {holder.since}; "
+                       "wait until it ends (or stop it), then pass --resume to continue the run")]  # fmt: skip
     assert first.wait() == 0, first.stderr.read()
     assert RunDir(out).is_finished() and iterations(out) == list(range(len(iterations(out))))
     assert not (out / LOCK).exists()
@@ -198,7 +197,7 @@ def test_a_sweep_leaves_a_run_owned_elsewhere_then_finishes_it(tmp_path, capsys)
 @pytest.mark.slow
 def test_two_sweeps_over_one_output_run_each_run_once(tmp_path):
     """Started together: whatever the interleaving, every run is run by exactly one of them."""
-    sets = sum((["--set", f"{k}={v}"] for k, v in TINY.items()), [])
+    sets = [arg for k, v in TINY.items() for arg in ("--set", f"{k}={v}")]
     cmd = [sys.executable, "-m", "rp1", "sweep", "--presets", ",".join(SWEEP), "--seeds", "0", "--budget", str(SWEEP_BUDGET), "--workers", "1", "--out", str(tmp_path), *sets]  # fmt: skip
     sweeps = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(2)]
     outputs = [sweep.communicate()[0] for sweep in sweeps]

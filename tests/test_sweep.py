@@ -148,7 +148,7 @@ def test_run_directory_of_another_config_is_refused_untouched(tmp_path):
     other = RunDir(tmp_path / "halfcheetah-vr" / "seed1")
     other.prepare(tiny_config("halfcheetah-vr", 1).to_dict() | {"budget": 900}, resume=False)
     before = snapshot(tmp_path)
-    with pytest.raises(ConfigError, match="another config.*budget"):
+    with pytest.raises(ConfigError, match=r"another config.*budget"):
         tiny_sweep(tmp_path)
     assert snapshot(tmp_path) == before
 

@@ -73,7 +73,7 @@ def test_rendering_gives_the_evaluations_returns(gl, run):
     frames: dict[int, tuple] = {}
     returns = render_episodes(result.policy, result.replay, (64, 48), lambda k, f: frames.setdefault(k, np.shape(f)))
     np.testing.assert_array_equal(returns, result.returns)
-    assert frames == {k: (HORIZON + 1, 48, 64, 3) for k in range(3)}
+    assert frames == dict.fromkeys(range(3), (HORIZON + 1, 48, 64, 3))
 
 
 def test_train_video_renders_every_new_best(video_extra, gl, tmp_path):
@@ -106,7 +106,7 @@ def test_no_opengl_one_line_exit_1_nothing_written(video_extra, run, tmp_path, c
     assert snapshot(run) == before and not (tmp_path / "v.mp4").exists()
 
     args = ["train", "--preset", "halfcheetah-rp1", "--budget", "300", "--out", tmp_path / "train", "--quiet", "--video"]
-    code, _, err = run_cli(args + sum((["--set", f"{k}={v}"] for k, v in SETS.items()), []), capsys)
+    code, _, err = run_cli(args + [arg for k, v in SETS.items() for arg in ("--set", f"{k}={v}")], capsys)
     assert code == 1 and len(err) == 1 and "MUJOCO_GL" in err[0]
     assert not (tmp_path / "train").exists()
 

@@ -185,7 +185,7 @@ def parse_seeds(text: str) -> list[int]:
         ranges = [(int(lo), int(hi) if sep else int(lo)) for lo, sep, hi in (part.strip().partition("-") for part in text.split(","))]
     except ValueError:
         raise ConfigError(f"--seeds expects e.g. 0-9 or 0,2,5, got {text!r}") from None
-    if not all(0 <= first and last < SEED_LIMIT and last - first < MAX_SEEDS for first, last in ranges):  # before a range too long to hold is made
+    if not all(first >= 0 and last < SEED_LIMIT and last - first < MAX_SEEDS for first, last in ranges):  # before a range too long to hold is made
         raise ConfigError(f"--seeds must name at most {MAX_SEEDS:,} seeds in [0, {SEED_LIMIT}) (2**31 - 2**22), got {text!r}")
     seeds = {seed for first, last in ranges for seed in range(first, last + 1)}
     if not seeds or len(seeds) > MAX_SEEDS:

@@ -268,10 +268,8 @@ class VideoFile:
             raise ValueError(f"frame of shape {frame.shape}, expected {(self.size[1], self.size[0], 3)}")
         self.frames += 1
         if self._ffmpeg is not None:
-            try:
+            with contextlib.suppress(BrokenPipeError):  # ffmpeg ended: __exit__ says why
                 self._ffmpeg.stdin.write(np.ascontiguousarray(frame, np.uint8).tobytes())
-            except BrokenPipeError:  # ffmpeg ended: __exit__ says why
-                pass
         else:
             self._gif.append(_gif_frame(frame))
 

@@ -34,7 +34,7 @@ def _parse(text: str, hint, key: str):
                 raise ValueError
             return text.lower() in ("true", "1", "yes")
         if typing.get_origin(hint) is tuple:
-            (item,) = set(a for a in typing.get_args(hint) if a is not Ellipsis)
+            (item,) = {a for a in typing.get_args(hint) if a is not Ellipsis}
             return tuple(item(x) for x in text.split(",") if x.strip())
         if hint is int:
             return int(float(text)) if float(text).is_integer() else int(text)

@@ -171,7 +171,7 @@ def validate(cfg: Config) -> Config:
         _check(cfg.policy.batch_steps >= 1, f"policy.batch_steps must be >= 1, got {cfg.policy.batch_steps}")
         return cfg
     _check(cfg.budget >= col.phase_cap, f"budget ({cfg.budget}) must be at least one phase (collect.phase_cap = {col.phase_cap})")
-    uses_bonus = lam.mode == "adaptive" and max(lam.arms) > 0 or lam.value > 0
+    uses_bonus = (lam.mode == "adaptive" and max(lam.arms) > 0) or lam.value > 0
     _check(cfg.model.members >= 2 or not uses_bonus, f"model.members must be >= 2 with a variance bonus, got {cfg.model.members}")
     task.source("reward", cfg.model.reward)
     task.source("done", cfg.model.done)
