@@ -66,8 +66,7 @@ STREAMS = ("env", "eval_env", "start_states", "noise", "subsample", "bandit", "j
 """The run's random streams, in spawn order (append new ones at the end to keep the others)."""
 
 
-@struct.dataclass
-class Learner:
+class Learner(struct.PyTreeNode):
     """The JAX side of a model-based run: what the compiled fit and policy training read and write."""
 
     key: jax.Array  # the run's key; each fit and each policy training splits one off

@@ -75,8 +75,7 @@ def sample_actions(
 # --- the agent ----------------------------------------------------------------------------------
 
 
-@struct.dataclass
-class PolicyLearner:
+class PolicyLearner(struct.PyTreeNode):
     """The JAX side of a model-free run."""
 
     key: jax.Array  # run key; update u's noise key is fold_in(key, u)

@@ -8,6 +8,7 @@ evaluates with ``jax.vmap``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -43,7 +44,7 @@ def mlp_apply(params: Params, x: jax.Array, activation: Callable = jax.nn.relu) 
     return x @ w + b
 
 
-def member_count(params) -> int:
+def member_count(params: Any) -> int:
     """``M``, the leading (member) axis of stacked parameters (``jax.vmap`` of :func:`mlp_init`);
     static, read from the first leaf."""
     return jax.tree_util.tree_leaves(params)[0].shape[0]

@@ -71,9 +71,9 @@ class ExpWeights:
         for name, value in (("eps", eps), ("decay", decay)):
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {value}")
-        for name, value, allowed in (("weighting", weighting, WEIGHTINGS), ("baseline", baseline, BASELINES)):
-            if value not in allowed:
-                raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+        for name, choice, allowed in (("weighting", weighting, WEIGHTINGS), ("baseline", baseline, BASELINES)):
+            if choice not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {choice!r}")
         self.arms = tuple(float(a) for a in arms)
         self.lr, self.eps, self.decay, self.weighting, self.baseline = lr, eps, decay, weighting, baseline
         self.scores = np.zeros(len(self.arms))
@@ -118,6 +118,7 @@ class ExpWeights:
         if self.played is not None:
             i = self.played
             decayed = self.decay * self.scores[i]
+            assert self.played_prob is not None  # set with played (_play)
             weight = self.played_prob if self.weighting == "probability" else max(np.exp(decayed), 1e-4)
             self.scores[i] = decayed + self.lr * g_hat / weight
             self.played = self.played_prob = None

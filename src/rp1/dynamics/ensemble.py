@@ -31,8 +31,7 @@ STATE_CLIP = 3.0
 ACTION_CLIP = 3.0
 
 
-@struct.dataclass
-class Ensemble:
+class Ensemble(struct.PyTreeNode):
     """World-model state: stacked member parameters (leading axis ``M``) and the normalisers; with
     learned reward / termination also the members' heads (leading axis ``M``) and the reward
     normaliser (:mod:`rp1.dynamics.heads`), ``None`` otherwise."""

@@ -45,7 +45,7 @@ from rp1.dynamics.losses import masked_member_losses, row_errors
 from rp1.dynamics.normalizer import normalize, normalizer_fit, normalizer_update
 from rp1.dynamics.parts import ModelParts
 from rp1.dynamics.store import Dataset
-from rp1.nn import member_count
+from rp1.nn import Params, member_count
 
 LEARNING_RATE = 1e-3  # SPEC §3
 BATCH_SIZE = 1024
@@ -73,7 +73,7 @@ class FitSettings:
     max_epochs: int = MAX_EPOCHS
     stop_on: str = STOP_ON_CHOICES[0]
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.stop_on not in STOP_ON_CHOICES:
             raise ValueError(f"stop_on must be one of {', '.join(STOP_ON_CHOICES)}, got {self.stop_on!r}")
         for name, low in (("batch_size", 1), ("check_every", 1), ("patience", 1), ("max_epochs", 0)):
@@ -81,8 +81,7 @@ class FitSettings:
                 raise ValueError(f"{name} must be >= {low}, got {getattr(self, name)}")
 
 
-@struct.dataclass
-class FitState:
+class FitState(struct.PyTreeNode):
     """What the compiled training carries, stacked over members (leading axis ``M``): the current
     and best weights (:class:`ModelParts` of the dynamics MLPs and the heads), the per-member Adam
     state, each member's best validation losses (dynamics MSE ``[M]``, head loss ``[M]`` or
@@ -201,7 +200,9 @@ def _minibatch_update(
     start, rows = batch
     mask = start + jnp.arange(rows.shape[1]) < data.count
 
-    def member_step(weights: ModelParts, opt_state: optax.OptState, idx: jax.Array):
+    def member_step(
+        weights: ModelParts, opt_state: optax.OptState, idx: jax.Array
+    ) -> tuple[ModelParts, optax.OptState, jax.Array]:
         def loss(w: ModelParts) -> tuple[jax.Array, jax.Array]:
             err_sum = jnp.sum(jnp.where(mask, _row_losses(w, model, data, idx), 0.0))
             return err_sum / jnp.sum(mask), err_sum
@@ -210,14 +211,18 @@ def _minibatch_update(
         updates, opt_state = optimizer.update(grads, opt_state, weights)
         return optax.apply_updates(weights, updates), opt_state, err_sum
 
-    def step(carry: tuple[ModelParts, optax.OptState]):
+    def step(carry: tuple[ModelParts, optax.OptState]) -> tuple[tuple[ModelParts, optax.OptState], jax.Array]:
         weights, opt_state, err_sum = jax.vmap(member_step)(*carry, rows)
         return (weights, opt_state), err_sum
 
-    def skip(carry: tuple[ModelParts, optax.OptState]):
+    def skip(carry: tuple[ModelParts, optax.OptState]) -> tuple[tuple[ModelParts, optax.OptState], jax.Array]:
         return carry, jnp.zeros((rows.shape[0],))
 
     return jax.lax.cond(start < data.count, step, skip, carry)
+
+
+EpochCarry = tuple[ModelParts, optax.OptState, jax.Array]
+"""What :func:`train_epochs` carries from epoch to epoch: weights, Adam's state, the shuffling key."""
 
 
 @functools.partial(jax.jit, static_argnames=("lr", "batch_size", "epochs"))
@@ -240,7 +245,7 @@ def train_epochs(
     n_batches = -(-train.obs.shape[0] // batch_size)
     starts = jnp.arange(n_batches) * batch_size
 
-    def epoch(carry: tuple[ModelParts, optax.OptState, jax.Array]):
+    def epoch(carry: EpochCarry) -> tuple[EpochCarry, jax.Array]:
         weights, opt_state, key = carry
         key, sub = jax.random.split(key)
         rows = _shuffles(sub, members, train, n_batches * batch_size)
@@ -249,10 +254,10 @@ def train_epochs(
         (weights, opt_state), err_sums = jax.lax.scan(update, (weights, opt_state), (starts, rows))
         return (weights, opt_state, key), err_sums.sum(0) / train.count
 
-    def skip(carry: tuple[ModelParts, optax.OptState, jax.Array]):
+    def skip(carry: EpochCarry) -> tuple[EpochCarry, jax.Array]:
         return carry, jnp.zeros((members,))
 
-    def maybe_epoch(carry: tuple[ModelParts, optax.OptState, jax.Array], index: jax.Array):
+    def maybe_epoch(carry: EpochCarry, index: jax.Array) -> tuple[EpochCarry, jax.Array]:
         return jax.lax.cond(index < n_epochs, epoch, skip, carry)
 
     init = (state.weights, state.opt_state, state.key)
@@ -280,7 +285,7 @@ def _check(state: FitState, model: Ensemble, val: Dataset) -> Check:
     losses = _validation_losses(state.weights, model, val)
     improved = jax.tree_util.tree_map(jnp.less, losses, state.best_losses)
 
-    def keep(better: jax.Array, best, current):
+    def keep(better: jax.Array, best: Params, current: Params) -> Params:
         def pick(b: jax.Array, c: jax.Array) -> jax.Array:
             return jnp.where(better.reshape(-1, *[1] * (c.ndim - 1)), c, b)
 

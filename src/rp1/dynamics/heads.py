@@ -47,6 +47,7 @@ def refresh_reward_normalizer(model: Ensemble, rew: jax.Array) -> Ensemble:
     normaliser is, SPEC §2); a model without heads is returned unchanged."""
     if model.heads is None:
         return model
+    assert model.rew_norm is not None  # set with the heads (with_heads)
     return model.replace(rew_norm=normalizer_fit(model.rew_norm, jnp.asarray(rew)[:, None]))
 
 
@@ -70,6 +71,7 @@ def head_row_errors(
     binary cross-entropy of the termination logit against ``done`` (0/1), both in nats/units of
     one transition. ``heads``: one member's (unstacked) head; ``obs, next_obs [..., obs_dim]``,
     ``act [..., act_dim]``, ``rew, done [...]`` -> ``[...]``."""
+    assert model.rew_norm is not None, "a model with heads (with_heads)"
     out = mlp_apply(heads, head_inputs(model, obs, act, next_obs))
     target = standardize(model.rew_norm, rew[..., None])[..., 0]
     bce = optax.sigmoid_binary_cross_entropy(out[..., DONE], done)
@@ -85,6 +87,7 @@ def predict_heads(
     ``next_obs [M, ..., obs_dim]``; ``obs [..., obs_dim]`` and ``act [..., act_dim]`` are shared by
     the members or per member (leading ``M``).
     """
+    assert model.heads is not None and model.rew_norm is not None, "a model with heads (with_heads)"
     batch = next_obs.shape[:-1]
     obs = jnp.broadcast_to(obs, next_obs.shape)
     act = jnp.broadcast_to(act, (*batch, act.shape[-1]))

@@ -49,13 +49,13 @@ def masked_member_losses(weights: ModelParts, model: Ensemble, data: Dataset) ->
             f"dataset capacity {capacity} is not a multiple of {chunk}; use padded_dataset"
         )
 
-    def split(x: jax.Array) -> jax.Array:
-        return x.reshape(-1, chunk, *x.shape[1:])
+    def split(x: jax.Array | np.ndarray) -> jax.Array:
+        return jnp.reshape(x, (-1, chunk, *x.shape[1:]))
 
     def masked_sum(err: jax.Array, row: jax.Array) -> jax.Array:
         return jnp.sum(jnp.where(row < data.count, err, 0.0), axis=-1)
 
-    def add_chunk(totals, xs: tuple[jax.Array, ...]):
+    def add_chunk(totals: ModelParts, xs: tuple[jax.Array, ...]) -> tuple[ModelParts, None]:
         obs, act, next_obs, rew, done, row = xs
         err = jax.vmap(row_errors, in_axes=(0, None, None, None, None))(
             params, model, obs, act, next_obs

@@ -18,8 +18,7 @@ from flax import struct
 VAR_FLOOR = 1e-4
 
 
-@struct.dataclass
-class Normalizer:
+class Normalizer(struct.PyTreeNode):
     """Running statistics of a ``[dim]`` quantity.
 
     ``mean``/``var`` ``[dim]``, ``count`` ``[]`` (float, number of rows seen). ``clip`` (static) bounds

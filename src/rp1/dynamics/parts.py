@@ -22,8 +22,7 @@ from flax import serialization, struct
 FIELDS = ("dynamics", "heads")
 
 
-@struct.dataclass
-class ModelParts:
+class ModelParts(struct.PyTreeNode):
     """One value per part of the world model: ``dynamics`` and ``heads`` (``None`` without heads)."""
 
     dynamics: Any

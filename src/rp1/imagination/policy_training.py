@@ -44,7 +44,7 @@ import optax
 from flax import struct
 
 from rp1.errors import ConfigError
-from rp1.imagination.rollouts import Imagination, imagine, member_returns
+from rp1.imagination.rollouts import Imagination, WorldModel, imagine, member_returns
 from rp1.nn import member_count
 from rp1.policy.networks import DEFAULT_ACTION_STD, Policy
 from rp1.policy.ppo import PPOMetrics, PPOSettings, ppo_summary, ppo_update
@@ -56,8 +56,7 @@ STOP_WINDOW = 6
 BATCH_STEPS = 50_000
 
 
-@struct.dataclass
-class StopRule:
+class StopRule(struct.PyTreeNode):
     """State of ME-TRPO's stop rule over ``M`` members."""
 
     best_returns: jax.Array  # [M] best return of each member so far (−inf before any check)
@@ -145,8 +144,7 @@ class PolicyTraining:
         return PolicyStepSettings(self.imagination, self.ppo)
 
 
-@struct.dataclass
-class TrainState:
+class TrainState(struct.PyTreeNode):
     """Everything one policy update reads and writes."""
 
     policy: Policy
@@ -188,7 +186,7 @@ class TrainInfo(NamedTuple):
         }
 
 
-TrainStep = Callable[[TrainState, Any, jax.Array, "jax.Array | float"], tuple[TrainState, StepMetrics]]
+TrainStep = Callable[[TrainState, WorldModel, jax.Array, "jax.Array | float"], tuple[TrainState, StepMetrics]]
 """``step(state, model, start_obs [N, obs_dim], lam) -> (state, metrics)``: one compiled update."""
 
 
@@ -196,7 +194,7 @@ TrainStep = Callable[[TrainState, Any, jax.Array, "jax.Array | float"], tuple[Tr
 def _train_step(
     settings: PolicyStepSettings,
     state: TrainState,
-    model,
+    model: WorldModel,
     start_obs: jax.Array,
     lam: jax.Array | float,
     first_check: jax.Array | int,
@@ -235,7 +233,7 @@ def make_train_step(training: PolicyTraining) -> TrainStep:
 
 def train_policy(
     training: PolicyTraining,
-    model,
+    model: WorldModel,
     policy: Policy,
     opt_state: optax.OptState,
     start_obs: jax.Array,

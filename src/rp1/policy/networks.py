@@ -36,8 +36,7 @@ ACTOR_OUT_SCALE = 0.01  # a near-zero initial mean: the first policy acts like p
 CRITIC_OUT_SCALE = 1.0
 
 
-@struct.dataclass
-class Policy:
+class Policy(struct.PyTreeNode):
     """Actor and critic parameters (two independent :mod:`rp1.nn` MLPs)."""
 
     actor: Params
