@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 import importlib
 from functools import partial
+from types import ModuleType
+from typing import Any
 
 import gymnasium as gym
 
@@ -51,7 +53,7 @@ def gymnasium_spec(env_id: str) -> TaskSpec:
     return TaskSpec(partial(gym.make, unlimited), horizon=registered.max_episode_steps)
 
 
-def import_module_of(reference: str, what: str):
+def import_module_of(reference: str, what: str) -> tuple[ModuleType, str]:
     """``(module, attribute)`` of ``reference``, ``package.module:attribute``, with the module
     imported; ConfigError naming ``what`` (``"task"``, ``"bonus"``) if it is not of that form or
     does not import."""
@@ -64,7 +66,7 @@ def import_module_of(reference: str, what: str):
         raise ConfigError(f"{what} {reference!r}: cannot import {module_name} ({type(err).__name__}: {err})") from None
 
 
-def import_reference(reference: str, what: str):
+def import_reference(reference: str, what: str) -> Any:
     """The object at ``package.module:attribute``, importing the module (:func:`import_module_of`);
     ConfigError naming ``what`` if the module has no such attribute."""
     module, attribute = import_module_of(reference, what)

@@ -35,12 +35,12 @@ class TaskSpec:
         POINT = TaskSpec(PointEnv, horizon=50, reward=lambda s, a: -(s[..., :2] ** 2).sum(-1))
     """
 
-    make_env: Callable[[], gym.Env]
+    make_env: Callable[..., gym.Env]
     horizon: int | None = None
     reward: Callable | None = None
     done: Callable | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         optional = {"reward": self.reward, "done": self.done}
         for field, value in {"make_env": self.make_env, **optional}.items():
             if not callable(value) and not (field in optional and value is None):
@@ -78,6 +78,7 @@ def build(
         env.unwrapped.np_random = np.random.default_rng(seed)
         limited.action_space.seed(seed)
     space = env.action_space
+    assert isinstance(space, Box)  # checked by _check_spaces
     task = Task(
         name=name,
         obs_dim=obs_dim,

@@ -120,7 +120,7 @@ def collect(real: RealEnvs, act_fn: ActFn, seeds: np.ndarray, max_steps: int | N
 def mean_policy(mean_action: MeanAction) -> ActFn:
     """The deterministic policy ``a = mean(s)`` as an :data:`ActFn` (log-probabilities 0)."""
 
-    def act(obs, episode, t):
+    def act(obs: np.ndarray, episode: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray]:
         return np.asarray(mean_action(obs)), np.zeros(len(obs), np.float32)
 
     return act
@@ -130,7 +130,7 @@ def noisy_policy(mean_action: MeanAction, noise_std: float, rng: np.random.Gener
     """``a = mean(s) + noise_std·N(0, 1)`` (float64), the noise drawn from ``rng`` step by step
     (nothing drawn when ``noise_std == 0``), as an :data:`ActFn` (log-probabilities 0)."""
 
-    def act(obs, episode, t):
+    def act(obs: np.ndarray, episode: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray]:
         a = np.asarray(mean_action(obs), np.float64)
         if noise_std > 0:
             a = a + noise_std * rng.standard_normal(a.shape)
