@@ -52,7 +52,8 @@ class ExpWeights:
     - ``weighting="exp-score"`` (the authors' reference code): ``score ← decay·score``, then
       ``score ← score + lr·ĝ / max(exp(score), 1e-4)`` with the decayed score.
 
-    ``seed`` is anything :func:`numpy.random.default_rng` takes (an int or a ``SeedSequence``).
+    ``seed`` is anything :func:`numpy.random.default_rng` takes (an int, a ``SeedSequence``, or a
+    ``Generator``, used as it is).
     """
 
     def __init__(
@@ -61,7 +62,7 @@ class ExpWeights:
         lr: float = LEARNING_RATE,
         eps: float = EPS,
         decay: float = DECAY,
-        seed: int | np.random.SeedSequence | None = None,
+        seed: int | np.random.SeedSequence | np.random.Generator | None = None,
         window: int = WINDOW,
         weighting: str = WEIGHTING,
         baseline: str = BASELINE,

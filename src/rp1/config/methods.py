@@ -94,7 +94,7 @@ UNSET_PHASE_CAP = 0
 for ``--set collect.phase_cap=N``."""
 
 
-def method_config(task: str, method: str, preset: str, **top) -> Config:
+def method_config(task: str, method: str, preset: str, **top: Any) -> Config:
     """The paper-scale config of ``method`` on ``task``."""
     m = MODEL_BASED_METHODS[method]
     cap = m.phase_cap(task)

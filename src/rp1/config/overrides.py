@@ -27,7 +27,7 @@ def settable_keys() -> list[str]:
     return keys
 
 
-def _parse(text: str, hint, key: str):
+def _parse(text: str, hint: typing.Any, key: str) -> typing.Any:
     try:
         if hint is bool:
             if text.lower() not in ("true", "false", "1", "0", "yes", "no"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import typing
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from rp1.config.methods import METHOD_TABLE, method_config, modelfree_config
@@ -49,22 +50,22 @@ def quick_config(task: str, preset: str) -> Config:
 
 
 def _build_presets() -> dict[str, tuple[str, typing.Callable[[], Config]]]:
-    presets = {}
+    presets: dict[str, tuple[str, typing.Callable[[], Config]]] = {}
     for task in task_names():
         for method in METHOD_TABLE:
             name = f"{task}-{method.name}"
             control = "" if method.in_paper else f" (a control beyond the paper: {method.label})"
             presets[name] = (
                 f"{method.name} on {task} at paper settings (10^5 samples){control}",
-                lambda t=task, m=method.name, n=name: method_config(t, m, n),
+                partial(method_config, task, method.name, name),
             )
         presets[f"{task}-quick"] = (
             f"{task}-rp1 at small scale (--scale small) with 10^4 samples: learns on a laptop CPU in minutes",
-            lambda t=task, n=f"{task}-quick": quick_config(t, n),
+            partial(quick_config, task, f"{task}-quick"),
         )
         presets[f"{task}-modelfree"] = (
             f"model-free PPO on {task} in the real env, 10^6 steps (--budget 5000000 or 10000000 for the others)",
-            lambda t=task, n=f"{task}-modelfree": modelfree_config(t, n),
+            partial(modelfree_config, task, f"{task}-modelfree"),
         )
     return presets
 

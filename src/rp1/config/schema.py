@@ -145,7 +145,7 @@ class Config:
         return _from_dict(cls, data)
 
 
-def _from_dict(cls, data: dict[str, Any]):
+def _from_dict(cls: Any, data: dict[str, Any]) -> Any:
     hints = typing.get_type_hints(cls)
     kwargs = {}
     for f in fields(cls):

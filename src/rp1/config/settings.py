@@ -46,9 +46,9 @@ def outcome_sources(cfg: Config, task: Task) -> dict[str, str]:
 
 def policy_training(cfg: Config, task: Task) -> PolicyTraining:
     """How the policy is trained in the model on ``task`` (``policy.*``, ``bonus``, the sources)."""
-    p = cfg.policy
+    p, sources = cfg.policy, outcome_sources(cfg, task)
     return PolicyTraining(
-        imagination=make_imagination(task, bonus=cfg.bonus, **outcome_sources(cfg, task)),
+        imagination=make_imagination(task, bonus=cfg.bonus, reward=sources["reward"], done=sources["done"]),
         ppo=ppo_settings(cfg),
         batch_steps=p.batch_steps,
         max_updates=p.max_updates,
