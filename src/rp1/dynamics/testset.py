@@ -58,13 +58,15 @@ class TestSet(NamedTuple):
     next_obs: np.ndarray
     behaviour: np.ndarray
 
-    __test__ = False  # not a pytest test class
-
     @property
     def scale(self) -> Normalizer:
         """The test set's own standardisation: mean and variance of ``next_obs`` per dimension
         (variance floored as every normaliser's), no clip."""
         return normalizer_fit(normalizer_init(self.next_obs.shape[1]), jnp.asarray(self.next_obs))
+
+
+# Not a pytest test class (set here: mypy takes a NamedTuple's class attributes for fields).
+TestSet.__test__ = False  # type: ignore[attr-defined]  # pytest's opt-out attribute
 
 
 def write_test_set(path: Path, test_set: TestSet) -> None:

@@ -18,7 +18,7 @@ import pandas as pd
 
 from rp1.config.methods import METHOD_LABELS
 from rp1.experiments.stats import significant
-from rp1.experiments.tables import RETURN, TableFrames, markdown_table, number
+from rp1.experiments.tables import RETURN, FrameRow, TableFrames, markdown_table, number
 from rp1.runs import write_atomically
 
 CLAIMS: tuple[tuple[str, str, str], ...] = (
@@ -55,9 +55,10 @@ def claim_table(frames: dict[str, TableFrames | None]) -> pd.DataFrame:
     :data:`CLAIMS` order, then table order: :data:`CLAIM_COLUMNS`."""
     rows = []
     for claim, table, comparison in CLAIMS:
-        if frames.get(table) is None:
+        frame = frames.get(table)
+        if frame is None:
             continue
-        tests = frames[table].tests
+        tests = frame.tests
         for test in tests[tests["comparison"] == comparison].itertuples():
             rows.append(
                 (claim, test.task, test.scale, test.samples, verdict(test.t, test.p))
@@ -72,7 +73,7 @@ def value_text(value: float, quantity: str) -> str:
     return number(value, decimals=1) if quantity == RETURN else f"{value:.3g}"
 
 
-def cell_text(cells: pd.DataFrame, row, method: str, quantity: str) -> str:
+def cell_text(cells: pd.DataFrame, row: FrameRow, method: str, quantity: str) -> str:
     """``Method median [q25, q75]`` of one cell of ``cells`` (indexed by task, scale, samples and
     method), written by :func:`value_text`."""
     cell = cells.loc[(row.task, row.scale, row.samples, method)]
@@ -88,6 +89,7 @@ def claims_text(claims: pd.DataFrame, frames: dict[str, TableFrames | None]) -> 
     rows = []
     for row in claims.itertuples():
         table = frames[table_of[row.claim]]
+        assert table is not None  # a claim's row comes from a table with runs (claim_table)
         quantity = table.spec.quantity
         rows.append(
             [

@@ -144,7 +144,7 @@ class RayExecutor:
         import ray
 
         if not ray.is_initialized():
-            local = {} if self.address else {"num_cpus": self.workers or os.cpu_count(), "include_dashboard": False}
+            local: dict[str, Any] = {} if self.address else {"num_cpus": self.workers or os.cpu_count(), "include_dashboard": False}
             ray.init(address=self.address, log_to_driver=False, **local)
             self._owns_ray = True
         gpus = self.gpus_per_run

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import itertools
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -76,7 +77,7 @@ def save(figure: Figure, path: Path) -> Path:
     return path
 
 
-def plot_median_iqr(ax: Axes, metrics: pd.DataFrame, methods: tuple[str, ...], per_row=stats.best_so_far) -> None:
+def plot_median_iqr(ax: Axes, metrics: pd.DataFrame, methods: tuple[str, ...], per_row: stats.PerRow = stats.best_so_far) -> None:
     """Median (line) and IQR (band) over runs of each method's ``per_row`` (by default the
     best-so-far evaluation return; :func:`stats.step_curves`).
 
@@ -182,7 +183,7 @@ def lambda_figure(summary: pd.DataFrame, tasks: tuple[str, ...], path: Path) -> 
     return save(figure, path)
 
 
-def plot_run_traces(ax: Axes, metrics: pd.DataFrame, x: str, y: str, **style) -> bool:
+def plot_run_traces(ax: Axes, metrics: pd.DataFrame, x: str, y: str, **style: Any) -> bool:
     """One thin trace per run of column ``y`` against ``x``, coloured by method, one legend entry
     per method and scale; says "no data" on the panel and returns False when ``y`` is empty."""
     rows = metrics.dropna(subset=[y])

@@ -193,7 +193,7 @@ def lambda_trend_text(trend: pd.DataFrame) -> str:
             str(row.runs),
             f"{row.slope:+.3f}",
             "—" if math.isnan(row.t) else f"{row.t:.2f} (p = {row.p:.3g})",
-            {1: "positive", -1: "negative"}.get(paper_direction(row.task, row.method), "—"),
+            {1: "positive", -1: "negative", None: "—"}.get(paper_direction(row.task, row.method), "—"),
             direction_verdict(row.task, row.method, row.slope, row.p),
         ]
         for row in trend.itertuples()

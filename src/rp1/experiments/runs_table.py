@@ -95,7 +95,7 @@ def read_config(run_dir: Path) -> dict:
         "budget": config["budget"],
         "phase_cap": collect.get("phase_cap", math.nan) if isinstance(collect, dict) else collect,
     }
-    kinds = {"seed": int, "budget": int, "phase_cap": (int, float)}
+    kinds: dict[str, type | tuple[type, ...]] = {"seed": int, "budget": int, "phase_cap": (int, float)}
     wrong = [
         f"{key} = {value!r}" for key, value in values.items()
         if isinstance(value, bool) or not isinstance(value, kinds.get(key, str))

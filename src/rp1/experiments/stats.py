@@ -9,6 +9,7 @@ updates 1, 2, …, all trained.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -197,19 +198,23 @@ def probability_of_improvement(a: np.ndarray, b: np.ndarray, seed: int = 0) -> I
     return Improvement(p, float(result.confidence_interval.low), float(result.confidence_interval.high))
 
 
+PerRow = Callable[[pd.DataFrame], np.ndarray]
+"""``per_row(run) -> [rows]``: a value at each row of one run (:func:`best_so_far`, :func:`latest`)."""
+
+
 def best_so_far(run: pd.DataFrame) -> np.ndarray:
     """One run's best trained ``eval_return`` so far at each of its rows (NaN before the first)."""
     returns, is_trained = run["eval_return"].to_numpy(dtype=float), trained(run).to_numpy()
     return np.fmax.accumulate(np.where(is_trained, returns, np.nan))
 
 
-def latest(column: str):
+def latest(column: str) -> PerRow:
     """``run -> [rows]``: one run's last value of ``column`` so far at each of its rows (NaN
     before the first)."""
     return lambda run: run[column].ffill().to_numpy(dtype=float)
 
 
-def step_curves(metrics: pd.DataFrame, grid: np.ndarray, per_row=best_so_far) -> np.ndarray:
+def step_curves(metrics: pd.DataFrame, grid: np.ndarray, per_row: PerRow = best_so_far) -> np.ndarray:
     """Per run, ``per_row(run)`` (a value per row, e.g. :func:`best_so_far`) at each grid point
     (real samples), ``[runs, grid]``.
 

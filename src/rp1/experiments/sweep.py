@@ -98,7 +98,7 @@ def run_jobs(executor: Executor, jobs: list[RunJob], skipped: int) -> list[RunOu
     return outcomes
 
 
-def counts(outcomes: list[RunOutcome], running: int, queued: int, skipped: int) -> dict[str, int]:
+def counts(outcomes: list[RunOutcome], running: int, queued: int, skipped: int) -> dict[str, Any]:
     """The fields of the progress line (``skipped``: runs planned as finished; a run another process
     finished since counts as done)."""
     failed = sum(o.status == "failed" for o in outcomes)

@@ -62,7 +62,7 @@ preset or :func:`rp1.config.env_config` of a (task, method)."""
 
 def config_sources(presets: Sequence[str], envs: Sequence[str] = (), methods: Sequence[str] = ("rp1",)) -> list[ConfigSource]:
     """One source per preset, then one per (task, method) of ``envs`` × ``methods``."""
-    by_task = [partial(env_config, env, method) for env in envs for method in methods]
+    by_task: list[ConfigSource] = [partial(env_config, env, method) for env in envs for method in methods]
     return [partial(resolve, name) for name in presets] + by_task
 
 

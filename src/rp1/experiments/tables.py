@@ -14,7 +14,7 @@ import itertools
 import math
 from functools import partial
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from collections.abc import Callable
 
 import numpy as np
@@ -248,14 +248,17 @@ def paper_note(value: float) -> str:
 BLANK = "—"
 """A Markdown cell without runs, in a row or column that has some."""
 
+FrameRow = Any
+"""A row of ``DataFrame.itertuples()``: a namedtuple with the frame's columns as fields."""
 
-def median_text(cell: tuple, digits: Callable[[float], str] = number) -> str:
+
+def median_text(cell: FrameRow, digits: Callable[[float], str] = number) -> str:
     """``median [q25, q75] (n seeds; paper x)``, values written by ``digits``."""
     note = f"({seeds(cell.n_seeds)}{paper_note(cell.paper_median)})"
     return f"{digits(cell.median)} [{digits(cell.q25)}, {digits(cell.q75)}] {note}"
 
 
-def iqm_text(cell: tuple, digits: Callable[[float], str] = number) -> str:
+def iqm_text(cell: FrameRow, digits: Callable[[float], str] = number) -> str:
     """``iqm [ci low, ci high] (n seeds)``, values written by ``digits``; no interval below 2 seeds."""
     if cell.n_seeds == 1:
         return f"{digits(cell.iqm)} (1 seed; no CI)"
@@ -267,7 +270,7 @@ def star(significant: bool | None) -> str:
     return "*" if significant else ""
 
 
-def t_text(test: tuple) -> str:
+def t_text(test: FrameRow) -> str:
     """``t*`` (``*`` where p < 0.05), p, the probability of improvement with its interval, and the
     paper's t; or why there is no test."""
     paper = (
@@ -287,7 +290,7 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
 
 
-def row_texts(found: dict, row: Row, keys: list[str], text) -> list[str]:
+def row_texts(found: dict[tuple, FrameRow], row: Row, keys: list[str], text: Callable[[FrameRow], str]) -> list[str]:
     """``text`` of ``found[(*row, key)]`` for each key (a method or comparison), BLANK if none."""
     return [text(found[(*row, key)]) if (*row, key) in found else BLANK for key in keys]
 
