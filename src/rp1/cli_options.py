@@ -51,7 +51,7 @@ def command(app: typer.Typer, *groups: Sequence[Option]) -> Callable[[Callable[[
         def run(**values: Any) -> None:
             func(Options(**values))
 
-        run.__signature__ = inspect.Signature(  # what typer reads the options from
+        run.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # what typer reads the options from
             [inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=o.info, annotation=o.type) for o in options]
         )
         run.__name__ = func.__name__

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 
 from rp1.errors import ConfigError
@@ -193,7 +194,7 @@ def _as_set(value: Any) -> str:
     return str(value)
 
 
-def _dotted(config: dict[str, Any], prefix: str = ""):
+def _dotted(config: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
     """``(dotted key, value)`` of every leaf of ``config`` but ``"schema"``."""
     for key, value in config.items():
         if isinstance(value, dict):

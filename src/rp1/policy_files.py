@@ -78,7 +78,7 @@ class EvaluationEpisodes:
     @classmethod
     def seeded(cls, slots: int, seed_source: tuple[int, int, int], episodes: int) -> EvaluationEpisodes:
         """Episodes reset with ``episode_seeds(*seed_source, episodes)``."""
-        return cls(slots, episodes, tuple(int(s) for s in episode_seeds(*seed_source, episodes)), tuple(seed_source))
+        return cls(slots, episodes, tuple(int(s) for s in episode_seeds(*seed_source, episodes)), (*seed_source,))
 
     def with_episodes(self, episodes: int) -> EvaluationEpisodes:
         """The same evaluation (as an agent records it: seeds with their source, or streams) with
@@ -130,6 +130,7 @@ class PolicySnapshot:
         ``replay`` (default: its own; unseeded resets draw from ``real``'s streams as they are), in
         the evaluator's dtype (:func:`returns_summary` gives mean and std)."""
         replay = replay or self.replay
+        assert replay is not None, "no evaluation recorded: pass the episodes to replay"
         seeds = None if replay.seeds is None else np.asarray(replay.seeds, np.int64)
         returns = evaluate(real, mean_policy(self.actor()), replay.episodes, seeds)
         return returns.astype(EVALUATORS[self.evaluator][1])

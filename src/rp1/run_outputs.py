@@ -139,17 +139,20 @@ class RunOutputs:
         """Render the first episode of ``policy``'s evaluation to :meth:`video_path`; its frames."""
         from rp1.video import record
 
+        assert policy.snapshot.replay is not None  # a new best: its evaluation was recorded
         replay = policy.snapshot.replay.with_episodes(1)
         return record(policy, replay, self.video_path(policy.samples), self.options.video_size, keep_frames=True)
 
     def _log_video(self, frames: list[Any], samples: int) -> None:
         from rp1.video import frame_rate, gif_bytes
 
+        assert self.tensorboard is not None  # called with a TensorBoard log only
         self.tensorboard.add_video(gif_bytes(frames, frame_rate(self.cfg.task)), self.options.video_size, samples)
 
     def _replay_log(self, rows: list[dict[str, Any]]) -> None:
         """The TensorBoard log of the checkpointed ``rows``, with the videos of their bests that
         ``RUN/videos/`` holds (:mod:`rp1.tensorboard_log`)."""
+        assert self.tensorboard is not None  # called with a TensorBoard log only
         best = None
         for row in rows:
             self.tensorboard.add_row(row)

@@ -29,8 +29,8 @@ import threading
 import warnings
 from io import BytesIO
 from pathlib import Path
-from typing import Any
-from collections.abc import Callable
+from typing import Any, SupportsFloat
+from collections.abc import Callable, Iterator
 
 import gymnasium as gym
 import numpy as np
@@ -144,11 +144,11 @@ def _render(env: gym.Env, task: str) -> np.ndarray:
 
 
 @contextlib.contextmanager
-def _quiet_failed_viewers():
+def _quiet_failed_viewers() -> Iterator[None]:
     """A Gymnasium viewer whose OpenGL context could not be made fails again when it is freed
     (``OffScreenViewer.__del__``); keep that second failure off stderr."""
 
-    def hook(unraisable):
+    def hook(unraisable: sys.UnraisableHookArgs) -> None:
         if "Viewer.__del__" not in repr(unraisable.object):
             previous(unraisable)
 
@@ -166,17 +166,17 @@ class _EpisodeFrames(gym.Wrapper):
     """Records a frame after every reset and step; hands each finished episode to ``done(slot,
     frames)`` (an episode ends when it terminates or is truncated)."""
 
-    def __init__(self, env: gym.Env, task: str, slot: int, done: Callable[[int, list[np.ndarray]], None]):
+    def __init__(self, env: gym.Env, task: str, slot: int, done: Callable[[int, list[np.ndarray]], None]) -> None:
         super().__init__(env)
         self.task, self.slot, self.done = task, slot, done
         self.frames: list[np.ndarray] = []
 
-    def reset(self, **kwargs: Any):
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         result = self.env.reset(**kwargs)
         self.frames = [_render(self.env, self.task)]
         return result
 
-    def step(self, action):
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         result = self.env.step(action)
         self.frames.append(_render(self.env, self.task))
         if result[2] or result[3]:
@@ -237,7 +237,7 @@ class VideoFile:
     encoder's cause (a full temporary directory, …), and nothing is left behind (the encoder
     writes into a temporary folder, which an exit on a signal removes too, :data:`rp1.runs.TEMPORARY`)."""
 
-    def __init__(self, path: Path, fps: float, size: tuple[int, int]):
+    def __init__(self, path: Path, fps: float, size: tuple[int, int]) -> None:
         self.path, self.fps, self.size = Path(path), fps, size
         self.frames = 0
         self._gif: list[Any] = []
@@ -258,7 +258,9 @@ class VideoFile:
             ]  # what imageio_ffmpeg.write_frames runs, with ffmpeg's errors and exit code kept
             with _starting_ffmpeg():
                 self._ffmpeg = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            self._reader = threading.Thread(target=lambda: self._errors.append(self._ffmpeg.stderr.read()), daemon=True)
+            stderr = self._ffmpeg.stderr
+            assert stderr is not None  # a pipe (stderr=PIPE)
+            self._reader = threading.Thread(target=lambda: self._errors.append(stderr.read()), daemon=True)
             self._reader.start()
         return self
 
@@ -268,6 +270,7 @@ class VideoFile:
             raise ValueError(f"frame of shape {frame.shape}, expected {(self.size[1], self.size[0], 3)}")
         self.frames += 1
         if self._ffmpeg is not None:
+            assert self._ffmpeg.stdin is not None  # a pipe (stdin=PIPE)
             with contextlib.suppress(BrokenPipeError):  # ffmpeg ended: __exit__ says why
                 self._ffmpeg.stdin.write(np.ascontiguousarray(frame, np.uint8).tobytes())
         else:
@@ -278,6 +281,7 @@ class VideoFile:
             if self._ffmpeg is not None:
                 self._finish_ffmpeg(kind is None)
                 if kind is None:
+                    assert self._tmp is not None  # made with the ffmpeg process
                     write_atomically(self.path, (Path(self._tmp.name) / "video.mp4").read_bytes(), "video")
             elif kind is None and self._gif:
                 write_atomically(self.path, _encode_gif(self._gif, self.fps), "video")
@@ -290,6 +294,7 @@ class VideoFile:
     def _finish_ffmpeg(self, complete: bool) -> None:
         """Let ffmpeg finish the file (``complete``) or stop it; StorageError naming the video and
         ffmpeg's last error line if it failed."""
+        assert self._ffmpeg is not None and self._ffmpeg.stdin is not None  # ffmpeg runs (__enter__)
         with contextlib.suppress(BrokenPipeError):
             self._ffmpeg.stdin.close()
         if not complete:
@@ -303,7 +308,7 @@ class VideoFile:
 
 
 @contextlib.contextmanager
-def _starting_ffmpeg():
+def _starting_ffmpeg() -> Iterator[None]:
     """Starting the ffmpeg process: without JAX's warning that forking a multithreaded process
     may deadlock (the child runs ffmpeg at once; nothing of this process runs in it)."""
     with warnings.catch_warnings():
