@@ -10,11 +10,16 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from rp1.cli_options import LOGGING, MANY_RUNS, ONE_RUN, RUN_SETTINGS, Options, command, reflowed
 from rp1.errors import ConfigError, Interrupted, Rp1Error
+
+if TYPE_CHECKING:
+    from rp1.config import Config
+    from rp1.run_outputs import RunOptions
 
 app = typer.Typer(
     add_completion=False,
@@ -100,7 +105,7 @@ def parse_sets(items: list[str] | None) -> dict[str, str]:
     return out
 
 
-def config_of(preset: str | None, env: str | None, method: str | None, **resolved):
+def config_of(preset: str | None, env: str | None, method: str | None, **resolved: Any) -> Config:
     """The config of ``--preset`` or of ``--env`` with ``--method`` (default rp1): exactly one of
     ``preset`` and ``env``, ``method`` only with ``env``; ``resolved``: seed, budget, overrides,
     scale (see :func:`rp1.config.resolve`)."""
@@ -114,6 +119,7 @@ def config_of(preset: str | None, env: str | None, method: str | None, **resolve
         if method is not None:
             raise ConfigError("--method goes with --env; a preset names its method")
         return resolve(preset, **resolved)
+    assert env is not None  # one of the two, not the preset
     _importable_from_cwd()
     return env_config(env, method or "rp1", **resolved)
 
@@ -145,7 +151,7 @@ def train(o: Options) -> None:
         typer.echo(run_summary(out, curve))
 
 
-def run_options(video: bool, tensorboard: bool):
+def run_options(video: bool, tensorboard: bool) -> RunOptions:
     """The :class:`~rp1.run_outputs.RunOptions` of ``--video`` and ``--tensorboard``."""
     from rp1.run_outputs import RunOptions
 
@@ -308,7 +314,7 @@ for _info in app.registered_commands:  # every command's help as paragraphs the 
 INTERRUPTED = 130  # 128 + SIGINT
 MAX_SEEDS = 10_000
 """Seeds a sweep may name at most."""
-CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+CLICK_ERROR: Any = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 """Click's base of the usage errors it raises (taken through typer, which may bundle its own click)."""
 
 

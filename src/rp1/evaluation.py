@@ -101,6 +101,7 @@ def checkpoint_policy(run: RunDir) -> TrainedPolicy:
     from rp1.train import make_agent, restore_state
 
     config = run.read_config()
+    assert config is not None  # a run's directory (load_policy checks)
     cfg = Config.from_dict(config)
     agent = make_agent(cfg)
     try:
@@ -185,8 +186,10 @@ def evaluate_run(
     if video is not None:
         from rp1.video import check_rendering
 
+        assert size is not None  # set with the video above
         check_rendering(policy.task, policy.horizon, size)
     recorded = policy.snapshot.replay
+    assert recorded is not None, f"{policy.path}: no evaluation recorded to replay"
     count = episodes or recorded.episodes
     if seed is None:
         replay = recorded.with_episodes(count)
@@ -200,6 +203,7 @@ def evaluate_run(
     if video is not None:
         from rp1.video import record
 
+        assert size is not None  # set with the video above
         record(policy, replay, Path(video), size, returns)
     mean, std = returns_summary(returns)
     replayed = seed is None and policy.eval_return is not None  # the episodes of a recorded evaluation

@@ -143,7 +143,7 @@ class ModelFreeAgent:
         :func:`step_keys` under ``fold_in(s.learner.key, s.update)``."""
         policy, obs_norm, key = s.learner.policy, s.learner.obs_norm, jax.random.fold_in(s.learner.key, s.update)
 
-        def act(obs, episode, t):
+        def act(obs: np.ndarray, episode: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray]:
             a, logp = sample_actions(policy, obs_norm, obs.astype(np.float32), key, episode, t, self._std)
             return np.asarray(a), np.asarray(logp)
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import jax
 import numpy as np
@@ -73,7 +73,7 @@ class EvaluationEpisodes:
     episodes: int
     seeds: tuple[int, ...] | None = None
     seed_source: tuple[int, int, int] | None = None
-    rng_states: tuple[dict[str, Any], ...] | None = None
+    rng_states: tuple[Mapping[str, Any], ...] | None = None
 
     @classmethod
     def seeded(cls, slots: int, seed_source: tuple[int, int, int], episodes: int) -> EvaluationEpisodes:
@@ -104,7 +104,7 @@ class EvaluationEpisodes:
         return cls(data["slots"], data["episodes"], tup(data["seeds"]), tup(data["seed_source"]), tup(data["rng_states"]))
 
 
-def _generator(state: dict[str, Any]) -> np.random.Generator:
+def _generator(state: Mapping[str, Any]) -> np.random.Generator:
     """A generator in the bit-generator ``state`` (``Generator.bit_generator.state``)."""
     generator = np.random.Generator(getattr(np.random, state["bit_generator"])())
     generator.bit_generator.state = state

@@ -18,7 +18,7 @@ from rp1.compilation import enable_compilation_cache
 from rp1.config import MODEL_FREE, Config, validate
 from rp1.errors import ConfigError
 from rp1.migrations import continued_note
-from rp1.protocol import Agent
+from rp1.protocol import Agent, S
 from rp1.provenance import record as record_environment
 from rp1.run_outputs import RunOptions, RunOutputs
 from rp1.runlock import RunLock, owning
@@ -36,7 +36,7 @@ def make_agent(cfg: Config) -> Agent:
     return ModelBasedAgent(cfg)
 
 
-def _fmt(value, spec: str) -> str:
+def _fmt(value: object, spec: str) -> str:
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
 
 
@@ -89,7 +89,10 @@ def continued_config(cfg: Config, run: RunDir) -> tuple[Config, str]:
     config = run.continued(cfg.to_dict())
     if config == cfg.to_dict():
         return cfg, ""
-    return validate(Config.from_dict(config)), continued_note(cfg.to_dict(), run.read_stored_config())
+    continued = validate(Config.from_dict(config))
+    stored = run.read_stored_config()
+    assert stored is not None  # what run.continued read
+    return continued, continued_note(cfg.to_dict(), stored)
 
 
 def drive(agent: Agent, cfg: Config, run: RunDir, saved: dict | None, progress: bool, options: RunOptions | None = None) -> None:
@@ -124,7 +127,7 @@ def drive(agent: Agent, cfg: Config, run: RunDir, saved: dict | None, progress: 
             bar.update(task, completed=min(state.samples, cfg.budget), lam=_fmt(row.get("lambda"), ".1f"), ret=ret, rate=rate)
 
 
-def restore_state(agent: Agent, saved: dict, run: RunDir):
+def restore_state(agent: Agent[S], saved: dict, run: RunDir) -> S:
     """``agent.restore(saved)``; ConfigError naming the checkpoint if it does not fit the agent."""
     try:
         return agent.restore(saved)

@@ -38,6 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import struct
+from jax.typing import ArrayLike
 
 from rp1.dynamics.ensemble import Ensemble
 from rp1.dynamics.heads import head_row_errors
@@ -146,7 +147,7 @@ def init_model_opt_state(model: Ensemble) -> optax.OptState:
     return jax.vmap(make_model_optimizer().init)(model_weights(model))
 
 
-def update_input_normalizers(model: Ensemble, obs: jax.Array, act: jax.Array) -> Ensemble:
+def update_input_normalizers(model: Ensemble, obs: ArrayLike, act: ArrayLike) -> Ensemble:
     """Fold states ``obs [..., obs_dim]`` and actions ``act [..., act_dim]`` seen during collection
     into the running input normalisers (SPEC §2)."""
     return model.replace(
@@ -155,7 +156,7 @@ def update_input_normalizers(model: Ensemble, obs: jax.Array, act: jax.Array) ->
     )
 
 
-def refresh_delta_normalizer(model: Ensemble, obs: jax.Array, next_obs: jax.Array) -> Ensemble:
+def refresh_delta_normalizer(model: Ensemble, obs: ArrayLike, next_obs: ArrayLike) -> Ensemble:
     """Recompute the delta normaliser from all stored transitions ``obs, next_obs [N, obs_dim]`` as
     the statistics of ``norm(s') − norm(s)`` (SPEC §2)."""
     deltas = normalize(model.obs_norm, next_obs) - normalize(model.obs_norm, obs)

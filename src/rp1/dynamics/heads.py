@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 import optax
+from jax.typing import ArrayLike
 
 from rp1.dynamics.ensemble import Ensemble
 from rp1.dynamics.normalizer import denormalize, normalize, normalizer_fit, normalizer_init, standardize
@@ -42,7 +43,7 @@ def with_heads(model: Ensemble, key: jax.Array, hidden: Sequence[int] = HIDDEN) 
     return model.replace(heads=heads, rew_norm=normalizer_init(1))
 
 
-def refresh_reward_normalizer(model: Ensemble, rew: jax.Array) -> Ensemble:
+def refresh_reward_normalizer(model: Ensemble, rew: ArrayLike) -> Ensemble:
     """Recompute the reward normaliser from all stored rewards ``rew [N]`` (as the delta
     normaliser is, SPEC §2); a model without heads is returned unchanged."""
     if model.heads is None:

@@ -35,11 +35,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, NamedTuple
+from typing import NamedTuple
 from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import struct
 
@@ -236,7 +237,7 @@ def train_policy(
     model: WorldModel,
     policy: Policy,
     opt_state: optax.OptState,
-    start_obs: jax.Array,
+    start_obs: jax.Array | np.ndarray,
     key: jax.Array,
     lam: float,
 ) -> tuple[Policy, optax.OptState, TrainInfo]:
