@@ -24,7 +24,6 @@ import argparse
 
 import jax
 import numpy as np
-
 from timing import report
 
 from rp1.dynamics import (
@@ -47,7 +46,10 @@ def random_dataset(rng: np.random.Generator, rows: int):
     """A padded dataset of ``rows`` random HalfCheetah-shaped transitions (rewards, no terminals)."""
     obs = rng.normal(size=(rows, OBS_DIM))
     return padded_dataset(
-        obs, rng.normal(size=(rows, ACT_DIM)), obs + 0.1 * rng.normal(size=obs.shape), rng.normal(size=rows)
+        obs,
+        rng.normal(size=(rows, ACT_DIM)),
+        obs + 0.1 * rng.normal(size=obs.shape),
+        rng.normal(size=rows),
     )
 
 
@@ -84,7 +86,9 @@ def main() -> None:
         f"predict_all ({PREDICT_ROWS} rows)": lambda: predict(model, obs, act),
         f"test-set error ({len(test_set.obs)} rows)": lambda: errors_on_test_set(model, test_set),
     }
-    workload = f"{MEMBERS} members of [{args.hidden}, {args.hidden}], {OBS_DIM} + {ACT_DIM} -> {OBS_DIM}"
+    workload = (
+        f"{MEMBERS} members of [{args.hidden}, {args.hidden}], {OBS_DIM} + {ACT_DIM} -> {OBS_DIM}"
+    )
     workload += ", with reward and termination heads of [200, 200]" if args.heads else ""
     report(pieces, args.repeats, workload)
 

@@ -22,7 +22,6 @@ import argparse
 
 import jax
 import jax.numpy as jnp
-
 from timing import report
 
 from rp1 import envs
@@ -39,8 +38,6 @@ from rp1.imagination import (
 from rp1.policy import make_policy_optimizer, policy_init, ppo_update
 
 
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -54,7 +51,9 @@ def main() -> None:
     _, task = envs.make("halfcheetah")
     horizon = task.horizon
     k_model, k_policy, k_obs, k_run = jax.random.split(jax.random.key(0), 4)
-    model = ensemble_init(k_model, task.obs_dim, task.act_dim, args.members, (args.hidden, args.hidden))
+    model = ensemble_init(
+        k_model, task.obs_dim, task.act_dim, args.members, (args.hidden, args.hidden)
+    )
     if args.heads:
         model = with_heads(model, jax.random.fold_in(k_model, 1))
     policy = policy_init(k_policy, task.obs_dim, task.act_dim)
@@ -63,7 +62,9 @@ def main() -> None:
     lam = jnp.float32(0.2)
     imagination = make_imagination(task, reward=source, done=source)
     # first_check 0: the stop rule's check runs in every update, as from update 11 on in a run
-    step = make_train_step(PolicyTraining(imagination, batch_steps=args.rollouts * horizon, first_check=0))
+    step = make_train_step(
+        PolicyTraining(imagination, batch_steps=args.rollouts * horizon, first_check=0)
+    )
 
     @jax.jit
     def imagine_and_update(policy, opt_state, key):
@@ -71,7 +72,9 @@ def main() -> None:
         return ppo_update(policy, opt_state, traj, model.obs_norm)
 
     traj, _ = imagine(imagination, model, policy, start, k_run, lam)
-    state = TrainState(policy, opt_state, stop_rule_init(policy, args.members), k_run, jnp.zeros((), jnp.int32))
+    state = TrainState(
+        policy, opt_state, stop_rule_init(policy, args.members), k_run, jnp.zeros((), jnp.int32)
+    )
     pieces = {
         "imagine": lambda: imagine(imagination, model, policy, start, k_run, lam),
         "ppo_update": lambda: ppo_update(policy, opt_state, traj, model.obs_norm),

@@ -30,7 +30,9 @@ def describe(root: Path, at: float) -> np.ndarray:
     per_seed = metrics.groupby("run")["seed"].first()
     seeds = ", ".join(f"{per_seed[run]}: {value:.1f}" for run, value in best.items())
     wall = metrics.groupby("run")["wall_s"].sum()
-    print(f"{root}: {cell.n} runs, median best at {at:,.0f} samples {cell.median:.1f} [{cell.q25:.1f}, {cell.q75:.1f}] ({seeds})")
+    print(
+        f"{root}: {cell.n} runs, median best at {at:,.0f} samples {cell.median:.1f} [{cell.q25:.1f}, {cell.q75:.1f}] ({seeds})"
+    )
     print(
         f"  wall time per run {wall.median():.0f} s (median); per iteration: "
         f"fit {metrics['fit_s'].median():.1f} s, policy training {metrics['policy_s'].median():.1f} s (medians)"

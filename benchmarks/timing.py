@@ -6,7 +6,7 @@ import datetime
 import platform
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 
@@ -26,7 +26,9 @@ def report(pieces: dict[str, Callable], repeats: int, workload: str) -> None:
     """Print the date, the device and ``workload``, then the median time of every piece."""
     device = jax.devices()[0]
     print(f"date {datetime.datetime.now().isoformat(timespec='seconds')}")
-    print(f"device {device.platform}: {device.device_kind} ({platform.processor() or platform.machine()})")
+    print(
+        f"device {device.platform}: {device.device_kind} ({platform.processor() or platform.machine()})"
+    )
     print(f"jax {jax.__version__}; {workload}; median of {repeats} after warm-up")
     width = max(len(name) for name in pieces) + 2
     for name, fn in pieces.items():

@@ -70,7 +70,9 @@ def pause_in_workers(ready: Path, row: int, at: str) -> None:
     with ``.PID`` appended)."""
     from rp1.experiments import executors
 
-    executors.start_local_worker = partial(start_paused_worker, executors.start_local_worker, ready, row, at)
+    executors.start_local_worker = partial(
+        start_paused_worker, executors.start_local_worker, ready, row, at
+    )
 
 
 def start_paused_worker(start, ready: Path, row: int, at: str, *args) -> None:
@@ -94,7 +96,9 @@ def hold_in_train_step(ready: Path) -> None:
 
     @jax.jit
     def held(updates):
-        return io_callback(wait, jax.ShapeDtypeStruct(updates.shape, updates.dtype), updates, ordered=True)
+        return io_callback(
+            wait, jax.ShapeDtypeStruct(updates.shape, updates.dtype), updates, ordered=True
+        )
 
     make_train_step = policy_training.make_train_step
 

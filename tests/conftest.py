@@ -11,7 +11,7 @@ import pytest
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-from helpers import train_args  # noqa: E402  (after the backend is chosen)
+from helpers import train_args  # after the backend is chosen
 
 
 @pytest.fixture(scope="session")

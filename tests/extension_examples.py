@@ -19,5 +19,12 @@ def reward_range(rewards: jax.Array, next_norm: jax.Array) -> jax.Array:
 NOT_A_FUNCTION = 3.0
 
 
-RANGE = Method("rp1-range", "RP1 (reward range)", "adaptive", 0.0, True, bonus="extension_examples:reward_range")
+RANGE = Method(
+    "rp1-range",
+    "RP1 (reward range)",
+    "adaptive",
+    0.0,
+    True,
+    bonus="extension_examples:reward_range",
+)
 """RP1 with :func:`reward_range` as its bonus: λ chosen by the bandit, PCA early stopping."""

@@ -35,7 +35,20 @@ TINY = {
     "eval_episodes": "2",
 }
 
-COMPARED = ("jax", "jaxlib", "numpy", "mujoco", "gymnasium", "optax", "backend", "device", "cpu_features", "xla_threads", "xla_flags", "openblas_coretype")
+COMPARED = (
+    "jax",
+    "jaxlib",
+    "numpy",
+    "mujoco",
+    "gymnasium",
+    "optax",
+    "backend",
+    "device",
+    "cpu_features",
+    "xla_threads",
+    "xla_flags",
+    "openblas_coretype",
+)
 """The fields of an environment record (rp1.rundir.provenance.environment) that a run's numbers depend on:
 a fixture made elsewhere is compared bit for bit only where they all match."""
 
@@ -43,7 +56,12 @@ a fixture made elsewhere is compared bit for bit only where they all match."""
 def environment_differences(made_in: dict, here: dict) -> dict:
     """``{field: (made_in's, here's)}`` for every field of :data:`COMPARED` the two environment
     records disagree on (a field a record lacks counts as a difference)."""
-    return {key: (made_in.get(key), here.get(key)) for key in COMPARED if made_in.get(key) != here.get(key)}
+    return {
+        key: (made_in.get(key), here.get(key))
+        for key in COMPARED
+        if made_in.get(key) != here.get(key)
+    }
+
 
 PRESET = "halfcheetah-rp1"  # the preset of train_args
 BUDGET = 1800  # the budget of train_args
@@ -64,7 +82,18 @@ def set_args(sets: list[str]) -> list[str]:
 def train_args(out: Path, *extra: str) -> list[str]:
     """``rp1 train`` arguments of the tiny ``halfcheetah-rp1`` run (seed 0, 1,800 samples) in
     ``out``, then ``extra``."""
-    return ["train", "--preset", PRESET, "--out", str(out), "--budget", str(BUDGET), "--quiet", *set_args(tiny_sets()), *extra]
+    return [
+        "train",
+        "--preset",
+        PRESET,
+        "--out",
+        str(out),
+        "--budget",
+        str(BUDGET),
+        "--quiet",
+        *set_args(tiny_sets()),
+        *extra,
+    ]
 
 
 def tiny_overrides(args: list[str]) -> dict[str, str]:
@@ -120,7 +149,9 @@ def metrics_without_timing(run_dir: Path) -> list[dict[str, str]]:
 def subprocess_env(**extra: str) -> dict[str, str]:
     """This process's environment with ``src`` and ``tests`` first on ``PYTHONPATH`` (absolute),
     unbuffered output, and ``extra``."""
-    path = os.pathsep.join([str(ROOT / "src"), str(TESTS), *filter(None, [os.environ.get("PYTHONPATH")])])
+    path = os.pathsep.join(
+        [str(ROOT / "src"), str(TESTS), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
     return {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path, **extra}
 
 
@@ -136,7 +167,9 @@ def wait_for(condition, proc: subprocess.Popen, timeout: float = 300.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if proc.poll() is not None:
-            raise AssertionError(f"the process ended (code {proc.returncode}) before it got there: {proc.communicate()[1]}")
+            raise AssertionError(
+                f"the process ended (code {proc.returncode}) before it got there: {proc.communicate()[1]}"
+            )
         if time.monotonic() > deadline:
             proc.kill()
             raise AssertionError("timed out")
@@ -147,8 +180,11 @@ def kill_at_pause(args: list[str], ready: Path, *options: str) -> None:
     """Run ``rp1 ARGS`` through the driver with its pause ``options`` and SIGKILL it once it
     holds at the pause (its ``ready`` file exists): a kill at a known point, not a race."""
     proc = subprocess.Popen(
-        [*driver_cmd(ready, *options), *args], env=subprocess_env(),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        [*driver_cmd(ready, *options), *args],
+        env=subprocess_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         wait_for(ready.exists, proc)
@@ -163,8 +199,11 @@ def run_cli_unprivileged(*commands: list[str]) -> list[tuple[int, list[str]]]:
     off: every command's exit code and stderr lines."""
     args = [arg for command in commands for arg in ("--", *command)]
     done = subprocess.run(
-        [sys.executable, str(DRIVER), "--unprivileged", *args], env=subprocess_env(RP1_JAX_CACHE=""),
-        capture_output=True, text=True, timeout=300,
+        [sys.executable, str(DRIVER), "--unprivileged", *args],
+        env=subprocess_env(RP1_JAX_CACHE=""),
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     results, lines = [], []
     for line in done.stderr.strip().splitlines():

@@ -128,9 +128,11 @@ SCRIPT_G_HAT = {
 }
 
 
-@pytest.mark.parametrize("baseline, first", list(SCRIPT_G_HAT))
+@pytest.mark.parametrize(("baseline", "first"), list(SCRIPT_G_HAT))
 def test_bandit_g_hat_over_a_scripted_run_matches_hand_computed_values(baseline, first):
-    bandit = ExpWeights(arms=(0.0, 0.5), lr=1.0, eps=0.0, decay=0.5, window=2, baseline=baseline, seed=0)
+    bandit = ExpWeights(
+        arms=(0.0, 0.5), lr=1.0, eps=0.0, decay=0.5, window=2, baseline=baseline, seed=0
+    )
     if first is not None:
         assert bandit.update(first) == 0.0  # nothing before it; no arm played: only recorded
         assert np.all(bandit.scores == 0)
@@ -142,7 +144,7 @@ def test_bandit_g_hat_over_a_scripted_run_matches_hand_computed_values(baseline,
 
 
 @pytest.mark.parametrize(
-    "baseline, weighting, expected",
+    ("baseline", "weighting", "expected"),
     [
         # ĝ (previous) 0, 1, −2, 0.5; chosen arms have p = 1: arm 1: 0 + 1 = 1, then 0.5·1 − 2 =
         # −1.5; arm 0: 0, then 0.5·0 + 0.5 = 0.5
@@ -156,7 +158,14 @@ def test_bandit_g_hat_over_a_scripted_run_matches_hand_computed_values(baseline,
 )
 def test_bandit_scripted_scores_match_hand_computed_values(baseline, weighting, expected):
     bandit = ExpWeights(
-        arms=(0.0, 0.5), lr=1.0, eps=0.0, decay=0.5, window=2, weighting=weighting, baseline=baseline, seed=0
+        arms=(0.0, 0.5),
+        lr=1.0,
+        eps=0.0,
+        decay=0.5,
+        window=2,
+        weighting=weighting,
+        baseline=baseline,
+        seed=0,
     )
     for arm, feedback, norm in SCRIPT:
         bandit.choose(arm)
@@ -174,7 +183,10 @@ def test_bandit_window_keeps_the_last_previous_feedbacks():
 
 def test_bandit_credits_a_drawn_arm_with_its_probability():
     bandit = ExpWeights(arms=(0.0, 0.5), lr=0.2, eps=0.2, decay=0.9, seed=3)
-    bandit.scores[:] = [0.0, np.log(3.0)]  # softmax (0.25, 0.75) -> p = 0.8·softmax + 0.1 = (0.3, 0.7)
+    bandit.scores[:] = [
+        0.0,
+        np.log(3.0),
+    ]  # softmax (0.25, 0.75) -> p = 0.8·softmax + 0.1 = (0.3, 0.7)
     bandit.update(1.0)  # window [1]
     drawn = bandit.arms.index(bandit.sample())
     bandit.update(3.0, norm=0.5)  # ĝ = (3 − 1) / 0.5 = 4
@@ -196,11 +208,15 @@ def test_bandit_metrics_are_its_probabilities_after_known_updates():
     bandit.choose(0.0)
     bandit.update(3.0, norm=0.5)
     first = 0.8 * np.exp(0.8) / (np.exp(0.8) + 1) + 0.1
-    assert bandit.metrics() == pytest.approx({"p_lambda_0.0": first, "p_lambda_0.5": 1 - first}, rel=1e-12)
+    assert bandit.metrics() == pytest.approx(
+        {"p_lambda_0.0": first, "p_lambda_0.5": 1 - first}, rel=1e-12
+    )
     bandit.choose(0.5)
     bandit.update(1.0)
     second = 0.8 * np.exp(0.8) / (np.exp(0.8) + np.exp(-0.2)) + 0.1
-    assert bandit.metrics() == pytest.approx({"p_lambda_0.0": second, "p_lambda_0.5": 1 - second}, rel=1e-12)
+    assert bandit.metrics() == pytest.approx(
+        {"p_lambda_0.0": second, "p_lambda_0.5": 1 - second}, rel=1e-12
+    )
 
 
 def test_bandit_shifts_mass_to_rewarding_arm():

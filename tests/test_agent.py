@@ -9,6 +9,7 @@ import jax
 import numpy as np
 import pytest
 
+from helpers import TINY
 from rp1.acquisition.bandit import ARMS
 from rp1.agents.model_based import HOST_STREAMS, ModelBasedAgent
 from rp1.config import METHOD_TABLE, env_config, resolve
@@ -17,10 +18,19 @@ from rp1.policy import PPOMetrics
 from rp1.realenv import STOP_BUDGET, STOP_CAP
 from rp1.rundir.files import METRIC_COLUMNS, TIMING_COLUMNS
 from rp1.train import run_training
-from helpers import TINY
 
-ALWAYS_FILLED = ("iteration", "samples", "eval_return", "model_error", "phase_samples", "wall_s", "phase_stop")
-PPO_DIAGNOSTICS = tuple(f"ppo_{name}_{which}" for name in PPOMetrics._fields for which in ("mean", "last"))
+ALWAYS_FILLED = (
+    "iteration",
+    "samples",
+    "eval_return",
+    "model_error",
+    "phase_samples",
+    "wall_s",
+    "phase_stop",
+)
+PPO_DIAGNOSTICS = tuple(
+    f"ppo_{name}_{which}" for name in PPOMetrics._fields for which in ("mean", "last")
+)
 AFTER_FIRST = (
     "lambda", "model_return", "val_loss", "policy_updates", "model_epochs",
     "val_loss_max", "train_loss", "policy_stopped_by_rule", "imagined_return", *PPO_DIAGNOSTICS,
@@ -42,7 +52,11 @@ def tiny(method: str, budget: int, **extra):
 @pytest.mark.parametrize("method", METHOD_TABLE, ids=lambda method: method.name)
 def test_one_iteration_per_method_writes_a_full_row(method, tmp_path):
     # α = 0: whole 300-sample phases, so the row count does not depend on the data (or the CPU)
-    run = run_training(tiny(method.name, budget=600, **{"collect.alpha": "0"}), tmp_path / method.name, progress=False)
+    run = run_training(
+        tiny(method.name, budget=600, **{"collect.alpha": "0"}),
+        tmp_path / method.name,
+        progress=False,
+    )
     rows = read_rows(run)
     assert [int(r["iteration"]) for r in rows] == [0, 1]
     assert [int(r["samples"]) for r in rows] == [0, 300]
@@ -53,7 +67,9 @@ def test_one_iteration_per_method_writes_a_full_row(method, tmp_path):
     assert [int(r["phase_stop"]) for r in rows] == [STOP_CAP, STOP_BUDGET]
     adaptive = method.adaptive
     assert all((c in row) == adaptive for row in rows for c in BANDIT)
-    assert not adaptive or all(sum(float(row[c]) for c in BANDIT) == pytest.approx(1.0) for row in rows)
+    assert not adaptive or all(
+        sum(float(row[c]) for c in BANDIT) == pytest.approx(1.0) for row in rows
+    )
     assert (run / "finished").exists() and (run / "checkpoint" / "state.msgpack").exists()
 
 
@@ -61,8 +77,12 @@ def test_a_key_a_component_returns_is_a_column(tmp_path, monkeypatch):
     """A component that returns one more number: metrics.csv has its column from the first row
     with it on (the rows before empty there), after the columns of every other key."""
     metrics = TrainInfo.metrics
-    monkeypatch.setattr(TrainInfo, "metrics", lambda info: {**metrics(info), "new_diagnostic": 2.5 * info.updates})
-    run = run_training(tiny("rp1", budget=600, **{"collect.alpha": "0"}), tmp_path / "run", progress=False)
+    monkeypatch.setattr(
+        TrainInfo, "metrics", lambda info: {**metrics(info), "new_diagnostic": 2.5 * info.updates}
+    )
+    run = run_training(
+        tiny("rp1", budget=600, **{"collect.alpha": "0"}), tmp_path / "run", progress=False
+    )
     rows = read_rows(run)
     assert list(rows[0])[-1] == "new_diagnostic"
     assert [r["new_diagnostic"] for r in rows] == ["", str(2.5 * int(rows[1]["policy_updates"]))]
@@ -82,7 +102,11 @@ def test_each_methods_phases_stop_early_by_its_alpha(method):
         agent.close()
     early = method.early_stop  # SPEC §8: α = 0.0005, or 0
     assert row["phase_samples"] == (12 if early else 40)
-    assert (row["residual"] is not None and row["residual"] < 5e-4) if early else row["residual"] is None
+    assert (
+        (row["residual"] is not None and row["residual"] < 5e-4)
+        if early
+        else row["residual"] is None
+    )
 
 
 def lambdas(run):
@@ -100,13 +124,17 @@ def test_lambda_schedules(tmp_path):
     assert lam[0] == 0.0  # the first outer iteration uses λ = 0
     assert set(lam) <= set(ARMS) and len(set(lam)) > 1
     rows = read_rows(rp1)
-    assert rows[0]["g_hat"] == "" and all(r["g_hat"] != "" for r in rows[1:])  # iteration 0 feeds no Ĝ
+    assert rows[0]["g_hat"] == "" and all(
+        r["g_hat"] != "" for r in rows[1:]
+    )  # iteration 0 feeds no Ĝ
 
 
 def feedback_run(first_g: float, first_feedback: str = "exclude"):
     """λ and the bandit's scores after feeding iterations 0…11 through the agent's feedback path:
     G of iteration 0 is ``first_g``; every later G is ≈ 0.2 with l_val = 0.1."""
-    cfg = resolve("halfcheetah-rp1", seed=0, overrides={**TINY, "lam.first_feedback": first_feedback})
+    cfg = resolve(
+        "halfcheetah-rp1", seed=0, overrides={**TINY, "lam.first_feedback": first_feedback}
+    )
     agent = ModelBasedAgent(cfg)
     s = agent.initial_state()
     later = [0.2, 0.25, 0.15, 0.22, 0.18, 0.2, 0.21, 0.19, 0.24, 0.16, 0.2]
@@ -168,11 +196,20 @@ def test_step_returns_a_new_state_and_leaves_its_input_as_it_was():
     before = agent.checkpoint(s0)
     s1, row1 = agent.step(s0)
     s2, row2 = agent.step(s0)
-    assert agent.checkpoint(s0)["meta"] == before["meta"] and s0.store.n_train + s0.store.n_val == 300 and len(s0.rows) == 1
+    assert (
+        agent.checkpoint(s0)["meta"] == before["meta"]
+        and s0.store.n_train + s0.store.n_val == 300
+        and len(s0.rows) == 1
+    )
     untimed = lambda row: {k: v for k, v in row.items() if k not in TIMING_COLUMNS}  # noqa: E731
     assert untimed(row1) == untimed(row2) and s1.rows[-1] is row1 and len(s1.rows) == 2
-    assert s1.store.n_train + s1.store.n_val == s2.store.n_train + s2.store.n_val == 600 and s1.iteration == s2.iteration == 2
-    for a, b in zip(jax.tree_util.tree_leaves(s1.learner), jax.tree_util.tree_leaves(s2.learner)):
+    assert (
+        s1.store.n_train + s1.store.n_val == s2.store.n_train + s2.store.n_val == 600
+        and s1.iteration == s2.iteration == 2
+    )
+    for a, b in zip(
+        jax.tree_util.tree_leaves(s1.learner), jax.tree_util.tree_leaves(s2.learner), strict=True
+    ):
         np.testing.assert_array_equal(a, b)
     agent.close()
 
@@ -180,7 +217,9 @@ def test_step_returns_a_new_state_and_leaves_its_input_as_it_was():
 def test_small_scale_greedy_collects_full_phases():
     """Scale changes sizes only: Greedy (no early stopping) still collects 3,000-sample phases."""
     cfg = resolve("halfcheetah-greedy", seed=0, scale="small", overrides={"eval_episodes": "1"})
-    assert cfg.scale == "small" and cfg.model.hidden == (200, 200) and cfg.policy.batch_steps == 5_000
+    assert (
+        cfg.scale == "small" and cfg.model.hidden == (200, 200) and cfg.policy.batch_steps == 5_000
+    )
     agent = ModelBasedAgent(cfg)
     s, row = agent.step(agent.initial_state())
     assert row["phase_samples"] == 3_000 and s.samples == 3_000
@@ -190,9 +229,13 @@ def test_quick_preset_is_rp1_at_small_scale_and_scale_comes_before_set():
     from dataclasses import replace
 
     quick = resolve("hopper-quick")
-    assert quick == replace(resolve("hopper-rp1", scale="small", budget=10_000), preset="hopper-quick")
+    assert quick == replace(
+        resolve("hopper-rp1", scale="small", budget=10_000), preset="hopper-quick"
+    )
     assert resolve("hopper-quick", scale="paper").model.hidden == (1024, 1024)
-    assert resolve("hopper-rp1", scale="small", overrides={"model.hidden": "64,64"}).model.hidden == (64, 64)
+    assert resolve(
+        "hopper-rp1", scale="small", overrides={"model.hidden": "64,64"}
+    ).model.hidden == (64, 64)
 
 
 def hand_g(obs, act, next_obs, finals, biases, refreshed: bool) -> float:
@@ -204,7 +247,9 @@ def hand_g(obs, act, next_obs, finals, biases, refreshed: bool) -> float:
     mean, std = states.mean(0), np.sqrt(np.maximum(states.var(0), 1e-4))
     norm = lambda x: np.clip((x - mean) / std, -3, 3)  # noqa: E731
     deltas = norm(next_obs) - norm(obs)
-    mu, sigma = (deltas.mean(0), np.sqrt(np.maximum(deltas.var(0), 1e-4))) if refreshed else (0.0, 1.0)
+    mu, sigma = (
+        (deltas.mean(0), np.sqrt(np.maximum(deltas.var(0), 1e-4))) if refreshed else (0.0, 1.0)
+    )
     mse = [np.mean((norm(obs) + b * sigma + mu - norm(next_obs)) ** 2) for b in biases]
     return float(np.sqrt(np.mean(np.square(mse))))
 
@@ -215,7 +260,11 @@ def test_g_is_measured_with_the_refreshed_delta_normalizer(g_normalizers):
     all stored data, the new phase included (``inputs``: the one from before)."""
     import jax
 
-    cfg = resolve("halfcheetah-rp1", seed=0, overrides={**TINY, "collect.alpha": "0", "lam.g_normalizers": g_normalizers})
+    cfg = resolve(
+        "halfcheetah-rp1",
+        seed=0,
+        overrides={**TINY, "collect.alpha": "0", "lam.g_normalizers": g_normalizers},
+    )
     agent = ModelBasedAgent(cfg)
     s = agent.initial_state()
     biases = np.array([[0.3], [-0.2], [0.05]]) * np.ones(18)  # members differ: G is not one MSE
@@ -227,8 +276,12 @@ def test_g_is_measured_with_the_refreshed_delta_normalizer(g_normalizers):
     horizon = agent.task.horizon
     assert len(data.obs) == 3 * horizon
     finals = data.next_obs[horizon - 1 :: horizon]  # each episode's last next state
-    want = hand_g(data.obs, data.act, data.next_obs, finals, biases, refreshed=g_normalizers == "all")
+    want = hand_g(
+        data.obs, data.act, data.next_obs, finals, biases, refreshed=g_normalizers == "all"
+    )
     assert row["model_error"] == pytest.approx(want, rel=1e-4)
-    other = hand_g(data.obs, data.act, data.next_obs, finals, biases, refreshed=g_normalizers != "all")
+    other = hand_g(
+        data.obs, data.act, data.next_obs, finals, biases, refreshed=g_normalizers != "all"
+    )
     assert abs(other - want) > 1e-2 * want  # the two orders are told apart
     agent.close()

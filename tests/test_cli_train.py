@@ -48,7 +48,10 @@ def test_out_with_another_config_is_refused(finished_run, capsys):
 
 
 def test_resume_with_nothing_to_resume(tmp_path, capsys):
-    code, err = run_cli(["train", "--preset", "halfcheetah-rp1", "--out", str(tmp_path / "none"), "--resume"], capsys)
+    code, err = run_cli(
+        ["train", "--preset", "halfcheetah-rp1", "--out", str(tmp_path / "none"), "--resume"],
+        capsys,
+    )
     assert code == 2 and len(err) == 1 and "no run to resume" in err[0]
     assert not (tmp_path / "none").exists()
 

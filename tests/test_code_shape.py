@@ -18,7 +18,11 @@ def test_no_function_takes_more_than_eight_parameters():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 args = node.args
-                names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs) if a.arg not in ("self", "cls")]
+                names = [
+                    a.arg
+                    for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)
+                    if a.arg not in ("self", "cls")
+                ]
                 names += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
                 if len(names) > MAX_PARAMETERS:
                     crowded.append(f"{path.name}:{node.lineno} {node.name} ({len(names)})")
@@ -31,4 +35,6 @@ def test_every_commands_help_has_its_paragraphs_on_single_lines():
     for info in app.registered_commands:
         paragraphs = info.help.split("\n\n")
         assert all("\n" not in paragraph for paragraph in paragraphs), info.help
-        assert paragraphs[0].endswith(".") and len(paragraphs[0]) <= 100, paragraphs[0]  # the command list's line
+        assert paragraphs[0].endswith(".") and len(paragraphs[0]) <= 100, paragraphs[
+            0
+        ]  # the command list's line

@@ -6,8 +6,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import count_traces
 
+from helpers import count_traces
 from rp1.dynamics import (
     Ensemble,
     FitSettings,
@@ -129,7 +129,9 @@ def test_stop_on_dynamics_ends_a_fit_with_heads_by_the_dynamics_history_alone():
         assert stale < patience  # the fit went on only while the rule allowed it
         stale = 0 if np.any(losses < best) else stale + 1
         best = np.minimum(best, losses)
-    assert stale == patience and results["dynamics"].epochs == CHECK_EVERY * (len(history) - 1) < cap
+    assert (
+        stale == patience and results["dynamics"].epochs == CHECK_EVERY * (len(history) - 1) < cap
+    )
     assert results["any"].epochs >= results["dynamics"].epochs
     np.testing.assert_array_equal(results["any"].val_history[: len(history)], history)
     assert np.isfinite(results["dynamics"].head_val_losses).all()
@@ -189,7 +191,9 @@ def test_padding_rows_do_not_affect_the_fit(small_store):
 
 
 def test_compiles_the_epoch_function_once_per_size_bucket(monkeypatch):
-    traces = count_traces(monkeypatch, FIT_MODULE, "train_epochs", static_argnames=("lr", "batch_size", "epochs"))
+    traces = count_traces(
+        monkeypatch, FIT_MODULE, "train_epochs", static_argnames=("lr", "batch_size", "epochs")
+    )
     stores = [linear_store(n, seed=n) for n in (40, 100, 180, 200)]  # 2k, 5k, 9k, 10k transitions
     model = model_for(stores[0])
     opt_state = init_model_opt_state(model)
@@ -198,7 +202,12 @@ def test_compiles_the_epoch_function_once_per_size_bucket(monkeypatch):
         train, val = store.train_set(np.random.default_rng(0)), store.val_set()
         buckets.add((train.obs.shape[0], val.obs.shape[0]))
         model, opt_state, _ = fit(
-            model, opt_state, train, val, jax.random.key(0), FitSettings(batch_size=512, max_epochs=5)
+            model,
+            opt_state,
+            train,
+            val,
+            jax.random.key(0),
+            FitSettings(batch_size=512, max_epochs=5),
         )
     assert len(buckets) == 3  # the last store shares the third one's buckets
     assert len(traces) == len(buckets)
@@ -245,7 +254,7 @@ def test_non_finite_predictions_raise_naming_member_and_epoch(small_store):
     broken = model.replace(
         params=jax.tree_util.tree_map(lambda p: p.at[3].set(jnp.nan), model.params)
     )
-    with pytest.raises(NonFiniteLossError, match="member 3 .* at epoch 0"):
+    with pytest.raises(NonFiniteLossError, match=r"member 3 .* at epoch 0"):
         run_fit(small_store, broken, max_epochs=5)
 
 
@@ -254,7 +263,7 @@ def test_non_finite_training_data_raises_naming_member_and_epoch(small_store):
     train = small_store.train_set(np.random.default_rng(0))
     train.obs[5, 0] = np.nan
     with pytest.raises(
-        FloatingPointError, match="member 0 has a non-finite training loss .* at epoch 1"
+        FloatingPointError, match=r"member 0 has a non-finite training loss .* at epoch 1"
     ):
         fit(
             model,

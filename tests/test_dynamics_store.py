@@ -42,7 +42,9 @@ def test_literal_rule_gives_a_phase_of_two_rollouts_no_validation_and_accepts_na
     assert tags(store.transitions()) == [1, 2]
 
 
-@pytest.mark.parametrize("n, min_val, expected", [(1, 1, 0), (2, 0, 0), (2, 1, 1), (3, 1, 1), (9, 1, 3), (9, 4, 4)])
+@pytest.mark.parametrize(
+    ("n", "min_val", "expected"), [(1, 1, 0), (2, 0, 0), (2, 1, 1), (3, 1, 1), (9, 1, 3), (9, 4, 4)]
+)
 def test_validation_rollouts(n, min_val, expected):
     assert validation_rollouts(n, min_val) == expected
 

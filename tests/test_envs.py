@@ -10,7 +10,12 @@ import pytest
 from rp1 import envs
 from rp1.envs import rewards
 
-DIMS = {"halfcheetah": (18, 6, 100), "ant": (28, 8, 100), "hopper": (12, 3, 200), "swimmer": (9, 2, 200)}
+DIMS = {
+    "halfcheetah": (18, 6, 100),
+    "ant": (28, 8, 100),
+    "hopper": (12, 3, 200),
+    "swimmer": (9, 2, 200),
+}
 
 
 def rollout(name, steps=300, seed=0):
@@ -45,7 +50,7 @@ def test_dimensions(name):
 
 @pytest.mark.parametrize("name", list(DIMS))
 def test_reward_and_done_match_env(name):
-    env, task, rows = rollout(name)
+    _, task, rows = rollout(name)
     obs2 = np.stack([r[2] for r in rows])
     act = np.stack([r[1] for r in rows])
     env_rew = np.array([r[3] for r in rows])
@@ -54,7 +59,7 @@ def test_reward_and_done_match_env(name):
     if name == "ant":  # the model never sees the contact cost; the env's reward includes it
         expected = expected + np.array([-r[6]["reward_contact"] for r in rows])
         assert np.any(np.array([r[6]["reward_contact"] for r in rows]) != 0)
-    for o2, a, want, t in zip(obs2, act, expected, term):
+    for o2, a, want, t in zip(obs2, act, expected, term, strict=True):
         assert task.reward(o2, a) == pytest.approx(want, rel=1e-5, abs=1e-6)
         assert bool(task.done(o2)) == bool(t)
     # batched, under jit, on stacked arrays
@@ -138,7 +143,7 @@ def test_swimmer_tip_velocity_drives_reward_and_gait_moves_forward():
     for t in range(task.horizon):
         phase = 2 * np.pi * 0.5 * t * task.dt  # a 0.5 Hz square-wave gait, tail lagging by π/4
         act = np.sign(np.sin([phase, phase - np.pi / 4])).astype(np.float32)
-        obs, rew, *_ , info = env.step(act)
+        obs, rew, *_, info = env.step(act)
         assert obs[-1] == info["tip_velocity"]
         assert rew == pytest.approx(info["tip_velocity"] - 1e-4 * float(act @ act), rel=1e-5)
         total += rew
@@ -150,10 +155,13 @@ def test_swimmer_tip_velocity_drives_reward_and_gait_moves_forward():
 
 
 def test_fixed_swimmer_model_matches_reference():
-    import mujoco
     from importlib import resources
 
-    ours = mujoco.MjModel.from_xml_path(str(resources.files("rp1.envs") / "assets" / "fixed_swimmer.xml"))
+    import mujoco
+
+    ours = mujoco.MjModel.from_xml_path(
+        str(resources.files("rp1.envs") / "assets" / "fixed_swimmer.xml")
+    )
     names = [ours.joint(i).name for i in range(ours.njnt)]
     assert names == ["slider1", "slider2", "rot_1", "rot_2", "rot_3"]
     np.testing.assert_allclose(ours.jnt_pos[2], [-1.5, 0, 0])
@@ -163,7 +171,10 @@ def test_fixed_swimmer_model_matches_reference():
 
 
 def test_unknown_task_errors():
-    with pytest.raises(ValueError, match=r"unknown task 'cheetah' .*the paper's \(halfcheetah, ant, hopper, swimmer\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"unknown task 'cheetah' .*the paper's \(halfcheetah, ant, hopper, swimmer\)",
+    ):
         envs.make("cheetah")
 
 
@@ -172,7 +183,7 @@ def test_cli_envs_lists_and_rejects(capsys):
 
     assert main(["envs"]) == 0
     out = capsys.readouterr().out
-    for name, (o, a, h) in DIMS.items():
+    for name, (o, _, _) in DIMS.items():
         assert f"{name}" in out and f" {o} " in out
     assert main(["envs", "cheetah"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import TINY, Crash, crash_after_steps, crash_before_checkpoint, snapshot
-from helpers import run_cli_output as run_cli
 
 import rp1
+from helpers import TINY, Crash, crash_after_steps, crash_before_checkpoint, snapshot
+from helpers import run_cli_output as run_cli
 from rp1.config import resolve
 from rp1.train import run_training
 
@@ -22,7 +22,17 @@ CASES = {
     # 4 iterations (α = 0: phases of 300 samples), every one evaluated
     "rp1": ("halfcheetah-rp1", 1200, {**TINY, "collect.alpha": "0"}),
     # 5 updates of 2 episodes in 2 slots, evaluated after updates 2, 4 and 5
-    "modelfree": ("halfcheetah-modelfree", 1000, {"policy.hidden": "16,16", "policy.batch_steps": "200", "modelfree.envs": "2", "eval_episodes": "2", "modelfree.eval_every": "2"}),
+    "modelfree": (
+        "halfcheetah-modelfree",
+        1000,
+        {
+            "policy.hidden": "16,16",
+            "policy.batch_steps": "200",
+            "modelfree.envs": "2",
+            "eval_episodes": "2",
+            "modelfree.eval_every": "2",
+        },
+    ),
 }
 
 
@@ -55,7 +65,10 @@ def test_evaluate_replays_the_best_return_in_metrics_csv(case, runs, capsys):
     code, out, _ = run_cli(["evaluate", run, "--json"], capsys)
     result = json.loads(out)
     assert code == 0 and result["replayed"] and result["policy"] == "best"
-    assert (result["iteration"], result["samples"]) == (int(best["iteration"]), int(best["samples"]))
+    assert (result["iteration"], result["samples"]) == (
+        int(best["iteration"]),
+        int(best["samples"]),
+    )
     assert result["mean"] == float(best["eval_return"])  # bit for bit: the text metrics.csv holds
     assert result["std"] == float(best["eval_std"])
     assert len(result["returns"]) == 2  # the run's eval_episodes
@@ -113,8 +126,16 @@ def test_load_policy_acts_as_the_runs_own_policy(case, tmp_path, monkeypatch):
     assert len(calls) == len(rows)
     best = max(evaluated(run), key=lambda r: float(r["eval_return"]))
     policy = rp1.load_policy(run)  # exported by the package
-    assert (policy.task, policy.iteration, policy.samples, policy.eval_return) == ("halfcheetah", int(best["iteration"]), int(best["samples"]), float(best["eval_return"]))
-    low, high = np.asarray(policy.action_low, np.float32), np.asarray(policy.action_high, np.float32)
+    assert (policy.task, policy.iteration, policy.samples, policy.eval_return) == (
+        "halfcheetah",
+        int(best["iteration"]),
+        int(best["samples"]),
+        float(best["eval_return"]),
+    )
+    low, high = (
+        np.asarray(policy.action_low, np.float32),
+        np.asarray(policy.action_high, np.float32),
+    )
     steps = calls[rows.index(best)]
     for obs, action in steps[::17]:
         np.testing.assert_array_equal(policy(obs), np.clip(action, low, high))
@@ -174,9 +195,15 @@ def test_earlier_rp1_run_best_is_lost_last_comes_from_the_checkpoint(old_runs, c
     assert code == 2 and len(err) == 1 and "earlier rp1" in err[0] and "--policy last" in err[0]
 
     # model-free: the checkpoint holds the last evaluated policy: its evaluation is replayed exactly
-    code, out, _ = run_cli(["evaluate", old_runs["modelfree"], "--policy", "last", "--json"], capsys)
+    code, out, _ = run_cli(
+        ["evaluate", old_runs["modelfree"], "--policy", "last", "--json"], capsys
+    )
     result = json.loads(out)
-    assert code == 0 and result["replayed"] and result["mean"] == float(metrics(old_runs["modelfree"])[-1]["eval_return"])
+    assert (
+        code == 0
+        and result["replayed"]
+        and result["mean"] == float(metrics(old_runs["modelfree"])[-1]["eval_return"])
+    )
     # model-based: the checkpoint's normaliser has absorbed the last phase: evaluated, not a replay
     code, out, _ = run_cli(["evaluate", old_runs["rp1"], "--policy", "last", "--json"], capsys)
     result = json.loads(out)

@@ -12,7 +12,16 @@ import pandas as pd
 import pytest
 
 from extension_examples import RANGE
-from helpers import TINY, kill_at_pause, one_error, read_rows, run_cli, set_args, subprocess_env, tiny_sets
+from helpers import (
+    TINY,
+    kill_at_pause,
+    one_error,
+    read_rows,
+    run_cli,
+    set_args,
+    subprocess_env,
+    tiny_sets,
+)
 from rp1.cli import main
 from rp1.config import (
     METHODS_VARIABLE,
@@ -41,7 +50,7 @@ def test_a_bonus_of_ones_own_is_named_by_module_and_function():
 
 
 @pytest.mark.parametrize(
-    "name, fragment",
+    ("name", "fragment"),
     [
         ("nope", "valid bonuses: reward, state, or package.module:function"),
         ("no_such_module_here:f", "cannot import no_such_module_here"),
@@ -58,8 +67,21 @@ def test_a_run_trains_on_ones_own_bonus(tmp_path):
     """λ fixed at 0.5 with the members' reward range as the bonus: the run learns on it, and the
     bonus it logs is not the reward variance's."""
     sets = {**TINY, "collect.alpha": "0"}
-    own = run_training(resolve("halfcheetah-rp1-fixed05", seed=0, budget=600, overrides={**sets, "bonus": "extension_examples:reward_range"}), tmp_path / "own", progress=False)
-    paper = run_training(resolve("halfcheetah-rp1-fixed05", seed=0, budget=600, overrides=sets), tmp_path / "paper", progress=False)
+    own = run_training(
+        resolve(
+            "halfcheetah-rp1-fixed05",
+            seed=0,
+            budget=600,
+            overrides={**sets, "bonus": "extension_examples:reward_range"},
+        ),
+        tmp_path / "own",
+        progress=False,
+    )
+    paper = run_training(
+        resolve("halfcheetah-rp1-fixed05", seed=0, budget=600, overrides=sets),
+        tmp_path / "paper",
+        progress=False,
+    )
     own_bonus, paper_bonus = (float(read_rows(run)[1]["bonus"]) for run in (own, paper))
     assert own_bonus > 0 and paper_bonus > 0 and own_bonus != paper_bonus
 
@@ -88,12 +110,20 @@ def test_a_method_of_ones_own_has_presets_trains_and_is_reported(own_method, tmp
     the report counts its runs under its name with the adaptive methods' λ analysis."""
     assert "RP1 (reward range)" in preset_descriptions()["hopper-rp1-range"]
     hopper = resolve("hopper-rp1-range")
-    assert (hopper.lam.mode, hopper.collect.alpha, hopper.bonus) == ("adaptive", 0.0005, "extension_examples:reward_range")
+    assert (hopper.lam.mode, hopper.collect.alpha, hopper.bonus) == (
+        "adaptive",
+        0.0005,
+        "extension_examples:reward_range",
+    )
     assert env_config("Pendulum-v1", "rp1-range").preset == "Pendulum-v1-rp1-range"
-    cfg = resolve("halfcheetah-rp1-range", seed=0, budget=900, overrides={**TINY, "collect.alpha": "0"})
+    cfg = resolve(
+        "halfcheetah-rp1-range", seed=0, budget=900, overrides={**TINY, "collect.alpha": "0"}
+    )
     run = run_training(cfg, tmp_path / "runs" / "halfcheetah-rp1-range" / "seed0", progress=False)
     rows = read_rows(run)
-    assert [int(r["iteration"]) for r in rows] == [0, 1, 2] and all(float(r["bonus"]) > 0 for r in rows[1:])
+    assert [int(r["iteration"]) for r in rows] == [0, 1, 2] and all(
+        float(r["bonus"]) > 0 for r in rows[1:]
+    )
     assert (run / "finished").exists()
     written = {path.name: path for path in write_report(tmp_path / "runs", tmp_path / "report")}
     assert "| halfcheetah | paper | rp1-range | 1 | 0 |" in written["index.md"].read_text()
@@ -125,13 +155,19 @@ def test_rp1_methods_and_register_method_may_name_the_same_row(no_registered_met
 
 
 @pytest.mark.parametrize(
-    "row, fragment",
+    ("row", "fragment"),
     [
-        (Method("rp1", "Mine", "fixed", 0.3, True), "method 'rp1': another row has this name (RP1)"),
+        (
+            Method("rp1", "Mine", "fixed", 0.3, True),
+            "method 'rp1': another row has this name (RP1)",
+        ),
         (Method("modelfree", "Mine", "fixed", 0.3, True), "the presets <task>-modelfree are rp1's"),
         (Method("quick", "Mine", "fixed", 0.3, True), "the presets <task>-quick are rp1's"),
         (Method("my method", "Mine", "fixed", 0.3, True), "a name must match"),
-        (Method("mine", "Mine", "sometimes", 0.3, True), "lam must be adaptive or fixed, got 'sometimes'"),
+        (
+            Method("mine", "Mine", "sometimes", 0.3, True),
+            "lam must be adaptive or fixed, got 'sometimes'",
+        ),
         (Method("mine", "Mine", "fixed", 1.5, True), "lam_value must be in [0, 1], got 1.5"),
         (Method("mine", "", "fixed", 0.3, True), "label must be a non-empty string"),
         ("rp1-range", "a method is an rp1.config.Method, got a str"),
@@ -144,15 +180,23 @@ def test_a_bad_row_is_a_config_error(row, fragment, no_registered_methods):
 
 
 @pytest.mark.parametrize(
-    "value, fragment",
+    ("value", "fragment"),
     [
-        ("no_such_module_here:ROW", "RP1_METHODS 'no_such_module_here:ROW': cannot import no_such_module_here"),
+        (
+            "no_such_module_here:ROW",
+            "RP1_METHODS 'no_such_module_here:ROW': cannot import no_such_module_here",
+        ),
         ("extension_examples:MISSING", "module extension_examples has no attribute 'MISSING'"),
-        ("extension_examples:NOT_A_FUNCTION", "RP1_METHODS: a method is an rp1.config.Method, got a float"),
+        (
+            "extension_examples:NOT_A_FUNCTION",
+            "RP1_METHODS: a method is an rp1.config.Method, got a float",
+        ),
         ("extension_examples", "expected package.module:attribute"),
     ],
 )
-def test_rp1_methods_that_name_no_row_are_one_line_before_any_command(value, fragment, monkeypatch, capsys):
+def test_rp1_methods_that_name_no_row_are_one_line_before_any_command(
+    value, fragment, monkeypatch, capsys
+):
     monkeypatch.setenv(METHODS_VARIABLE, value)
     code, err = run_cli(["envs", "halfcheetah"], capsys)
     one_error(code, err, 2, fragment)
@@ -162,23 +206,70 @@ def test_another_process_knows_the_methods_rp1_methods_names():
     """``rp1 presets`` in a process of its own (as ``rp1 train`` and a sweep's workers are): the
     variable is all it needs."""
     done = subprocess.run(
-        [sys.executable, "-m", "rp1", "presets"], env=subprocess_env(RP1_METHODS=OWN), capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "rp1", "presets"],
+        env=subprocess_env(RP1_METHODS=OWN),
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    assert "ant-rp1-range" in done.stdout and "(a method of one's own: RP1 (reward range))" in done.stdout
+    assert (
+        "ant-rp1-range" in done.stdout
+        and "(a method of one's own: RP1 (reward range))" in done.stdout
+    )
 
 
 @pytest.mark.slow
-def test_a_method_of_ones_own_in_another_process_a_sweeps_worker_and_the_report(own_method, tmp_path, capsys):
+def test_a_method_of_ones_own_in_another_process_a_sweeps_worker_and_the_report(
+    own_method, tmp_path, capsys
+):
     """``rp1 train`` in another process, killed after its second row; a sweep resumes the run in
     its spawned worker and finishes it; ``rp1 report`` counts it under its name."""
     sweep = tmp_path / "sweep"
     run = sweep / "halfcheetah-rp1-range" / "seed0"
     sets = set_args(tiny_sets(collect__alpha="0"))
-    kill_at_pause(["train", "--preset", "halfcheetah-rp1-range", "--out", str(run), "--budget", "900", "--quiet", *sets], tmp_path / "ready", "--pause-after-row", "2")
+    kill_at_pause(
+        [
+            "train",
+            "--preset",
+            "halfcheetah-rp1-range",
+            "--out",
+            str(run),
+            "--budget",
+            "900",
+            "--quiet",
+            *sets,
+        ],
+        tmp_path / "ready",
+        "--pause-after-row",
+        "2",
+    )
     assert len(read_rows(run)) == 2 and not (run / "finished").exists()
-    assert main(["sweep", "--presets", "halfcheetah-rp1-range", "--seeds", "0", "--budget", "900", "--workers", "1", "--out", str(sweep), *sets]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--presets",
+                "halfcheetah-rp1-range",
+                "--seeds",
+                "0",
+                "--budget",
+                "900",
+                "--workers",
+                "1",
+                "--out",
+                str(sweep),
+                *sets,
+            ]
+        )
+        == 0
+    )
     assert "resume halfcheetah-rp1-range seed 0" in (run / "log.txt").read_text()
-    assert [int(r["iteration"]) for r in read_rows(run)] == [0, 1, 2] and (run / "finished").exists()
+    assert [int(r["iteration"]) for r in read_rows(run)] == [0, 1, 2] and (
+        run / "finished"
+    ).exists()
     assert main(["report", str(sweep), "--out", str(tmp_path / "report")]) == 0
-    assert "| halfcheetah | paper | rp1-range | 1 | 0 |" in (tmp_path / "report" / "index.md").read_text()
+    assert (
+        "| halfcheetah | paper | rp1-range | 1 | 0 |"
+        in (tmp_path / "report" / "index.md").read_text()
+    )

@@ -14,8 +14,9 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
-import point_mass
 import pytest
+
+import point_mass
 from helpers import (
     TINY,
     Crash,
@@ -27,7 +28,6 @@ from helpers import (
     snapshot,
     tiny_sets,
 )
-
 from rp1 import envs
 from rp1.cli import main
 from rp1.config import env_config, resolve
@@ -40,12 +40,21 @@ POINT = "point_mass:POINT_MASS"
 
 
 @pytest.mark.parametrize(
-    "name, obs_dim, act_dim, bound, horizon, dt",
-    [("Pendulum-v1", 3, 1, 2.0, 200, 0.05), ("InvertedPendulum-v5", 4, 1, 3.0, 1000, 0.04), ("MountainCarContinuous-v0", 2, 1, 1.0, 999, 0.0)],
+    ("name", "obs_dim", "act_dim", "bound", "horizon", "dt"),
+    [
+        ("Pendulum-v1", 3, 1, 2.0, 200, 0.05),
+        ("InvertedPendulum-v5", 4, 1, 3.0, 1000, 0.04),
+        ("MountainCarContinuous-v0", 2, 1, 1.0, 999, 0.0),
+    ],
 )
 def test_gymnasium_task_from_its_spaces_and_time_limit(name, obs_dim, act_dim, bound, horizon, dt):
     env, task = envs.make(name)
-    assert (task.name, task.obs_dim, task.act_dim, task.horizon) == (name, obs_dim, act_dim, horizon)
+    assert (task.name, task.obs_dim, task.act_dim, task.horizon) == (
+        name,
+        obs_dim,
+        act_dim,
+        horizon,
+    )
     assert task.action_low == (-bound,) * act_dim and task.action_high == (bound,) * act_dim
     assert task.dt == pytest.approx(dt)
     assert task.reward_fn is None and task.done_fn is None  # learned by the world model
@@ -74,7 +83,13 @@ def test_seeded_gymnasium_task_is_reproducible():
 
 def test_own_task_reward_matches_its_env_in_numpy_and_jax():
     env, task = envs.make(POINT, seed=0)
-    assert (task.name, task.obs_dim, task.act_dim, task.horizon, task.dt) == (POINT, 4, 2, point_mass.HORIZON, point_mass.DT)
+    assert (task.name, task.obs_dim, task.act_dim, task.horizon, task.dt) == (
+        POINT,
+        4,
+        2,
+        point_mass.HORIZON,
+        point_mass.DT,
+    )
     assert task.action_low == (-1.0, -1.0) and task.action_high == (1.0, 1.0)
     env.reset()
     next_obs, actions, returned = [], [], []
@@ -107,7 +122,9 @@ def test_env_config_of_a_paper_task_is_its_preset():
 
 def tiny_run(tmp_path: Path, task: str, method: str, budget: int, **extra: str) -> Path:
     """A tiny run of ``method`` on ``task`` through the Python API; returns its directory."""
-    cfg = env_config(task, method, seed=1, budget=budget, overrides={**TINY, "modelfree.envs": "2", **extra})
+    cfg = env_config(
+        task, method, seed=1, budget=budget, overrides={**TINY, "modelfree.envs": "2", **extra}
+    )
     return run_training(cfg, tmp_path / "run", progress=False)
 
 
@@ -128,19 +145,31 @@ def test_own_task_modelfree_through_the_python_api(tmp_path):
 def test_rp1_on_own_task_with_its_reward_function(tmp_path):
     run_dir = tiny_run(tmp_path, POINT, "rp1", 600)  # phases of at most 300 samples
     assert_finished_with_evaluations(run_dir, 2)
-    assert all(np.isfinite(float(r["model_return"])) for r in read_rows(run_dir)[1:])  # imagined with its reward
+    assert all(
+        np.isfinite(float(r["model_return"])) for r in read_rows(run_dir)[1:]
+    )  # imagined with its reward
 
 
 @pytest.mark.slow
-def test_rp1_on_pendulum_learns_reward_and_done_and_resumes_identically_after_a_crash(tmp_path, monkeypatch):
+def test_rp1_on_pendulum_learns_reward_and_done_and_resumes_identically_after_a_crash(
+    tmp_path, monkeypatch
+):
     """RP1 on a Gymnasium task with no reward function (learned heads): the run writes finite
     metrics, and one that dies after two iterations and is resumed writes exactly the metrics of
     the uninterrupted run (α = 0: four 150-sample phases whatever the data)."""
-    cfg = env_config("Pendulum-v1", "rp1", seed=1, budget=600, overrides={**TINY, "horizon": "50", "collect.phase_cap": "150", "collect.alpha": "0"})
+    cfg = env_config(
+        "Pendulum-v1",
+        "rp1",
+        seed=1,
+        budget=600,
+        overrides={**TINY, "horizon": "50", "collect.phase_cap": "150", "collect.alpha": "0"},
+    )
     assert cfg.horizon == 50
     reference = run_training(cfg, tmp_path / "reference", progress=False)
     assert_finished_with_evaluations(reference, 4)
-    assert all(np.isfinite(float(r["model_return"])) for r in read_rows(reference)[1:])  # imagined with the learned reward
+    assert all(
+        np.isfinite(float(r["model_return"])) for r in read_rows(reference)[1:]
+    )  # imagined with the learned reward
 
     crash_after_steps(monkeypatch, 2)
     with pytest.raises(Crash):
@@ -158,11 +187,26 @@ def test_rp1_on_own_task_without_reward_function(tmp_path):
 
 def pendulum_args(*extra: str) -> list[str]:
     sets = tiny_sets(policy__batch_steps="200", modelfree__envs="2", modelfree__eval_every="1")
-    return ["train", "--env", "Pendulum-v1", "--method", "modelfree", "--horizon", "50", "--budget", "1000", "--quiet", *set_args(sets), *extra]
+    return [
+        "train",
+        "--env",
+        "Pendulum-v1",
+        "--method",
+        "modelfree",
+        "--horizon",
+        "50",
+        "--budget",
+        "1000",
+        "--quiet",
+        *set_args(sets),
+        *extra,
+    ]
 
 
 @pytest.mark.slow
-def test_cli_gymnasium_modelfree_run_writes_metrics_and_resumes_identically_after_a_kill(tmp_path, monkeypatch):
+def test_cli_gymnasium_modelfree_run_writes_metrics_and_resumes_identically_after_a_kill(
+    tmp_path, monkeypatch
+):
     monkeypatch.chdir(tmp_path)
     assert main(pendulum_args()) == 0
     reference = tmp_path / "runs" / "Pendulum-v1-modelfree" / "seed0"  # the default run directory
@@ -178,13 +222,29 @@ def test_cli_gymnasium_modelfree_run_writes_metrics_and_resumes_identically_afte
 @pytest.mark.slow
 def test_sweep_over_envs_and_methods_and_its_report(tmp_path, capsys):
     out = tmp_path / "sweep"
-    args = ["sweep", "--envs", POINT, "--methods", "greedy,modelfree", "--seeds", "0", "--budget", "600", "--out", str(out)]
+    args = [
+        "sweep",
+        "--envs",
+        POINT,
+        "--methods",
+        "greedy,modelfree",
+        "--seeds",
+        "0",
+        "--budget",
+        "600",
+        "--out",
+        str(out),
+    ]
     assert main([*args, "--workers", "2", *set_args(tiny_sets(modelfree__envs="2"))]) == 0
     for method in ("greedy", "modelfree"):
         assert_finished_with_evaluations(out / f"point_mass-POINT_MASS-{method}" / "seed0", 2)
     report = tmp_path / "report"
     assert main(["report", str(out), "--out", str(report)]) == 0
-    row = next(line for line in (report / "table1.md").read_text().splitlines() if line.startswith(f"| {POINT} | paper | 600 |"))
+    row = next(
+        line
+        for line in (report / "table1.md").read_text().splitlines()
+        if line.startswith(f"| {POINT} | paper | 600 |")
+    )
     assert "(1 seed)" in row and "; paper" not in row  # no paper value for a task not in the paper
     assert (report / "fig1_point_mass-POINT_MASS.png").is_file()
     assert (report / "diag_point_mass-POINT_MASS.png").is_file()
@@ -201,17 +261,29 @@ BAD = {
     "image observations": (["--env", "point_mass:IMAGE"], "needs a 1-D Box"),
     "discrete observations": (["--env", "FrozenLake-v1"], "needs a 1-D Box"),
     "unknown gymnasium id": (["--env", "Pendulum-v9"], "see `rp1 envs`"),
-    "package not installed": (["--env", "LunarLanderContinuous-v3"], "a package it needs is missing"),
-    "module does not import": (["--env", "no_such_module_rp1:TASK"], "cannot import no_such_module_rp1"),
+    "package not installed": (
+        ["--env", "LunarLanderContinuous-v3"],
+        "a package it needs is missing",
+    ),
+    "module does not import": (
+        ["--env", "no_such_module_rp1:TASK"],
+        "cannot import no_such_module_rp1",
+    ),
     "attribute missing": (["--env", "point_mass:NOPE"], "has no attribute 'NOPE'"),
     "attribute of the wrong type": (["--env", "point_mass:NOT_A_SPEC"], "not an rp1.envs.TaskSpec"),
     "no horizon": (["--env", "point_mass:NO_HORIZON"], "--horizon"),
     "negative horizon": (["--env", POINT, "--horizon", "-1"], "horizon must be >= 0"),
-    "horizon longer than an imagined batch": (["--env", POINT, "--horizon", "400", "--set", "policy.batch_steps=300"], "policy.batch_steps must be >= 400"),
+    "horizon longer than an imagined batch": (
+        ["--env", POINT, "--horizon", "400", "--set", "policy.batch_steps=300"],
+        "policy.batch_steps must be >= 400",
+    ),
     "env and preset": (["--env", POINT, "--preset", "hopper-rp1"], "exclude each other"),
     "neither env nor preset": ([], "--preset NAME"),
     "unknown method": (["--env", POINT, "--method", "rp2"], "valid methods: rp1, greedy"),
-    "method with preset": (["--preset", "hopper-rp1", "--method", "greedy"], "--method goes with --env"),
+    "method with preset": (
+        ["--preset", "hopper-rp1", "--method", "greedy"],
+        "--method goes with --env",
+    ),
 }
 
 
@@ -231,18 +303,22 @@ def test_bad_task_input_is_one_line_exit_2_files_untouched(case, finished_run, c
 def test_missing_package_of_own_task_is_a_config_error(monkeypatch):
     missing = envs.TaskSpec(lambda: __import__("no_such_physics_engine_rp1"), horizon=10)
     monkeypatch.setattr(point_mass, "MISSING", missing, raising=False)
-    with pytest.raises(ConfigError, match="a package it needs is missing .*no_such_physics_engine_rp1"):
+    with pytest.raises(
+        ConfigError, match=r"a package it needs is missing .*no_such_physics_engine_rp1"
+    ):
         envs.make("point_mass:MISSING")
 
 
 def test_bad_task_spec_is_refused_where_it_is_written():
-    with pytest.raises(ConfigError, match="TaskSpec.horizon"):
+    with pytest.raises(ConfigError, match=r"TaskSpec.horizon"):
         envs.TaskSpec(point_mass.PointMass, horizon=0)
-    with pytest.raises(ConfigError, match="TaskSpec.reward must be callable"):
+    with pytest.raises(ConfigError, match=r"TaskSpec.reward must be callable"):
         envs.TaskSpec(point_mass.PointMass, reward=1.0)
 
 
 def test_sweep_methods_without_envs_is_refused(tmp_path, capsys):
-    code = main(["sweep", "--presets", "hopper-rp1", "--methods", "greedy", "--out", str(tmp_path / "s")])
+    code = main(
+        ["sweep", "--presets", "hopper-rp1", "--methods", "greedy", "--out", str(tmp_path / "s")]
+    )
     assert code == 2 and "--methods goes with --envs" in capsys.readouterr().err
     assert not (tmp_path / "s").exists()

@@ -6,13 +6,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from policy_toys import POINT_MASS, sink_predict, toy_model
 from scipy import stats
 
+from policy_toys import POINT_MASS, sink_predict, toy_model
 from rp1 import envs
+from rp1.core.errors import ConfigError
 from rp1.dynamics import ensemble_init, predict_all
 from rp1.dynamics.normalizer import standardize
-from rp1.core.errors import ConfigError
 from rp1.imagination import (
     clip_action,
     imagine,
@@ -42,7 +42,9 @@ def setup(cheetah):
     k_model, k_policy, k_obs = jax.random.split(jax.random.key(0), 3)
     model = ensemble_init(k_model, cheetah.obs_dim, cheetah.act_dim, M, (32, 32))
     model = model.replace(
-        obs_norm=model.obs_norm.replace(mean=jnp.full(cheetah.obs_dim, 0.1), var=jnp.full(cheetah.obs_dim, 2.0)),
+        obs_norm=model.obs_norm.replace(
+            mean=jnp.full(cheetah.obs_dim, 0.1), var=jnp.full(cheetah.obs_dim, 2.0)
+        ),
         delta_norm=model.delta_norm.replace(var=jnp.full(cheetah.obs_dim, 0.3)),
     )
     policy = policy_init(k_policy, cheetah.obs_dim, cheetah.act_dim)
@@ -53,12 +55,16 @@ def setup(cheetah):
 def run(setup, task, lam, bonus="reward", model=None):
     base, policy, start = setup
     model = base if model is None else model
-    return imagine(make_imagination(task, horizon=H, bonus=bonus), model, policy, start, jax.random.key(1), lam)
+    return imagine(
+        make_imagination(task, horizon=H, bonus=bonus), model, policy, start, jax.random.key(1), lam
+    )
 
 
 def all_members_next(model, task, traj):
     """Every member's prediction at every imagined step, recomputed outside the scan: [H, M, N, d]."""
-    return jnp.stack([predict_all(model, traj.obs[t], clip_action(task, traj.act[t])) for t in range(H)])
+    return jnp.stack(
+        [predict_all(model, traj.obs[t], clip_action(task, traj.act[t])) for t in range(H)]
+    )
 
 
 def test_lambda_zero_trains_on_the_drawn_members_task_reward(setup, cheetah):
@@ -69,7 +75,9 @@ def test_lambda_zero_trains_on_the_drawn_members_task_reward(setup, cheetah):
     expected = cheetah.reward(drawn, clip_action(cheetah, traj.act))
     np.testing.assert_allclose(traj.reward, expected, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(traj.task_reward, expected, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(traj.obs[1:], drawn[:-1], rtol=1e-5, atol=1e-5)  # moved to the drawn state
+    np.testing.assert_allclose(
+        traj.obs[1:], drawn[:-1], rtol=1e-5, atol=1e-5
+    )  # moved to the drawn state
 
 
 def test_lambda_one_trains_on_the_reward_variance_bonus(setup, cheetah):
@@ -86,7 +94,9 @@ def test_lambda_one_trains_on_the_reward_variance_bonus(setup, cheetah):
 def test_state_variance_bonus_is_summed_member_variance_of_normalised_states(setup, cheetah):
     model = setup[0]
     traj, _ = run(setup, cheetah, 1.0, bonus="state")
-    z = np.asarray(standardize(model.obs_norm, all_members_next(model, cheetah, traj)))  # [H, M, N, d]
+    z = np.asarray(
+        standardize(model.obs_norm, all_members_next(model, cheetah, traj))
+    )  # [H, M, N, d]
     expected = z.var(axis=1).sum(-1)
     np.testing.assert_allclose(traj.reward, expected, rtol=1e-4, atol=1e-6)
 
@@ -115,7 +125,9 @@ def test_bonuses_by_hand():
 
 def test_lambda_mixes_task_reward_and_bonus(setup, cheetah):
     traj, _ = run(setup, cheetah, 0.3)
-    np.testing.assert_allclose(traj.reward, 0.7 * traj.task_reward + 0.3 * traj.bonus, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        traj.reward, 0.7 * traj.task_reward + 0.3 * traj.bonus, rtol=1e-5, atol=1e-6
+    )
 
 
 @pytest.mark.parametrize("bonus", ["reward", "state"])
@@ -124,7 +136,9 @@ def test_identical_members_give_zero_bonus(setup, cheetah, bonus):
     last bits may differ by how XLA fuses the normalisation; bonuses of real disagreement are
     orders of magnitude larger, see the tests above)."""
     model = setup[0]
-    same = model.replace(params=jax.tree_util.tree_map(lambda p: jnp.broadcast_to(p[:1], p.shape), model.params))
+    same = model.replace(
+        params=jax.tree_util.tree_map(lambda p: jnp.broadcast_to(p[:1], p.shape), model.params)
+    )
     traj, _ = run(setup, cheetah, 1.0, bonus=bonus, model=same)
     np.testing.assert_allclose(traj.bonus, 0.0, atol=1e-9)
     np.testing.assert_allclose(traj.reward, 0.0, atol=1e-9)
@@ -141,7 +155,14 @@ def test_member_draws_are_uniform_and_independent_across_rollouts(cheetah):
     model = toy_model(np.arange(M), cheetah.obs_dim)
     policy = policy_init(jax.random.key(2), cheetah.obs_dim, cheetah.act_dim)
     start = jnp.zeros((rollouts, cheetah.obs_dim))
-    traj, _ = imagine(make_imagination(cheetah, horizon=steps, predict=sink_predict), model, policy, start, jax.random.key(3), 0.0)
+    traj, _ = imagine(
+        make_imagination(cheetah, horizon=steps, predict=sink_predict),
+        model,
+        policy,
+        start,
+        jax.random.key(3),
+        0.0,
+    )
     member = np.asarray(traj.member)
     np.testing.assert_array_equal(-np.diff(np.asarray(traj.obs[:, :, 0]), axis=0), member[:-1])
     counts = np.bincount(member.ravel(), minlength=M)
@@ -169,10 +190,16 @@ def test_termination_masks_every_reward_after_the_first_done(ant):
     steps, rollouts = 12, 64
     model = toy_model(0.04 * (np.arange(M) + 1), ant.obs_dim)
     traj, stats_ = imagine(
-        make_imagination(ant, horizon=steps, predict=sink_predict), model,
-        policy_init(jax.random.key(5), ant.obs_dim, ant.act_dim), sinking_ant_start(ant, rollouts), jax.random.key(6), 0.5,
+        make_imagination(ant, horizon=steps, predict=sink_predict),
+        model,
+        policy_init(jax.random.key(5), ant.obs_dim, ant.act_dim),
+        sinking_ant_start(ant, rollouts),
+        jax.random.key(6),
+        0.5,
     )
-    z_next = 0.5 - np.cumsum(0.04 * (np.asarray(traj.member) + 1), axis=0)  # [H, N] as if never stopped
+    z_next = 0.5 - np.cumsum(
+        0.04 * (np.asarray(traj.member) + 1), axis=0
+    )  # [H, N] as if never stopped
     first = np.argmax(z_next < 0.2, axis=0)  # every rollout sinks within 12 steps
     assert np.all((z_next < 0.2).any(axis=0))
     t = np.arange(steps)[:, None]
@@ -190,7 +217,10 @@ def test_member_returns_mask_after_termination_hand_computed(ant):
     drops = np.array([0.045, 0.07, 0.11, 0.026, 0.0])  # no step lands on z = 0.2 exactly
     model = toy_model(drops, ant.obs_dim)
     returns = member_returns(
-        make_imagination(ant, horizon=20, predict=sink_predict), model, zero_action_policy(ant), sinking_ant_start(ant, 3)
+        make_imagination(ant, horizon=20, predict=sink_predict),
+        model,
+        zero_action_policy(ant),
+        sinking_ant_start(ant, 3),
     )
     expected = []
     for d in drops:
@@ -219,4 +249,6 @@ def test_changing_lambda_does_not_recompile(setup, cheetah):
     compiled = imagine._cache_size()
     traj, _ = run(setup, cheetah, 0.9)
     assert imagine._cache_size() == compiled
-    np.testing.assert_allclose(traj.reward, 0.1 * traj.task_reward + 0.9 * traj.bonus, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        traj.reward, 0.1 * traj.task_reward + 0.9 * traj.bonus, rtol=1e-5, atol=1e-6
+    )

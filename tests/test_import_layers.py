@@ -72,8 +72,14 @@ def test_readme_layout_names_every_top_level_entry():
     ``src/rp1/``, and every one of them has a layer."""
     readme = (SOURCE.parents[1] / "README.md").read_text(encoding="utf-8")
     block = readme.split("## Layout", 1)[1].split("```", 2)[1]
-    named = {word.rstrip("/").removesuffix(".py") for line in block.splitlines() for word in line[:29].split()}
-    entries = {p.stem for p in SOURCE.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
+    named = {
+        word.rstrip("/").removesuffix(".py")
+        for line in block.splitlines()
+        for word in line[:29].split()
+    }
+    entries = {
+        p.stem for p in SOURCE.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()
+    }
     entries -= {"__init__", "__main__"}
     assert sorted(entries - named) == []
     assert all(layer(f"rp1.{e}") is not None for e in entries)

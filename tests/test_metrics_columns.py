@@ -12,14 +12,19 @@ import math
 from pathlib import Path
 
 import pytest
-from helpers import environment_differences
 
+from helpers import environment_differences
 from rp1.experiments.runs_table import OPTIONAL_COLUMNS, read_metrics
-from rp1.rundir.provenance import environment
 from rp1.rundir.files import METRIC_COLUMNS, METRICS, TIMING_COLUMNS, RunDir, metric_columns
+from rp1.rundir.provenance import environment
 from rp1.train import run_training
 
-OLD_ROW = {"iteration": 0, "samples": 0, "eval_return": 1.5, "wall_s": 0.25}  # keys of METRIC_COLUMNS only
+OLD_ROW = {
+    "iteration": 0,
+    "samples": 0,
+    "eval_return": 1.5,
+    "wall_s": 0.25,
+}  # keys of METRIC_COLUMNS only
 
 
 def header_and_rows(run: RunDir) -> tuple[list[str], list[dict[str, str]]]:
@@ -45,8 +50,14 @@ def test_rows_of_an_earlier_rp1_then_a_row_with_new_keys(tmp_path):
     run.append_metrics({**OLD_ROW, "iteration": 2, "phase_stop": None})
     header, rows = header_and_rows(run)
     assert header == [*METRIC_COLUMNS, "ppo_approx_kl_mean", "phase_stop"]
-    assert [(r["iteration"], r["ppo_approx_kl_mean"], r["phase_stop"]) for r in rows] == [("0", "", ""), ("1", "0.125", "2"), ("2", "", "")]
-    assert all(r["eval_return"] == "1.5" and r["wall_s"] == "0.25" and r["lambda"] == "" for r in rows)
+    assert [(r["iteration"], r["ppo_approx_kl_mean"], r["phase_stop"]) for r in rows] == [
+        ("0", "", ""),
+        ("1", "0.125", "2"),
+        ("2", "", ""),
+    ]
+    assert all(
+        r["eval_return"] == "1.5" and r["wall_s"] == "0.25" and r["lambda"] == "" for r in rows
+    )
 
 
 def test_a_value_that_is_not_a_number_is_refused_and_nothing_written(tmp_path):
@@ -54,7 +65,7 @@ def test_a_value_that_is_not_a_number_is_refused_and_nothing_written(tmp_path):
     run.write_metrics([OLD_ROW])
     before = (tmp_path / METRICS).read_bytes()
     for value in ("fast", True, [1.0]):
-        with pytest.raises(ValueError, match="metrics column odd holds .*, not a number"):
+        with pytest.raises(ValueError, match=r"metrics column odd holds .*, not a number"):
             run.append_metrics({**OLD_ROW, "odd": value})
     assert (tmp_path / METRICS).read_bytes() == before
 
@@ -69,7 +80,9 @@ def test_the_report_reads_old_and_new_files_by_column_name(tmp_path):
     new.write_metrics([{**OLD_ROW, "ppo_entropy_mean": 2.0}])
     old_table, _ = read_metrics(old.path, "old")
     new_table, _ = read_metrics(new.path, "new")
-    assert set(OPTIONAL_COLUMNS) <= set(old_table.columns) and set(OPTIONAL_COLUMNS) <= set(new_table.columns)
+    assert set(OPTIONAL_COLUMNS) <= set(old_table.columns) and set(OPTIONAL_COLUMNS) <= set(
+        new_table.columns
+    )
     assert old_table["eval_return"].tolist() == new_table["eval_return"].tolist() == [1.5]
     assert math.isnan(old_table["wall_s"][0]) and new_table["wall_s"][0] == 0.25
     assert new_table["ppo_entropy_mean"].tolist() == [2.0] and "ppo_entropy_mean" not in old_table
@@ -103,5 +116,9 @@ def test_every_method_keeps_every_column_it_had_bit_for_bit(tmp_path):
             before = list(csv.DictReader(f))
         _, now = header_and_rows(RunDir(run))
         old = [c for c in before[0] if c not in TIMING_COLUMNS]
-        assert [{c: r[c] for c in old} for r in now] == [{c: r[c] for c in old} for r in before], name
-        assert "ppo_approx_kl_mean" in now[0] and "phase_stop" in now[0] or name.endswith("modelfree"), name
+        assert [{c: r[c] for c in old} for r in now] == [{c: r[c] for c in old} for r in before], (
+            name
+        )
+        assert ("ppo_approx_kl_mean" in now[0] and "phase_stop" in now[0]) or name.endswith(
+            "modelfree"
+        ), name

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from helpers import kill_at_pause, metrics_without_timing, read_rows, set_args
+from rp1 import envs
+from rp1.agents.modelfree import ModelFreeAgent
 from rp1.cli import main
 from rp1.config import resolve
 from rp1.core.errors import ConfigError
-from rp1 import envs
-from rp1.agents.modelfree import ModelFreeAgent
-from rp1.realenv import Episodes, RealEnvs, collect
 from rp1.core.seeding import episode_seeds
+from rp1.realenv import Episodes, RealEnvs, collect
 from rp1.rundir.files import TIMING_COLUMNS
 from rp1.train import run_training
 
@@ -36,20 +36,30 @@ def test_presets_list_modelfree_with_budgets(capsys):
     for task in ("halfcheetah", "ant", "hopper", "swimmer"):
         assert f"{task}-modelfree" in out
     cfg = resolve("ant-modelfree")
-    assert (cfg.method, cfg.budget, cfg.policy.batch_steps, cfg.policy.epochs) == ("modelfree", 1_000_000, 50_000, 10)
+    assert (cfg.method, cfg.budget, cfg.policy.batch_steps, cfg.policy.epochs) == (
+        "modelfree",
+        1_000_000,
+        50_000,
+        10,
+    )
     assert resolve("ant-modelfree", budget=5_000_000).budget == 5_000_000
 
 
 def test_envs_must_split_evenly_over_workers():
-    with pytest.raises(ConfigError, match="multiple of modelfree.workers"):
+    with pytest.raises(ConfigError, match=r"multiple of modelfree.workers"):
         tiny_config(**{"modelfree.workers": "3"})
 
 
 def test_tiny_run_two_updates_writes_metrics(tmp_path):
     run_training(tiny_config(), tmp_path / "run", progress=False)
     rows = read_rows(tmp_path / "run")
-    assert [(r["iteration"], r["samples"], r["phase_samples"]) for r in rows] == [("1", "400", "400"), ("2", "800", "400")]
-    assert rows[0]["eval_return"] == "" and np.isfinite(float(rows[1]["eval_return"]))  # eval at the budget
+    assert [(r["iteration"], r["samples"], r["phase_samples"]) for r in rows] == [
+        ("1", "400", "400"),
+        ("2", "800", "400"),
+    ]
+    assert rows[0]["eval_return"] == "" and np.isfinite(
+        float(rows[1]["eval_return"])
+    )  # eval at the budget
     assert all(float(r["steps_per_s"]) > 0 for r in rows)
     for column in ("lambda", "model_return", "model_error", "val_loss", "residual", "model_epochs"):
         assert all(r[column] == "" for r in rows), column
@@ -79,7 +89,12 @@ def collect_sequential(task_name: str, act_one, seeds: np.ndarray) -> Episodes:
         for t in range(task.horizon):
             act, logp = act_one(obs, k, t)
             next_obs, reward, terminated, truncated, _ = env.step(np.clip(act, low, high))
-            batch.obs[t, k], batch.act[t, k], batch.logp[t, k], batch.next_obs[t, k] = obs, act, logp, next_obs
+            batch.obs[t, k], batch.act[t, k], batch.logp[t, k], batch.next_obs[t, k] = (
+                obs,
+                act,
+                logp,
+                next_obs,
+            )
             batch.reward[t, k], batch.done[t, k], batch.valid[t, k] = reward, terminated, True
             if terminated or truncated:
                 break
@@ -90,7 +105,9 @@ def collect_sequential(task_name: str, act_one, seeds: np.ndarray) -> Episodes:
 
 @pytest.mark.parametrize("task", ["halfcheetah", "ant"])
 def test_vectorised_collector_matches_sequential_for_any_workers(task):
-    agent = ModelFreeAgent(resolve(f"{task}-modelfree", overrides={**TINY, "policy.batch_steps": "300"}))
+    agent = ModelFreeAgent(
+        resolve(f"{task}-modelfree", overrides={**TINY, "policy.batch_steps": "300"})
+    )
     state = agent.initial_state()
     act_fn = agent.sampling(state)
     seeds = episode_seeds(0, 0, 0, 3)  # 3 episodes in 2 slots: the second round has an unused slot
@@ -101,7 +118,7 @@ def test_vectorised_collector_matches_sequential_for_any_workers(task):
             batch = collect(real, act_fn, seeds)
         finally:
             real.close()
-        for name, ref, got in zip(Episodes._fields, reference, batch):
+        for name, ref, got in zip(Episodes._fields, reference, batch, strict=True):
             np.testing.assert_array_equal(got, ref, err_msg=f"{name}, workers={workers}")
     if task == "ant":  # an early termination is covered
         assert reference.done.any() and not reference.valid.all()
@@ -153,7 +170,18 @@ RESUME_SETS = {"modelfree.eval_every": "2"}
 
 def train_args(out, *extra: str) -> list[str]:
     sets = set_args([f"{k}={v}" for k, v in {**TINY, **RESUME_SETS}.items()])
-    return ["train", "--preset", "halfcheetah-modelfree", "--out", str(out), "--budget", str(RESUME_BUDGET), "--quiet", *sets, *extra]
+    return [
+        "train",
+        "--preset",
+        "halfcheetah-modelfree",
+        "--out",
+        str(out),
+        "--budget",
+        str(RESUME_BUDGET),
+        "--quiet",
+        *sets,
+        *extra,
+    ]
 
 
 @pytest.mark.slow
@@ -162,7 +190,14 @@ def test_kill_and_resume_gives_identical_metrics(tmp_path):
     run_training(tiny_config(RESUME_BUDGET, **RESUME_SETS), reference, progress=False)
 
     killed = tmp_path / "killed"
-    kill_at_pause(train_args(killed, "--workers", "2"), tmp_path / "ready", "--pause-after-row", "3", "--at", "metrics")
+    kill_at_pause(
+        train_args(killed, "--workers", "2"),
+        tmp_path / "ready",
+        "--pause-after-row",
+        "3",
+        "--at",
+        "metrics",
+    )
     assert main(train_args(killed, "--resume", "--workers", "2")) == 0
 
     assert metrics_without_timing(killed) == metrics_without_timing(reference)

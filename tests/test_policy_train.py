@@ -8,17 +8,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+
 from helpers import count_traces
 from policy_toys import POINT_MASS, point_mass_predict, toy_model
-
 from rp1.core.errors import ConfigError
-from rp1.imagination import policy_training
 from rp1.imagination import (
     PolicyTraining,
     TrainState,
     improved,
     make_imagination,
     make_train_step,
+    policy_training,
     restore_best,
     stop_rule_init,
     stop_rule_update,
@@ -54,7 +54,11 @@ def test_improved_requires_strictly_beating_the_best():
         ([T, F, T, T, F, F, F, F, F, T, T], 8, 3),  # 5 failures after the improvement at check 3
         ([T, F, F, F, F, F, T], 5, 0),  # the earliest possible stop: the 6th check
         ([F, F, F, F, F, F, F, T, F, F, F, F, F], 12, 7),  # leading failures never stop training
-        ([T, T, T, F, F, F, F, T, F, F, F, F], None, 7),  # only 4 failures after the last improvement
+        (
+            [T, T, T, F, F, F, F, T, F, F, F, F],
+            None,
+            7,
+        ),  # only 4 failures after the last improvement
     ],
 )
 def test_stop_rule_on_scripted_improvement_flags(flags, stop_at, best):
@@ -108,7 +112,9 @@ STEP = make_train_step(TRAINING)
 
 
 def train(policy, opt_state, **kw):
-    return train_policy(replace(TRAINING, **kw), MODEL, policy, opt_state, START, jax.random.key(1), 0.0)
+    return train_policy(
+        replace(TRAINING, **kw), MODEL, policy, opt_state, START, jax.random.key(1), 0.0
+    )
 
 
 @pytest.fixture
@@ -124,7 +130,9 @@ def test_train_policy_stops_by_the_rule_and_restores_the_best_update(threefry_pa
     """Replay the same updates with the train step to find the last improving one; train_policy must
     stop 5 checks later and return exactly that update's weights."""
     policy, opt_state = fresh(1e-2)
-    state = TrainState(policy, opt_state, stop_rule_init(policy, 3), jax.random.key(1), jnp.zeros((), jnp.int32))
+    state = TrainState(
+        policy, opt_state, stop_rule_init(policy, 3), jax.random.key(1), jnp.zeros((), jnp.int32)
+    )
     history = []
     for _ in range(60):
         state, _ = STEP(state, MODEL, START, 0.0)
@@ -137,14 +145,24 @@ def test_train_policy_stops_by_the_rule_and_restores_the_best_update(threefry_pa
 
     best, opt_state, info = train(policy, opt_state, max_updates=60)
     assert info.stopped and info.updates == len(history) == last_best + 6
-    for got, want in zip(jax.tree_util.tree_leaves(best), jax.tree_util.tree_leaves(history[last_best][0])):
+    for got, want in zip(
+        jax.tree_util.tree_leaves(best),
+        jax.tree_util.tree_leaves(history[last_best][0]),
+        strict=True,
+    ):
         np.testing.assert_array_equal(got, want)
     assert int(opt_state.inner_state[0].count) == 10 * info.updates  # continues, not restored
-    assert np.isfinite([info.model_return, info.imagined_return, info.bonus, info.ppo["ppo_loss_last"]]).all()
+    assert np.isfinite(
+        [info.model_return, info.imagined_return, info.bonus, info.ppo["ppo_loss_last"]]
+    ).all()
 
-    last, _, info = train(*fresh(1e-2), max_updates=60, restore_best=False)  # the reference's no-op restore
+    last, _, info = train(
+        *fresh(1e-2), max_updates=60, restore_best=False
+    )  # the reference's no-op restore
     assert info.stopped and info.updates == len(history)
-    for got, want in zip(jax.tree_util.tree_leaves(last), jax.tree_util.tree_leaves(history[-1][0])):
+    for got, want in zip(
+        jax.tree_util.tree_leaves(last), jax.tree_util.tree_leaves(history[-1][0]), strict=True
+    ):
         np.testing.assert_array_equal(got, want)
 
 
@@ -152,14 +170,22 @@ def test_train_policy_without_restore_keeps_the_last_weights():
     """``restore_best=False`` (``policy.restore_best=false``): the policy after the last update,
     replayed with the train step; with restore, the weights of the last improving check."""
     policy, opt_state = fresh(1e-2)
-    state = TrainState(policy, opt_state, stop_rule_init(policy, 3), jax.random.key(1), jnp.zeros((), jnp.int32))
+    state = TrainState(
+        policy, opt_state, stop_rule_init(policy, 3), jax.random.key(1), jnp.zeros((), jnp.int32)
+    )
     for _ in range(FIRST_CHECK + 2):
         state, _ = STEP(state, MODEL, START, 0.0)
     last, _, _ = train(policy, opt_state, max_updates=FIRST_CHECK + 2, restore_best=False)
-    for got, want in zip(jax.tree_util.tree_leaves(last), jax.tree_util.tree_leaves(state.policy)):
+    for got, want in zip(
+        jax.tree_util.tree_leaves(last), jax.tree_util.tree_leaves(state.policy), strict=True
+    ):
         np.testing.assert_array_equal(got, want)
     best, _, _ = train(policy, opt_state, max_updates=FIRST_CHECK + 2)
-    for got, want in zip(jax.tree_util.tree_leaves(best), jax.tree_util.tree_leaves(restore_best(state.rule, state.policy))):
+    for got, want in zip(
+        jax.tree_util.tree_leaves(best),
+        jax.tree_util.tree_leaves(restore_best(state.rule, state.policy)),
+        strict=True,
+    ):
         np.testing.assert_array_equal(got, want)
 
 
@@ -168,8 +194,13 @@ def test_train_policy_with_a_frozen_policy_stops_at_the_earliest_point():
     policy, opt_state = fresh(0.0)
     best, _, info = train(policy, opt_state, max_updates=50)
     assert info.stopped and info.updates == FIRST_CHECK + 5
-    assert (info.metrics()["policy_updates"], info.metrics()["policy_stopped_by_rule"]) == (FIRST_CHECK + 5, 1)
-    assert jax.tree_util.tree_all(jax.tree_util.tree_map(lambda a, b: bool((a == b).all()), best, policy))
+    assert (info.metrics()["policy_updates"], info.metrics()["policy_stopped_by_rule"]) == (
+        FIRST_CHECK + 5,
+        1,
+    )
+    assert jax.tree_util.tree_all(
+        jax.tree_util.tree_map(lambda a, b: bool((a == b).all()), best, policy)
+    )
 
 
 def test_train_policy_stops_at_max_updates():
@@ -184,16 +215,22 @@ def test_train_policy_summarises_every_updates_ppo_diagnostics():
     (mean over the updates and the last one's, :func:`ppo_summary`); a learning policy moves away
     from the behaviour policy within an update (KL > 0), a frozen one never does."""
     policy, opt_state = fresh(1e-2)
-    state = TrainState(policy, opt_state, stop_rule_init(policy, 3), jax.random.key(1), jnp.zeros((), jnp.int32))
+    state = TrainState(
+        policy, opt_state, stop_rule_init(policy, 3), jax.random.key(1), jnp.zeros((), jnp.int32)
+    )
     updates = []
     for _ in range(4):
         state, metrics = STEP(state, MODEL, START, 0.0)
         updates.append(metrics.ppo)
     _, _, info = train(policy, opt_state, max_updates=4)
     assert info.ppo == ppo_summary(updates) and info.metrics().items() >= info.ppo.items()
-    assert info.ppo["ppo_approx_kl_mean"] > 0 and info.ppo["ppo_entropy_last"] == pytest.approx(np.log(0.5) + 0.5 * np.log(2 * np.pi * np.e))
+    assert info.ppo["ppo_approx_kl_mean"] > 0 and info.ppo["ppo_entropy_last"] == pytest.approx(
+        np.log(0.5) + 0.5 * np.log(2 * np.pi * np.e)
+    )
     _, _, frozen = train(*fresh(0.0), max_updates=4)
-    assert abs(frozen.ppo["ppo_approx_kl_mean"]) < 1e-6 and frozen.ppo["ppo_clip_fraction_mean"] == 0.0
+    assert (
+        abs(frozen.ppo["ppo_approx_kl_mean"]) < 1e-6 and frozen.ppo["ppo_clip_fraction_mean"] == 0.0
+    )
 
 
 def test_host_loop_settings_do_not_recompile_the_update(monkeypatch):
@@ -206,6 +243,7 @@ def test_host_loop_settings_do_not_recompile_the_update(monkeypatch):
     assert len(traces) == 1
     train(*fresh(1e-2), max_updates=2, ppo=PPOSettings(epochs=2))
     assert len(traces) == 2
+
 
 def test_train_policy_rejects_too_few_start_states():
     policy, opt_state = fresh(3e-4)

@@ -9,16 +9,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from policy_toys import POINT_MASS, point_mass_predict, toy_model
 
+from policy_toys import POINT_MASS, point_mass_predict, toy_model
 from rp1.dynamics import normalizer_init
 from rp1.imagination import imagine, make_imagination
 from rp1.policy import (
     PPOBatch,
+    PPOMetrics,
     PPOSettings,
     act_mean,
     act_sample,
-    PPOMetrics,
     discounted_returns,
     explained_variance,
     gaussian_log_prob,
@@ -47,7 +47,9 @@ def test_policy_shapes_bounds_and_log_prob():
     z = (np.asarray(act) - np.asarray(mean)) / 0.5
     expected = (-0.5 * z**2 - math.log(0.5) - 0.5 * math.log(2 * math.pi)).sum(-1)
     np.testing.assert_allclose(logp, expected, rtol=1e-5)
-    np.testing.assert_allclose(gaussian_log_prob(act_mean(policy, norm, obs), 0.5, act), logp, rtol=1e-5)
+    np.testing.assert_allclose(
+        gaussian_log_prob(act_mean(policy, norm, obs), 0.5, act), logp, rtol=1e-5
+    )
     assert np.std(np.asarray(act - mean)) == pytest.approx(0.5, rel=0.3)
 
 
@@ -110,8 +112,14 @@ def batch_at_ratios():
     norm = normalizer_init(4)
     obs = jax.random.normal(jax.random.key(13), (8, 4))
     act, _ = act_sample(policy, norm, obs, jax.random.key(14), 0.5)
-    behaviour = gaussian_log_prob(act_mean(policy, norm, obs), 0.5, act) - jnp.log(jnp.asarray(RATIOS))
-    return policy, norm, PPOBatch(obs, act, behaviour, jnp.zeros(8), jnp.asarray(ADVANTAGES), jnp.ones(8))
+    behaviour = gaussian_log_prob(act_mean(policy, norm, obs), 0.5, act) - jnp.log(
+        jnp.asarray(RATIOS)
+    )
+    return (
+        policy,
+        norm,
+        PPOBatch(obs, act, behaviour, jnp.zeros(8), jnp.asarray(ADVANTAGES), jnp.ones(8)),
+    )
 
 
 @jax.jit
@@ -175,7 +183,9 @@ def test_make_batch_targets_are_normalised_returns_and_the_advantage_subtracts_t
     reward = jnp.array([[1.0, 2.0], [2.0, 1.0], [4.0, 0.0]])
     done = jnp.array([[False, False], [False, True], [False, False]])
     valid = jnp.array([[True, True], [True, True], [True, False]])
-    batch = make_batch(policy, normalizer_init(2), Rollouts(obs, act, logp, reward, done, valid), gamma=0.5)
+    batch = make_batch(
+        policy, normalizer_init(2), Rollouts(obs, act, logp, reward, done, valid), gamma=0.5
+    )
     returns = np.array([3.0, 2.5, 4.0, 1.0, 4.0, 0.0])  # flattened time-major: t·N + n
     normalised = (returns - 2.9) / math.sqrt(1.24)
     np.testing.assert_allclose(batch.ret[:5], normalised[:5], rtol=1e-5)
@@ -191,9 +201,13 @@ def test_explained_variance_of_known_values():
     leaves residuals 0, 0, 0, −1, variance 0.25 − 0.0625 = 0.1875: 1 − 0.1875 / 1.25 = 0.85.
     A perfect prediction explains 1, the mean 0, a constant target nothing (NaN)."""
     target, weight = jnp.array([1.0, 2.0, 3.0, 4.0, 100.0]), jnp.array([1.0, 1.0, 1.0, 1.0, 0.0])
-    assert float(explained_variance(target, jnp.array([1.0, 2.0, 3.0, 5.0, -7.0]), weight)) == pytest.approx(0.85, rel=1e-6)
+    assert float(
+        explained_variance(target, jnp.array([1.0, 2.0, 3.0, 5.0, -7.0]), weight)
+    ) == pytest.approx(0.85, rel=1e-6)
     assert float(explained_variance(target, target, weight)) == 1.0
-    assert float(explained_variance(target, jnp.full(5, 2.5), weight)) == pytest.approx(0.0, abs=1e-7)
+    assert float(explained_variance(target, jnp.full(5, 2.5), weight)) == pytest.approx(
+        0.0, abs=1e-7
+    )
     assert np.isnan(float(explained_variance(jnp.ones(5), target, weight)))
 
 
@@ -212,12 +226,14 @@ def test_ppo_summary_is_the_mean_over_updates_and_the_last_update():
     first = PPOMetrics(*[jnp.float32(1.0)] * 5, jnp.float32(3.0), jnp.float32(1.0))
     second = PPOMetrics(*[jnp.float32(4.0)] * 5, jnp.float32(0.0), jnp.float32(4.0))
     summary = ppo_summary([first, second])
-    assert list(summary) == [f"ppo_{name}_{which}" for name in PPOMetrics._fields for which in ("mean", "last")]
+    assert list(summary) == [
+        f"ppo_{name}_{which}" for name in PPOMetrics._fields for which in ("mean", "last")
+    ]
     assert summary["ppo_approx_kl_mean"] == 2.5 and summary["ppo_approx_kl_last"] == 4.0
     assert summary["ppo_clip_fraction_mean"] == 1.5 and summary["ppo_clip_fraction_last"] == 0.0
     assert summary["ppo_explained_variance_mean"] == 2.5 and summary["ppo_entropy_last"] == 4.0
-    assert ppo_summary([first]) == {**{f"ppo_{n}_mean": float(v) for n, v in zip(PPOMetrics._fields, first)},
-                                    **{f"ppo_{n}_last": float(v) for n, v in zip(PPOMetrics._fields, first)}}  # fmt: skip
+    assert ppo_summary([first]) == {**{f"ppo_{n}_mean": float(v) for n, v in zip(PPOMetrics._fields, first, strict=True)},
+                                    **{f"ppo_{n}_last": float(v) for n, v in zip(PPOMetrics._fields, first, strict=True)}}  # fmt: skip
 
 
 def test_optimizer_learning_rate_is_state_and_counts_epochs():
@@ -226,7 +242,9 @@ def test_optimizer_learning_rate_is_state_and_counts_epochs():
     assert float(opt_state.hyperparams["learning_rate"]) == pytest.approx(1e-3)
     model = toy_model(np.ones(3), 1)
     traj, _ = imagine(POINT_MASS_WORLD, model, policy, jnp.zeros((8, 1)), jax.random.key(7), 0.0)
-    _, opt_state, metrics = ppo_update(policy, opt_state, traj, model.obs_norm, 0.5, PPOSettings(epochs=4))
+    _, opt_state, metrics = ppo_update(
+        policy, opt_state, traj, model.obs_norm, 0.5, PPOSettings(epochs=4)
+    )
     assert int(opt_state.inner_state[0].count) == 4
     assert all(np.isfinite(np.asarray(x)) for x in metrics)
 
@@ -259,7 +277,9 @@ def test_host_actor_matches_the_jitted_actor():
 
     key = jax.random.PRNGKey(3)
     policy = policy_init(key, 5, 2, hidden=(16, 16))
-    policy = policy.replace(actor=jax.tree_util.tree_map(lambda p: p * 50, policy.actor))  # saturate some
+    policy = policy.replace(
+        actor=jax.tree_util.tree_map(lambda p: p * 50, policy.actor)
+    )  # saturate some
     obs = np.random.default_rng(0).normal(size=(64, 5)) * 4
     norm = normalizer_update(normalizer_init(5, clip=3.0), obs[:32])
     want = np.asarray(act_mean(policy, norm, obs))
@@ -291,7 +311,7 @@ def test_advantage_is_fixed_per_update_or_recomputed_each_epoch(advantage):
         grads, _ = jax.grad(ppo_loss, has_aux=True)(params, model.obs_norm, batch, 0.5)
         updates, state = optimizer.update(grads, state, params)
         params = jax.tree_util.tree_map(lambda p, u: p + u, params, updates)
-    for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(params)):
+    for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(params), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=5e-5)  # the modes differ by ≈ 1e-2 here
     moved = np.abs(advantages[2] - advantages[0]).max()
     assert moved > 1e-4 if advantage == "per-epoch" else moved == 0.0

@@ -11,8 +11,8 @@ import pytest
 
 from helpers import Crash, crash_after_steps, train_args
 from rp1.cli import main
-from rp1.rundir.provenance import PACKAGES, cpu_features, environment, record, xla_threads
 from rp1.rundir.files import ENVIRONMENT
+from rp1.rundir.provenance import PACKAGES, cpu_features, environment, record, xla_threads
 
 
 def entries(run_dir) -> list[dict]:
@@ -28,8 +28,23 @@ def test_xla_threads_follow_xlas_own_rule():
 
 def test_environment_names_what_the_numbers_depend_on():
     env = environment()
-    assert set(env) == {"rp1", "commit", "python", *PACKAGES, "backend", "device", "cpu_features", "xla_threads", "xla_flags", "openblas_coretype"}
-    assert env["backend"] == jax.default_backend() and env["device"] and env["xla_threads"] == xla_threads()
+    assert set(env) == {
+        "rp1",
+        "commit",
+        "python",
+        *PACKAGES,
+        "backend",
+        "device",
+        "cpu_features",
+        "xla_threads",
+        "xla_flags",
+        "openblas_coretype",
+    }
+    assert (
+        env["backend"] == jax.default_backend()
+        and env["device"]
+        and env["xla_threads"] == xla_threads()
+    )
     assert env["cpu_features"] == cpu_features()  # on a GPU too: NumPy's arithmetic runs on the CPU
     assert env["commit"] == "unknown" or len(env["commit"].split("-")[0]) == 40
 
@@ -50,7 +65,10 @@ Features\t: fp asimd evtstrm aes crc32 atomics fphp asimdhp asimddp sve sve2 sme
 @pytest.mark.parametrize(
     ("cpuinfo", "features"),
     [
-        (X86, "amx_tile avx avx2 avx512_bf16 avx512bw avx512f avx_vnni fma pni sse sse2 sse4_1 sse4_2 ssse3"),
+        (
+            X86,
+            "amx_tile avx avx2 avx512_bf16 avx512bw avx512f avx_vnni fma pni sse sse2 sse4_1 sse4_2 ssse3",
+        ),
         (ARM, "asimd asimddp asimdhp bf16 fphp i8mm sme sve sve2"),
         ("processor\t: 0\n", "unknown"),
     ],
@@ -70,14 +88,26 @@ def test_record_starts_keeps_and_appends(tmp_path):
 
     here = entries(tmp_path)[0]
     features = here["cpu_features"].split()
-    elsewhere = [{**here, "device": "Another CPU", "cpu_features": " ".join([*features[1:], "avx9"]), "xla_threads": 64}]
+    elsewhere = [
+        {
+            **here,
+            "device": "Another CPU",
+            "cpu_features": " ".join([*features[1:], "avx9"]),
+            "xla_threads": 64,
+        }
+    ]
     (tmp_path / ENVIRONMENT).write_text(json.dumps({"environments": elsewhere}))
     warning = record(tmp_path, 4)
-    assert warning.startswith(f"rp1: warning: {tmp_path} continues from iteration 4 in another environment")
+    assert warning.startswith(
+        f"rp1: warning: {tmp_path} continues from iteration 4 in another environment"
+    )
     assert "device 'Another CPU' -> " in warning and f"xla_threads 64 -> {xla_threads()}" in warning
     assert f"cpu_features -avx9 +{features[0]};" in warning
     assert "\n" not in warning
-    assert [(e["from_iteration"], e["device"]) for e in entries(tmp_path)] == [(0, "Another CPU"), (4, environment()["device"])]
+    assert [(e["from_iteration"], e["device"]) for e in entries(tmp_path)] == [
+        (0, "Another CPU"),
+        (4, environment()["device"]),
+    ]
 
     # resumed from an earlier checkpoint (the last resume died before its next one): its entry goes
     assert record(tmp_path, 2) is not None
@@ -87,11 +117,16 @@ def test_record_starts_keeps_and_appends(tmp_path):
 
 def test_an_entry_written_before_a_field_existed_is_read_and_differs_by_it(tmp_path):
     record(tmp_path, 0)
-    older = {k: v for k, v in entries(tmp_path)[0].items() if k != "cpu_features"}  # rp1 before issue 27
+    older = {
+        k: v for k, v in entries(tmp_path)[0].items() if k != "cpu_features"
+    }  # rp1 before issue 27
     (tmp_path / ENVIRONMENT).write_text(json.dumps({"environments": [older]}))
     warning = record(tmp_path, 5)
     assert f"(cpu_features not recorded -> {cpu_features()!r}):" in warning
-    assert [(e["from_iteration"], e.get("cpu_features")) for e in entries(tmp_path)] == [(0, None), (5, cpu_features())]
+    assert [(e["from_iteration"], e.get("cpu_features")) for e in entries(tmp_path)] == [
+        (0, None),
+        (5, cpu_features()),
+    ]
 
 
 def test_a_run_without_a_record_is_recorded_from_its_resume(tmp_path):
@@ -114,5 +149,12 @@ def test_a_resume_in_another_environment_warns_once_and_records_it(tmp_path, mon
 
     assert main(train_args(out, "--resume")) == 0
     warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
-    assert len(warnings) == 1 and "from iteration 2" in warnings[0] and f"xla_threads 99 -> {xla_threads()}" in warnings[0]
-    assert [(e["from_iteration"], e["xla_threads"]) for e in entries(out)] == [(0, 99), (2, xla_threads())]
+    assert (
+        len(warnings) == 1
+        and "from iteration 2" in warnings[0]
+        and f"xla_threads 99 -> {xla_threads()}" in warnings[0]
+    )
+    assert [(e["from_iteration"], e["xla_threads"]) for e in entries(out)] == [
+        (0, 99),
+        (2, xla_threads()),
+    ]

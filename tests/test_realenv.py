@@ -43,28 +43,41 @@ def test_unseeded_episodes_continue_the_environment_stream_and_resume_from_its_s
     other = RealEnvs("halfcheetah", 1, seed=3)
     unseeded = np.array([UNSEEDED])
     first = collect(real, mean_policy(zero_action), unseeded, max_steps=5)
-    np.testing.assert_array_equal(first.obs, collect(other, mean_policy(zero_action), unseeded, max_steps=5).obs)
+    np.testing.assert_array_equal(
+        first.obs, collect(other, mean_policy(zero_action), unseeded, max_steps=5).obs
+    )
     saved = copy.deepcopy(real.generators())
     second = collect(real, mean_policy(zero_action), unseeded, max_steps=5)
     assert not np.array_equal(first.obs[0], second.obs[0])  # a new reset draw
     other.use_generators(saved)
-    np.testing.assert_array_equal(second.obs, collect(other, mean_policy(zero_action), unseeded, max_steps=5).obs)
+    np.testing.assert_array_equal(
+        second.obs, collect(other, mean_policy(zero_action), unseeded, max_steps=5).obs
+    )
     other.close()
 
 
 def test_phase_fills_the_cap_with_clipped_noisy_actions(real):
     """Each episode draws its noise std from U(0, 3) once, then N(0, std²) noise every step (SPEC
     §5), from the phase's generator in that order: replayed here."""
-    phase = collect_phase(real, zero_action, np.random.default_rng(0), CollectSettings(cap=250, alpha=0.0, noise_max=3.0, share=0.99))
+    phase = collect_phase(
+        real,
+        zero_action,
+        np.random.default_rng(0),
+        CollectSettings(cap=250, alpha=0.0, noise_max=3.0, share=0.99),
+    )
     assert [len(e.rew) for e in phase.episodes] == [100, 100, 50] and phase.samples == 250
     acts = np.concatenate([e.act for e in phase.episodes])
-    assert np.abs(acts).max() == 1.0 and np.isin(acts, (-1.0, 1.0)).mean() > 0.1  # noise up to std 3, clipped
+    assert (
+        np.abs(acts).max() == 1.0 and np.isin(acts, (-1.0, 1.0)).mean() > 0.1
+    )  # noise up to std 3, clipped
     assert phase.residual is None  # α = 0: no residual computed
     replay = np.random.default_rng(0)
     for episode in phase.episodes:
         std = replay.uniform(0.0, 3.0)
         noise = np.concatenate([replay.standard_normal((1, 6)) for _ in episode.rew])
-        np.testing.assert_allclose(episode.act, np.clip(std * noise, -1.0, 1.0), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(
+            episode.act, np.clip(std * noise, -1.0, 1.0), rtol=1e-6, atol=1e-7
+        )
 
 
 def rows(phase):
@@ -77,7 +90,13 @@ def scripted_phase(alpha: float, cap: int = 40, budget: int | None = None):
     real = RealEnvs(SCRIPTED, 1)
     try:
         zero = lambda obs: np.zeros((len(obs), 1))  # noqa: E731
-        return collect_phase(real, zero, np.random.default_rng(0), CollectSettings(cap=cap, alpha=alpha, noise_max=0.0, share=0.99), budget)
+        return collect_phase(
+            real,
+            zero,
+            np.random.default_rng(0),
+            CollectSettings(cap=cap, alpha=alpha, noise_max=0.0, share=0.99),
+            budget,
+        )
     finally:
         real.close()
 
@@ -100,7 +119,12 @@ def test_phase_with_alpha_above_every_residual_stops_after_its_second_episode():
     """No residual reaches 1.5: the first episode is never tested, the second always stops the
     phase, and the residual is the second's against the first (here on HalfCheetah's own data)."""
     real = RealEnvs("halfcheetah", 1, seed=4)
-    phase = collect_phase(real, zero_action, np.random.default_rng(1), CollectSettings(cap=3000, alpha=1.5, noise_max=3.0, share=0.99))
+    phase = collect_phase(
+        real,
+        zero_action,
+        np.random.default_rng(1),
+        CollectSettings(cap=3000, alpha=1.5, noise_max=3.0, share=0.99),
+    )
     real.close()
     assert [len(e.rew) for e in phase.episodes] == [100, 100]
     first, second = rows(phase)

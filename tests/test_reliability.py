@@ -39,23 +39,38 @@ from rp1.core.errors import ConfigError, StorageError
 from rp1.experiments.sweep_plan import SweepRequest, plan_sweep
 from rp1.rundir.files import CHECKPOINT, CONFIG, FINISHED, METRIC_COLUMNS, METRICS
 
-
 # --- validation before anything is written (defects 3, 4, 5) -------------------------------------
 
 BAD_VALUES = {
-    "batch_steps below the horizon": (["--set", "policy.batch_steps=50"], "policy.batch_steps", ">= 100"),
+    "batch_steps below the horizon": (
+        ["--set", "policy.batch_steps=50"],
+        "policy.batch_steps",
+        ">= 100",
+    ),
     "batch_steps zero": (["--set", "policy.batch_steps=0"], "policy.batch_steps", ">= 100"),
     "infinite policy.lr": (["--set", "policy.lr=inf"], "policy.lr", "finite"),
-    "infinite policy.action_std": (["--set", "policy.action_std=inf"], "policy.action_std", "finite"),
+    "infinite policy.action_std": (
+        ["--set", "policy.action_std=inf"],
+        "policy.action_std",
+        "finite",
+    ),
     "infinite model.lr": (["--set", "model.lr=inf"], "model.lr", "finite"),
-    "infinite collect.noise_max": (["--set", "collect.noise_max=inf"], "collect.noise_max", "finite"),
+    "infinite collect.noise_max": (
+        ["--set", "collect.noise_max=inf"],
+        "collect.noise_max",
+        "finite",
+    ),
     "negative infinity": (["--set", "collect.alpha=-inf"], "collect.alpha", "finite"),
     "nan policy.lr": (["--set", "policy.lr=nan"], "policy.lr", "finite"),
     "nan collect.alpha": (["--set", "collect.alpha=nan"], "collect.alpha", "finite"),
     "nan lam.value": (["--set", "lam.value=nan"], "lam.value", "finite"),
     "nan among lam.arms": (["--set", "lam.arms=0,0.1,nan"], "lam.arms", "finite"),
     "nan for a count": (["--set", "model.members=nan"], "model.members", "expected int"),
-    "seed too large for the generators": (["--seed", "100000000000000000000"], "seed", "2143289344"),
+    "seed too large for the generators": (
+        ["--seed", "100000000000000000000"],
+        "seed",
+        "2143289344",
+    ),
     "seed just above the bound": (["--seed", str(2**31 - 2**22)], "seed", "2143289344"),
 }
 
@@ -82,11 +97,15 @@ def test_out_that_is_a_file_or_lies_under_one_is_refused(finished_run, tmp_path,
     file.write_text("mine")
     one_error(*run_cli(train_args(file), capsys), 2, str(file), "not a directory")
     one_error(*run_cli(train_args(file / "run"), capsys), 2, str(file / "run"), str(file))
-    one_error(*run_cli(["report", str(finished_run.parent), "--out", str(file)], capsys), 2, str(file))
+    one_error(
+        *run_cli(["report", str(finished_run.parent), "--out", str(file)], capsys), 2, str(file)
+    )
     assert file.read_text() == "mine"
 
 
-def test_permissions_are_obeyed_read_only_out_exit_2_unreadable_checkpoint_exit_1(finished_run, copied_run, tmp_path):
+def test_permissions_are_obeyed_read_only_out_exit_2_unreadable_checkpoint_exit_1(
+    finished_run, copied_run, tmp_path
+):
     """In a process that obeys file permissions (as root too: CI runs as root): ``--out`` in a
     read-only directory is bad input (exit code 2, nothing written); a checkpoint it may not read
     is a file the machine fails to read, named with the operating system's cause (exit code 1,
@@ -111,7 +130,9 @@ def test_permissions_are_obeyed_read_only_out_exit_2_unreadable_checkpoint_exit_
     assert snapshot(copied_run) == before
 
 
-def test_checkpoint_that_cannot_be_read_is_one_line_exit_1_and_debug_shows_the_traceback(copied_run, capsys, monkeypatch):
+def test_checkpoint_that_cannot_be_read_is_one_line_exit_1_and_debug_shows_the_traceback(
+    copied_run, capsys, monkeypatch
+):
     """A checkpoint path that is a directory: reading it fails in the operating system (EISDIR):
     one line naming it, exit code 1; with ``RP1_DEBUG=1`` the error propagates with its traceback
     (here: out of ``main``), for bad input too."""
@@ -119,18 +140,22 @@ def test_checkpoint_that_cannot_be_read_is_one_line_exit_1_and_debug_shows_the_t
     checkpoint.unlink()
     checkpoint.mkdir()
     before = snapshot(copied_run)
-    one_error(*run_cli(train_args(copied_run, "--resume"), capsys), 1, str(checkpoint), "Is a directory")
+    one_error(
+        *run_cli(train_args(copied_run, "--resume"), capsys), 1, str(checkpoint), "Is a directory"
+    )
     assert snapshot(copied_run) == before
     monkeypatch.setenv("RP1_DEBUG", "1")
     with pytest.raises(StorageError, match="Is a directory"):
         main(train_args(copied_run, "--resume"))
-    with pytest.raises(ConfigError, match="policy.lr must be a finite number"):
+    with pytest.raises(ConfigError, match=r"policy.lr must be a finite number"):
         main(train_args(copied_run, "--resume", "--set", "policy.lr=nan"))
     assert capsys.readouterr().err == ""  # no one-line error instead of the traceback
     assert snapshot(copied_run) == before
 
 
-def test_metrics_that_cannot_be_written_is_one_line_exit_1_and_keeps_the_checkpoint(copied_run, capsys):
+def test_metrics_that_cannot_be_written_is_one_line_exit_1_and_keeps_the_checkpoint(
+    copied_run, capsys
+):
     """``metrics.csv`` replaced by a directory: resuming rewrites it from the checkpoint, which
     fails in the operating system: one line naming it, exit code 1; the checkpoint stays."""
     metrics = copied_run / METRICS
@@ -138,12 +163,16 @@ def test_metrics_that_cannot_be_written_is_one_line_exit_1_and_keeps_the_checkpo
     metrics.mkdir()
     (copied_run / FINISHED).unlink()  # not finished: --resume goes on to write the metrics
     checkpoint = (copied_run / CHECKPOINT).read_bytes()
-    one_error(*run_cli(train_args(copied_run, "--resume"), capsys), 1, str(metrics), "Is a directory")
+    one_error(
+        *run_cli(train_args(copied_run, "--resume"), capsys), 1, str(metrics), "Is a directory"
+    )
     assert (copied_run / CHECKPOINT).read_bytes() == checkpoint and metrics.is_dir()
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
-def test_full_disk_during_a_checkpoint_is_one_line_and_keeps_the_last_checkpoint(finished_run, tmp_path, monkeypatch, capsys):
+def test_full_disk_during_a_checkpoint_is_one_line_and_keeps_the_last_checkpoint(
+    finished_run, tmp_path, monkeypatch, capsys
+):
     from rp1.agents.model_based import ModelBasedAgent
 
     out = tmp_path / "run"
@@ -161,7 +190,9 @@ def test_full_disk_during_a_checkpoint_is_one_line_and_keeps_the_last_checkpoint
     with monkeypatch.context() as patch:
         patch.setattr(ModelBasedAgent, "step", step_then_fill_disk)
         one_error(*run_cli(train_args(out), capsys), 1, str(checkpoint), "No space left on device")
-    assert checkpoint.read_bytes() == saved["bytes"] and os.listdir(checkpoint.parent) == [CHECKPOINT.name]
+    assert checkpoint.read_bytes() == saved["bytes"] and os.listdir(checkpoint.parent) == [
+        CHECKPOINT.name
+    ]
     assert main(train_args(out, "--resume")) == 0
     assert metrics_without_timing(out) == metrics_without_timing(finished_run)
 
@@ -179,7 +210,9 @@ def killed_before_first_checkpoint(out: Path) -> None:
 
 
 @pytest.mark.parametrize("flag", ["--resume", "--overwrite"])
-def test_run_killed_before_its_first_checkpoint_can_continue_or_restart(flag, finished_run, tmp_path, capsys):
+def test_run_killed_before_its_first_checkpoint_can_continue_or_restart(
+    flag, finished_run, tmp_path, capsys
+):
     out = tmp_path / "run"
     killed_before_first_checkpoint(out)
     before = snapshot(out)
@@ -191,7 +224,12 @@ def test_run_killed_before_its_first_checkpoint_can_continue_or_restart(flag, fi
 
 def test_resume_and_overwrite_together_are_refused(copied_run, capsys):
     before = snapshot(copied_run)
-    one_error(*run_cli(train_args(copied_run, "--resume", "--overwrite"), capsys), 2, "--resume", "--overwrite")
+    one_error(
+        *run_cli(train_args(copied_run, "--resume", "--overwrite"), capsys),
+        2,
+        "--resume",
+        "--overwrite",
+    )
     assert snapshot(copied_run) == before
 
 
@@ -218,7 +256,9 @@ def test_corrupt_file_is_one_line_naming_it(case, copied_run, capsys):
 def test_run_without_config_json_is_not_overwritten(copied_run, capsys):
     (copied_run / CONFIG).unlink()
     before = snapshot(copied_run)
-    one_error(*run_cli(train_args(copied_run), capsys), 2, str(copied_run), "--resume", "--overwrite")
+    one_error(
+        *run_cli(train_args(copied_run), capsys), 2, str(copied_run), "--resume", "--overwrite"
+    )
     assert snapshot(copied_run) == before
     # the checkpoint records its config: --resume continues (here: finds the run finished) and
     # writes config.json again
@@ -232,12 +272,17 @@ def test_finished_marker_of_another_config_does_not_skip_a_sweep_run(finished_ru
     shutil.copytree(finished_run, run)
     (run / CONFIG).unlink()
     overrides = tiny_overrides(train_args(run))
-    assert [j.action for j in plan_sweep(SweepRequest([PRESET], [0], tmp_path, budget=1800, overrides=overrides))] == ["skip"]
+    assert [
+        j.action
+        for j in plan_sweep(SweepRequest([PRESET], [0], tmp_path, budget=1800, overrides=overrides))
+    ] == ["skip"]
     with pytest.raises(ConfigError, match="another config"):
         plan_sweep(SweepRequest([PRESET], [0], tmp_path, budget=3000, overrides=overrides))
 
 
-def test_overwrite_replaces_the_run_and_its_finished_marker(copied_run, finished_run, tmp_path, capsys):
+def test_overwrite_replaces_the_run_and_its_finished_marker(
+    copied_run, finished_run, tmp_path, capsys
+):
     (copied_run / "notes.txt").write_text("mine")
     assert main(train_args(copied_run, "--overwrite", "--seed", "1")) == 0
     assert json.loads((copied_run / CONFIG).read_text())["seed"] == 1
@@ -255,7 +300,13 @@ def test_checkpoint_of_another_config_is_refused(finished_run, tmp_path, capsys)
     (out / CONFIG).write_text(json.dumps({**config, "seed": 1}))
     (out / FINISHED).unlink()
     before = snapshot(out)
-    one_error(*run_cli(train_args(out, "--resume", "--seed", "1"), capsys), 2, str(out / CHECKPOINT), "another config", "seed")
+    one_error(
+        *run_cli(train_args(out, "--resume", "--seed", "1"), capsys),
+        2,
+        str(out / CHECKPOINT),
+        "another config",
+        "seed",
+    )
     assert snapshot(out) == before
 
 
@@ -263,21 +314,31 @@ def test_checkpoint_of_another_config_is_refused(finished_run, tmp_path, capsys)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_signal_stops_the_run_inside_a_compiled_call_and_it_resumes(sig, code, finished_run, tmp_path):
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_stops_the_run_inside_a_compiled_call_and_it_resumes(
+    sig, code, finished_run, tmp_path
+):
     """The driver holds the run inside a compiled JAX call (its first policy update, after the first
     checkpoint) and says so; only then is the signal sent."""
     out, ready = tmp_path / "run", tmp_path / "ready"
     proc = subprocess.Popen(
-        [*driver_cmd(ready, "--hold-train-step"), *train_args(out)], env=subprocess_env(),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        [*driver_cmd(ready, "--hold-train-step"), *train_args(out)],
+        env=subprocess_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     wait_for(ready.exists, proc)
     sent = time.monotonic()
     proc.send_signal(sig)
     err = proc.communicate(timeout=60)[1].strip().splitlines()
     assert time.monotonic() - sent < 5 and not (out / FINISHED).exists()
-    assert proc.returncode == code and len(err) == 1 and err[0].startswith("rp1: interrupted") and "--resume" in err[0], err
+    assert (
+        proc.returncode == code
+        and len(err) == 1
+        and err[0].startswith("rp1: interrupted")
+        and "--resume" in err[0]
+    ), err
     assert len(metrics_without_timing(out)) == 1  # held in the second iteration
     assert main(train_args(out, "--resume")) == 0
     assert metrics_without_timing(out) == metrics_without_timing(finished_run)
@@ -308,7 +369,9 @@ def test_import_creates_no_cache_directory_a_run_creates_it_user_only(tmp_path):
         "print(oct(enable_compilation_cache().stat().st_mode & 0o777))\n"
     )
     env = {**os.environ, "RP1_JAX_CACHE": str(cache)}
-    done = subprocess.run([sys.executable, "-c", script, str(cache)], env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(cache)], env=env, capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "0o700"
 
@@ -327,9 +390,15 @@ def test_empty_cache_variable_turns_the_cache_off_and_a_directory_turns_it_on_th
         "os.environ['RP1_JAX_CACHE'] = sys.argv[1]\n"
         "print(enable_compilation_cache(), jax.config.jax_compilation_cache_dir)\n"
     )
-    env = {k: v for k, v in subprocess_env(RP1_JAX_CACHE="", HOME=str(tmp_path / "home")).items() if k != "JAX_COMPILATION_CACHE_DIR"}
+    env = {
+        k: v
+        for k, v in subprocess_env(RP1_JAX_CACHE="", HOME=str(tmp_path / "home")).items()
+        if k != "JAX_COMPILATION_CACHE_DIR"
+    }
     (tmp_path / "home").mkdir()
-    done = subprocess.run([sys.executable, "-c", script, str(cache)], env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(cache)], env=env, capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["None []", f"{cache} {cache}"]
     assert cache.is_dir()

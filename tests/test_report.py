@@ -15,6 +15,7 @@ from scipy import stats as scipy_stats
 from rp1.config import METHOD_TABLE, adaptive_lambda
 from rp1.core.errors import ConfigError
 from rp1.experiments import stats
+from rp1.experiments.claims import claim_table, verdict, write_claims
 from rp1.experiments.report import (
     direction_verdict,
     report_tasks,
@@ -24,7 +25,6 @@ from rp1.experiments.report import (
     write_report,
 )
 from rp1.experiments.runs_table import load_runs
-from rp1.experiments.claims import claim_table, verdict, write_claims
 from rp1.experiments.tables import TABLES, table_frames, write_table_frames
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -88,10 +88,7 @@ def linear_run(
     """A model-based run evaluated every 3,000 samples up to its budget, returns start + slope·i."""
     samples = list(range(3_000, budget, 3_000))
     returns = [start + slope * i for i in range(len(samples))]
-    lambdas = [
-        0.1 * (i % 6) if method in adaptive_lambda() else 0.0
-        for i in range(len(samples))
-    ]
+    lambdas = [0.1 * (i % 6) if method in adaptive_lambda() else 0.0 for i in range(len(samples))]
     return write_run(
         root,
         task,
@@ -193,7 +190,12 @@ def test_best_and_curves_leave_out_the_untrained_policy(tmp_path):
     # Iteration 0 (the untrained policy, 50.0) is the run's best evaluation: the table takes the
     # best of iterations ≥ 1 (20.0); the curve starts at the first trained evaluation.
     write_run(
-        tmp_path / "runs", "halfcheetah", "greedy", 0, [0, 3_000, 6_000], [50.0, 10.0, 20.0],
+        tmp_path / "runs",
+        "halfcheetah",
+        "greedy",
+        0,
+        [0, 3_000, 6_000],
+        [50.0, 10.0, 20.0],
         budget=9_000,
     )
     write_tables(tmp_path / "runs", tmp_path / "out")
@@ -236,8 +238,14 @@ def test_tables_2_and_3_are_reported_at_the_budgets_the_runs_reach(tmp_path):
     for method in ("rp1", "rp1-statevar", "rp1-noadapt"):
         for seed in range(2):
             write_run(
-                tmp_path, "swimmer", method, seed, [0, 3_000, 6_000], [0.0, 1.0, 2.0 + seed],
-                budget=10_000, phase=4_000,
+                tmp_path,
+                "swimmer",
+                method,
+                seed,
+                [0, 3_000, 6_000],
+                [0.0, 1.0, 2.0 + seed],
+                budget=10_000,
+                phase=4_000,
             )
     write_tables(tmp_path, tmp_path / "out")
     for name in ("table2", "table3"):
@@ -249,11 +257,24 @@ def test_tables_2_and_3_are_reported_at_the_budgets_the_runs_reach(tmp_path):
 
 def test_scales_are_not_pooled(tmp_path):
     write_run(
-        tmp_path, "hopper", "rp1", 0, [0, 3_000, 6_000], [0.0, 1.0, 2.0], budget=10_000,
-        phase=4_000, scale="small",
+        tmp_path,
+        "hopper",
+        "rp1",
+        0,
+        [0, 3_000, 6_000],
+        [0.0, 1.0, 2.0],
+        budget=10_000,
+        phase=4_000,
+        scale="small",
     )
     write_run(
-        tmp_path, "hopper", "rp1", 0, [0, 3_000, 6_000], [0.0, 5.0, 6.0], budget=10_000,
+        tmp_path,
+        "hopper",
+        "rp1",
+        0,
+        [0, 3_000, 6_000],
+        [0.0, 5.0, 6.0],
+        budget=10_000,
         phase=4_000,
     )
     loaded = load_runs(tmp_path)
@@ -281,8 +302,10 @@ def test_unfinished_and_malformed_metrics_rows_are_left_out_with_a_note(tmp_path
     assert loaded.notes == [
         "ant-rp1/seed0: metrics.csv line 4 has a field that is not a number — row left out",
         "ant-rp1/seed0: metrics.csv line 5 has 4 fields, its header 12 — row left out",
-        "ant-rp1/seed0: metrics.csv line 6 is unfinished (no newline: cut while written) — "
-        "row left out",
+        (
+            "ant-rp1/seed0: metrics.csv line 6 is unfinished (no newline: cut while written) — "
+            "row left out"
+        ),
     ]
     write_tables(tmp_path / "runs", tmp_path / "out")
     index = write_index(loaded, [], tmp_path / "out").read_text()
@@ -371,7 +394,14 @@ def test_claims_read_each_comparison_as_holds_does_not_hold_or_inconclusive(tmp_
         "rp1-noadapt": [102.0, 99.0, 100.0],
     }.items():
         for seed, best in enumerate(values):
-            write_run(tmp_path / "runs", "hopper", method, seed, [3_000, 6_000, 97_000], [best - 5, best, best - 1])
+            write_run(
+                tmp_path / "runs",
+                "hopper",
+                method,
+                seed,
+                [3_000, 6_000, 97_000],
+                [best - 5, best, best - 1],
+            )
     metrics = load_runs(tmp_path / "runs").metrics
     frames = {spec.name: table_frames(metrics, spec, report_tasks(metrics)) for spec in TABLES}
     claims = claim_table(frames)
@@ -381,7 +411,9 @@ def test_claims_read_each_comparison_as_holds_does_not_hold_or_inconclusive(tmp_
     assert claims.loc["RP1 beats V+R (Table 1)", "verdict"] == "does not hold"
     assert claims.loc["adaptive λ beats λ = 0 (Table 3)", "verdict"] == "inconclusive"
     assert set(claims.index) == {  # no state-variance or no-early-stop runs: no such claims
-        "RP1 beats Greedy (Table 1)", "RP1 beats V+R (Table 1)", "adaptive λ beats λ = 0 (Table 3)"
+        "RP1 beats Greedy (Table 1)",
+        "RP1 beats V+R (Table 1)",
+        "adaptive λ beats λ = 0 (Table 3)",
     }
     (tmp_path / "out").mkdir()
     written = write_claims(frames, tmp_path / "out")
@@ -397,11 +429,21 @@ def test_lambda_trend_tests_one_slope_per_run(tmp_path):
     # λ, a slope of 5/4; seed 2 plays one λ only and has no slope.
     for seed, returns in ((0, [0.0, 0.0, 1.0, 3.0, 6.0]), (1, [0.0, 0.0, 2.0, 4.0, 12.0])):
         write_run(
-            tmp_path, "hopper", "rp1", seed, [0, 1, 2, 3, 4], returns,
+            tmp_path,
+            "hopper",
+            "rp1",
+            seed,
+            [0, 1, 2, 3, 4],
+            returns,
             **{"lambda": [math.nan, 0.0, 0.1, 0.3, 0.5]},
         )
     write_run(
-        tmp_path, "hopper", "rp1", 2, [0, 1, 2, 3], [0.0, 0.0, 1.0, 5.0],
+        tmp_path,
+        "hopper",
+        "rp1",
+        2,
+        [0, 1, 2, 3],
+        [0.0, 0.0, 1.0, 5.0],
         **{"lambda": [math.nan, 0.0, 0.2, 0.2]},
     )
     trend = stats.lambda_trend(stats.lambda_improvements(load_runs(tmp_path).metrics))
@@ -420,12 +462,26 @@ def test_phase_statistics_use_the_runs_own_cap(tmp_path):
     # Cap 1,000 (config.json collect.phase_cap), budget 3,000. Seed 0: phases 1,000, 400 (stopped
     # early), 1,000, then 600 — all the budget left, so not early. Seed 1: three full phases.
     write_run(
-        tmp_path / "runs", "hopper", "rp1", 0, [0, 1_000, 1_400, 2_400], [0.0] * 4,
-        budget=3_000, cap=1_000, phase_samples=[1_000, 400, 1_000, 600],
+        tmp_path / "runs",
+        "hopper",
+        "rp1",
+        0,
+        [0, 1_000, 1_400, 2_400],
+        [0.0] * 4,
+        budget=3_000,
+        cap=1_000,
+        phase_samples=[1_000, 400, 1_000, 600],
     )
     write_run(
-        tmp_path / "runs", "hopper", "rp1", 1, [0, 1_000, 2_000], [0.0] * 3,
-        budget=3_000, cap=1_000, phase=1_000,
+        tmp_path / "runs",
+        "hopper",
+        "rp1",
+        1,
+        [0, 1_000, 2_000],
+        [0.0] * 3,
+        budget=3_000,
+        cap=1_000,
+        phase=1_000,
     )
     metrics = load_runs(tmp_path / "runs").metrics
     summary = stats.phase_summary(metrics).iloc[0]
@@ -501,7 +557,11 @@ def test_probability_of_improvement_against_a_hand_computed_case():
     result = stats.probability_of_improvement(np.array([3.0, 1.0, 2.0]), np.array([0.0, 2.0]))
     assert result.p == pytest.approx(0.75)
     assert 0.0 <= result.low <= 0.75 <= result.high <= 1.0
-    assert stats.probability_of_improvement(np.array([5.0, 6.0]), np.array([1.0, 2.0])) == (1.0, 1.0, 1.0)
+    assert stats.probability_of_improvement(np.array([5.0, 6.0]), np.array([1.0, 2.0])) == (
+        1.0,
+        1.0,
+        1.0,
+    )
     assert stats.probability_of_improvement(np.array([1.0, 2.0]), np.array([1.0, 2.0])).p == 0.5
     alone = stats.probability_of_improvement(np.array([1.0]), np.array([1.0, 2.0]))
     assert alone.p == 0.25 and np.isnan(alone.low) and np.isnan(alone.high)
@@ -510,10 +570,22 @@ def test_probability_of_improvement_against_a_hand_computed_case():
 def test_t_test_table_gives_the_probability_of_improvement(tmp_path):
     for method, returns in (("rp1", [5.0, 7.0, 9.0]), ("greedy", [6.0, 1.0, 2.0])):
         for seed, value in enumerate(returns):
-            write_run(tmp_path / "runs", "hopper", method, seed, [0, 5_000, 9_000], [0.0, value, value], budget=10_000)
+            write_run(
+                tmp_path / "runs",
+                "hopper",
+                method,
+                seed,
+                [0, 5_000, 9_000],
+                [0.0, value, value],
+                budget=10_000,
+            )
     write_tables(tmp_path / "runs", tmp_path / "out")
     row = pd.read_csv(tmp_path / "out" / "table1_ttests.csv").set_index("comparison").loc["T1"]
     # RP1 (5, 7, 9) vs Greedy (6, 1, 2): 5 loses to 6 only: 8 of 9 pairs
-    assert (row.prob_improvement, row.method_a, row.method_b) == (pytest.approx(8 / 9), "rp1", "greedy")
+    assert (row.prob_improvement, row.method_a, row.method_b) == (
+        pytest.approx(8 / 9),
+        "rp1",
+        "greedy",
+    )
     assert row.pi_low <= 8 / 9 <= row.pi_high
     assert "PI 0.89 [" in (tmp_path / "out" / "table1.md").read_text()

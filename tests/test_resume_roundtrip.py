@@ -5,15 +5,19 @@ the wall-clock ones), for a model-based and a model-free agent."""
 from __future__ import annotations
 
 import pytest
-from helpers import TINY, Crash, crash_after_steps, metrics_without_timing
 
+from helpers import TINY, Crash, crash_after_steps, metrics_without_timing
 from rp1.config import resolve
 from rp1.train import run_training
 
 CASES = {
     # α = 0 keeps the number of iterations independent of the data: 4 phases of 300 samples
     "rp1": ("halfcheetah-rp1", 1200, {**TINY, "collect.alpha": "0"}),
-    "modelfree": ("halfcheetah-modelfree", 3000, {**TINY, "policy.batch_steps": "500", "modelfree.envs": "5"}),
+    "modelfree": (
+        "halfcheetah-modelfree",
+        3000,
+        {**TINY, "policy.batch_steps": "500", "modelfree.envs": "5"},
+    ),
 }
 
 
@@ -53,9 +57,13 @@ def test_agents_share_one_interface_and_checkpoint_layout(case):
         saved = agent.checkpoint(state)
         assert set(saved) == {"meta", "device", "host"}
         restored = agent.restore(saved)
-        same = jax.tree_util.tree_map(lambda a, b: bool((a == b).all()), state.learner, restored.learner)
+        same = jax.tree_util.tree_map(
+            lambda a, b: bool((a == b).all()), state.learner, restored.learner
+        )
         assert all(jax.tree_util.tree_leaves(same))
-        with pytest.raises((KeyError, ValueError)):  # what rp1.train.restore_state reports as a ConfigError
+        with pytest.raises(
+            (KeyError, ValueError)
+        ):  # what rp1.train.restore_state reports as a ConfigError
             agent.restore({**saved, "device": {}})
     finally:
         agent.close()

@@ -13,7 +13,6 @@ from helpers import fill_disk, one_error, run_cli, run_cli_output, set_args, sna
 from rp1.cli import main
 from rp1.rundir.files import CHECKPOINT, CONFIG, ENVIRONMENT, FINISHED, METRICS
 
-
 # --- temporary files are created exclusively, never through a planted link (defect 4) ----------
 
 
@@ -25,7 +24,16 @@ def test_temporary_files_are_not_written_through_planted_links(tmp_path):
     out, report = tmp_path / "run", tmp_path / "report"
     victim = tmp_path / "victim.txt"
     victim.write_text("precious")
-    names = [CONFIG, METRICS, FINISHED, ENVIRONMENT, str(CHECKPOINT), "policy/last.msgpack", "policy/best.msgpack", "learning_curve.png"]
+    names = [
+        CONFIG,
+        METRICS,
+        FINISHED,
+        ENVIRONMENT,
+        str(CHECKPOINT),
+        "policy/last.msgpack",
+        "policy/best.msgpack",
+        "learning_curve.png",
+    ]
     names += [f"../report/{name}" for name in ("index.md", "table1.md", "table1.csv", "phases.csv")]
     for name in names:
         link = out / f"{name}.tmp"
@@ -50,7 +58,10 @@ def test_a_link_planted_as_the_lock_file_is_not_followed(tmp_path, capsys):
 # --- options: range-checked, usage errors one line on every command (defect 8) ------------------
 
 USAGE = {
-    "train: not an integer": (["train", "--preset", "hopper-quick", "--budget", "1e12"], "--budget"),
+    "train: not an integer": (
+        ["train", "--preset", "hopper-quick", "--budget", "1e12"],
+        "--budget",
+    ),
     "train: unknown option": (["train", "--preset", "hopper-quick", "--bogus"], "--bogus"),
     "sweep: missing --out": (["sweep", "--presets", "hopper-quick"], "--out"),
     "evaluate: not an integer": (["evaluate", "RUN", "--episodes", "1e20"], "--episodes"),
@@ -68,24 +79,62 @@ def test_usage_errors_are_one_line_exit_2_on_every_command(case, capsys):
 
 
 OUT_OF_RANGE = {
-    "train: budget": (["train", "--preset", "hopper-quick", "--budget", str(10**12)], "budget", "1,000,000,000"),
-    "train: seed 2**64": (["train", "--preset", "hopper-quick", "--seed", str(2**64)], "seed", "2143289344"),
-    "train: members": (["train", "--preset", "hopper-quick", "--set", "model.members=100000"], "model.members", "100"),
-    "train: batch": (["train", "--preset", "hopper-quick", "--set", "policy.batch_steps=1000000000"], "policy.batch_steps", "10,000,000"),
-    "train: no hidden layers": (["train", "--preset", "hopper-quick", "--set", "model.hidden="], "model.hidden", "1 to 16"),
-    "train: horizon": (["train", "--preset", "hopper-quick", "--horizon", str(10**9)], "horizon", "1,000,000"),
-    "sweep: seeds": (["sweep", "--presets", "hopper-quick", "--seeds", f"0-{10**20}"], "--seeds", "10,000"),
-    "sweep: workers": (["sweep", "--presets", "hopper-quick", "--workers", str(10**20)], "--workers", "1024"),
+    "train: budget": (
+        ["train", "--preset", "hopper-quick", "--budget", str(10**12)],
+        "budget",
+        "1,000,000,000",
+    ),
+    "train: seed 2**64": (
+        ["train", "--preset", "hopper-quick", "--seed", str(2**64)],
+        "seed",
+        "2143289344",
+    ),
+    "train: members": (
+        ["train", "--preset", "hopper-quick", "--set", "model.members=100000"],
+        "model.members",
+        "100",
+    ),
+    "train: batch": (
+        ["train", "--preset", "hopper-quick", "--set", "policy.batch_steps=1000000000"],
+        "policy.batch_steps",
+        "10,000,000",
+    ),
+    "train: no hidden layers": (
+        ["train", "--preset", "hopper-quick", "--set", "model.hidden="],
+        "model.hidden",
+        "1 to 16",
+    ),
+    "train: horizon": (
+        ["train", "--preset", "hopper-quick", "--horizon", str(10**9)],
+        "horizon",
+        "1,000,000",
+    ),
+    "sweep: seeds": (
+        ["sweep", "--presets", "hopper-quick", "--seeds", f"0-{10**20}"],
+        "--seeds",
+        "10,000",
+    ),
+    "sweep: workers": (
+        ["sweep", "--presets", "hopper-quick", "--workers", str(10**20)],
+        "--workers",
+        "1024",
+    ),
     "evaluate: seed 2**64": (["evaluate", "RUN", "--seed", str(2**64)], "--seed", "2143289344"),
     "evaluate: episodes": (["evaluate", "RUN", "--episodes", str(10**20)], "--episodes", "10,000"),
-    "evaluate: size": (["evaluate", "RUN", "--size", "100000x100000", "--video", "OUT/v.mp4"], "--size", "4096"),
+    "evaluate: size": (
+        ["evaluate", "RUN", "--size", "100000x100000", "--video", "OUT/v.mp4"],
+        "--size",
+        "4096",
+    ),
 }
 
 
 @pytest.mark.parametrize("case", list(OUT_OF_RANGE))
 def test_out_of_range_options_are_one_line_exit_2_nothing_written(case, tmp_path, capsys):
     args, *fragments = OUT_OF_RANGE[case]
-    args = [a.replace("RUN", str(tmp_path / "run")).replace("OUT", str(tmp_path / "out")) for a in args]
+    args = [
+        a.replace("RUN", str(tmp_path / "run")).replace("OUT", str(tmp_path / "out")) for a in args
+    ]
     if args[0] in ("train", "sweep"):
         args += ["--out", str(tmp_path / "out")]
     one_error(*run_cli(args, capsys), 2, *fragments)
@@ -105,7 +154,10 @@ def rewrite_meta(path: Path, change) -> None:
 
 
 BAD_META = {
-    "a key missing": (lambda meta: {k: v for k, v in meta.items() if k != "evaluator"}, "lacks evaluator"),
+    "a key missing": (
+        lambda meta: {k: v for k, v in meta.items() if k != "evaluator"},
+        "lacks evaluator",
+    ),
     "not a map": (lambda meta: [meta], "not a map"),
     "a key of the wrong type": (lambda meta: {**meta, "obs_dim": "17"}, "obs_dim"),
     "sizes that do not fit": (lambda meta: {**meta, "act_dim": 2}, "sizes"),
@@ -114,7 +166,9 @@ BAD_META = {
 
 
 @pytest.mark.parametrize("case", list(BAD_META))
-def test_policy_file_with_bad_metadata_is_one_line_exit_2_and_a_config_error(case, copied_run, capsys):
+def test_policy_file_with_bad_metadata_is_one_line_exit_2_and_a_config_error(
+    case, copied_run, capsys
+):
     from rp1 import load_policy
     from rp1.core.errors import ConfigError
 
@@ -138,7 +192,12 @@ def odd_runs(finished_run: Path, root: Path) -> dict[str, str]:
     at = header.split(",").index("eval_return")
 
     def eval_returns(value: str, every: bool) -> str:
-        changed = [",".join(f if i != at or not (every or k == 1) else value for i, f in enumerate(r.split(","))) for k, r in enumerate(rows)]
+        changed = [
+            ",".join(
+                f if i != at or not (every or k == 1) else value for i, f in enumerate(r.split(","))
+            )
+            for k, r in enumerate(rows)
+        ]
         return "\n".join([header, *changed]) + "\n"
 
     odd = {
@@ -159,26 +218,37 @@ def odd_runs(finished_run: Path, root: Path) -> dict[str, str]:
     return notes
 
 
-def test_odd_runs_are_left_out_of_a_report_with_a_note_and_no_warnings(finished_run, tmp_path, capsys):
+def test_odd_runs_are_left_out_of_a_report_with_a_note_and_no_warnings(
+    finished_run, tmp_path, capsys
+):
     import warnings
 
     root, out = tmp_path / "runs", tmp_path / "report"
     notes = odd_runs(finished_run, root)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        warnings.simplefilter("ignore", DeprecationWarning)  # libraries' own (matplotlib 3.8 on a newer pyparsing)
+        warnings.simplefilter(
+            "ignore", DeprecationWarning
+        )  # libraries' own (matplotlib 3.8 on a newer pyparsing)
         code, _, err = run_cli_output(["report", root, "--out", out], capsys)
     assert code == 0 and err == [], err
     index = (out / "index.md").read_text()
     left_out = index.split("## Left out")[1].split("## Files")[0]
     for name, note in notes.items():
-        assert any(name in line and note in line for line in left_out.splitlines()), (name, left_out)
+        assert any(name in line and note in line for line in left_out.splitlines()), (
+            name,
+            left_out,
+        )
     assert "all-nan: no usable metrics rows — left out" in left_out
-    assert "| halfcheetah | paper | rp1 | 2 | 0, 4 |" in index  # the sound run and what is sound of one-inf
+    assert (
+        "| halfcheetah | paper | rp1 | 2 | 0, 4 |" in index
+    )  # the sound run and what is sound of one-inf
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
-def test_a_report_the_disk_cannot_hold_is_one_line_exit_1_and_leaves_no_file(finished_run, tmp_path, monkeypatch, capsys):
+def test_a_report_the_disk_cannot_hold_is_one_line_exit_1_and_leaves_no_file(
+    finished_run, tmp_path, monkeypatch, capsys
+):
     root, out = tmp_path / "runs", tmp_path / "report"
     odd_runs(finished_run, root)
     fill_disk(monkeypatch)
@@ -187,19 +257,27 @@ def test_a_report_the_disk_cannot_hold_is_one_line_exit_1_and_leaves_no_file(fin
     assert list(out.iterdir()) == []
 
 
-def test_evaluate_json_writes_null_for_a_number_that_is_not_finite(finished_run, monkeypatch, capsys):
+def test_evaluate_json_writes_null_for_a_number_that_is_not_finite(
+    finished_run, monkeypatch, capsys
+):
     import numpy as np
 
     from rp1.agents.policy_files import PolicySnapshot
 
-    monkeypatch.setattr(PolicySnapshot, "evaluate", lambda self, real, replay=None: np.full(replay.episodes, np.nan))
+    monkeypatch.setattr(
+        PolicySnapshot, "evaluate", lambda self, real, replay=None: np.full(replay.episodes, np.nan)
+    )
     code, out, _ = run_cli_output(["evaluate", finished_run, "--json"], capsys)
 
     def refuse(constant):
         raise AssertionError(f"{constant} is not JSON")
 
     result = json.loads(out, parse_constant=refuse)
-    assert code == 0 and result["mean"] is None and result["returns"] == [None] * len(result["returns"])
+    assert (
+        code == 0
+        and result["mean"] is None
+        and result["returns"] == [None] * len(result["returns"])
+    )
 
 
 # --- --overwrite deletes only what rp1 wrote, and only in an rp1 run (defect 6) ------------------
@@ -212,7 +290,12 @@ def test_a_directory_whose_config_json_is_not_rp1s_is_refused_untouched(tmp_path
     (out / METRICS).write_text("mine\n")
     before = snapshot(out)
     for flag in ([], ["--overwrite"], ["--resume"]):
-        one_error(*run_cli(train_args(out, *flag), capsys), 2, str(out / CONFIG), "not the config of an rp1 run")
+        one_error(
+            *run_cli(train_args(out, *flag), capsys),
+            2,
+            str(out / CONFIG),
+            "not the config of an rp1 run",
+        )
         assert snapshot(out) == before
 
 
@@ -239,12 +322,18 @@ def test_overwrite_deletes_only_the_files_rp1_wrote(copied_run, capsys):
 
 DIVERGING = {  # the stop rule would restore a policy from before it diverged, unless told not to
     "model fit": (["model.lr=1e6"], "the world model's fit diverged", "model.lr = 1000000.0"),
-    "policy": (["policy.lr=1e8", "policy.restore_best=false"], "policy training in the model diverged", "policy.lr = 100000000.0"),
+    "policy": (
+        ["policy.lr=1e8", "policy.restore_best=false"],
+        "policy training in the model diverged",
+        "policy.lr = 100000000.0",
+    ),
 }
 
 
 @pytest.mark.parametrize("case", list(DIVERGING))
-def test_divergence_is_one_line_exit_1_without_a_nan_row_and_the_checkpoint_kept(case, tmp_path, capsys):
+def test_divergence_is_one_line_exit_1_without_a_nan_row_and_the_checkpoint_kept(
+    case, tmp_path, capsys
+):
     import math
 
     from helpers import read_rows
@@ -253,14 +342,18 @@ def test_divergence_is_one_line_exit_1_without_a_nan_row_and_the_checkpoint_kept
     out = tmp_path / "run"
     one_error(*run_cli(train_args(out, *set_args(settings)), capsys), 1, *fragments, "iteration 1")
     rows = read_rows(out)
-    assert [row["iteration"] for row in rows] == ["0"] and math.isfinite(float(rows[0]["eval_return"]))
+    assert [row["iteration"] for row in rows] == ["0"] and math.isfinite(
+        float(rows[0]["eval_return"])
+    )
     assert (out / CHECKPOINT).is_file() and not (out / FINISHED).exists()
 
 
 # --- a run's task module is not imported from the working directory (defect 9) ------------------
 
 
-def test_python_m_rp1_evaluate_does_not_import_a_task_module_from_the_working_directory(copied_run, tmp_path):
+def test_python_m_rp1_evaluate_does_not_import_a_task_module_from_the_working_directory(
+    copied_run, tmp_path
+):
     import subprocess
     import sys
 
@@ -272,10 +365,16 @@ def test_python_m_rp1_evaluate_does_not_import_a_task_module_from_the_working_di
     (here / "planted27.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
     config = json.loads((copied_run / CONFIG).read_text())
     (copied_run / CONFIG).write_text(json.dumps({**config, "task": "planted27:SPEC"}))
-    rewrite_meta(copied_run / "policy" / "best.msgpack", lambda meta: {**meta, "task": "planted27:SPEC"})
+    rewrite_meta(
+        copied_run / "policy" / "best.msgpack", lambda meta: {**meta, "task": "planted27:SPEC"}
+    )
     done = subprocess.run(
-        [sys.executable, "-m", "rp1", "evaluate", str(copied_run)], cwd=here, env=subprocess_env(),
-        capture_output=True, text=True, timeout=300,
+        [sys.executable, "-m", "rp1", "evaluate", str(copied_run)],
+        cwd=here,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert not marker.exists()
     one_error(done.returncode, done.stderr.strip().splitlines(), 2, "planted27")
@@ -302,7 +401,9 @@ def failing_encoder(tmp_path, monkeypatch):
     except RenderError as err:
         pytest.skip(f"no OpenGL for offscreen rendering: {err}")
     fake = tmp_path / "ffmpeg"
-    fake.write_text('#!/bin/sh\nfor out; do :; done\nhead -c 1000 > "$out"\necho "av_interleaved_write_frame(): No space left on device" >&2\nexit 1\n')
+    fake.write_text(
+        '#!/bin/sh\nfor out; do :; done\nhead -c 1000 > "$out"\necho "av_interleaved_write_frame(): No space left on device" >&2\nexit 1\n'
+    )
     fake.chmod(0o755)
     monkeypatch.setattr(imageio_ffmpeg, "get_ffmpeg_exe", lambda: str(fake))
     temporary = tmp_path / "tmp"
@@ -311,14 +412,21 @@ def failing_encoder(tmp_path, monkeypatch):
     return temporary
 
 
-def test_a_failed_video_encode_is_one_line_exit_1_and_leaves_nothing(failing_encoder, finished_run, tmp_path, capsys):
+def test_a_failed_video_encode_is_one_line_exit_1_and_leaves_nothing(
+    failing_encoder, finished_run, tmp_path, capsys
+):
     video = tmp_path / "out" / "best.mp4"
     args = ["evaluate", finished_run, "--episodes", "1", "--size", "64x48", "--video", video]
     code, out, err = run_cli_output(args, capsys)
     one_error(code, err, 1, str(video), "No space left on device")
     assert "video:" not in out and not video.exists() and list(failing_encoder.iterdir()) == []
     out = tmp_path / "run"
-    one_error(*run_cli(train_args(out, "--video"), capsys), 1, str(out / "videos"), "No space left on device")
+    one_error(
+        *run_cli(train_args(out, "--video"), capsys),
+        1,
+        str(out / "videos"),
+        "No space left on device",
+    )
     assert not any((out / "videos").glob("*")) and list(failing_encoder.iterdir()) == []
 
 
@@ -345,9 +453,14 @@ def test_sigterm_while_a_video_is_encoded_leaves_no_temporary_folder_and_no_file
 
     pytest.importorskip("imageio_ffmpeg", reason="the video extra is not installed")
     done = subprocess.run(
-        [sys.executable, "-c", VIDEO_THEN_SIGTERM, str(tmp_path / "v.mp4")], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", VIDEO_THEN_SIGTERM, str(tmp_path / "v.mp4")],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     folder = Path(done.stdout.strip())
-    assert done.returncode == 143 and done.stderr.strip().startswith("rp1: interrupted (SIGTERM)"), done.stderr
+    assert done.returncode == 143 and done.stderr.strip().startswith(
+        "rp1: interrupted (SIGTERM)"
+    ), done.stderr
     assert folder.name.startswith("rp1-video-") and not folder.exists()
     assert not (tmp_path / "v.mp4").exists()

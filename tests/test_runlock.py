@@ -27,8 +27,8 @@ from rp1.core.errors import StorageError
 from rp1.experiments.executors import Backend
 from rp1.experiments.sweep import ELSEWHERE, RUNNING_ELSEWHERE, run_sweep
 from rp1.experiments.sweep_plan import SweepRequest
-from rp1.rundir.lock import LOCK, RunInUse, RunLock, owning, read_holder
 from rp1.rundir.files import METRICS, RunDir
+from rp1.rundir.lock import LOCK, RunInUse, RunLock, owning, read_holder
 
 HOLD = """
 import sys, time
@@ -49,9 +49,14 @@ def test_a_second_lock_in_this_process_is_refused_and_release_leaves_nothing(tmp
     with RunLock(run_dir) as lock:
         assert lock.held and (run_dir / LOCK).exists()
         with pytest.raises(RunInUse) as refused:
-            RunLock(tmp_path / "a" / ".." / "a" / "b").acquire()  # another spelling of the directory
+            RunLock(
+                tmp_path / "a" / ".." / "a" / "b"
+            ).acquire()  # another spelling of the directory
         message = str(refused.value)
-        assert f"in use by pid {os.getpid()} (this process) on host {socket.gethostname()} since " in message
+        assert (
+            f"in use by pid {os.getpid()} (this process) on host {socket.gethostname()} since "
+            in message
+        )
         assert "--resume" in message
     assert not (tmp_path / "a").exists()  # the lock file and the directories it made are gone
     with RunLock(run_dir):  # free again
@@ -70,9 +75,8 @@ def test_owning_uses_the_callers_lock_or_takes_one(tmp_path):
         with owning(tmp_path / "run", lock) as same:
             assert same is lock
         assert lock.held
-        with pytest.raises(RuntimeError):
-            with owning(tmp_path / "other", lock):
-                pass
+        with pytest.raises(RuntimeError), owning(tmp_path / "other", lock):
+            pass
     with owning(tmp_path / "run") as new:
         assert new.held
     assert not new.held
@@ -80,12 +84,17 @@ def test_owning_uses_the_callers_lock_or_takes_one(tmp_path):
 
 def test_another_process_is_refused_naming_the_holder_until_it_is_killed(tmp_path):
     run_dir = tmp_path / "run"
-    child = subprocess.Popen([sys.executable, "-c", HOLD, str(run_dir)], stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(run_dir)], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert child.stdout.readline().strip() == "held"
         holder = read_holder(run_dir / LOCK)
         assert holder is not None and (holder.pid, holder.host) == (child.pid, socket.gethostname())
-        with pytest.raises(RunInUse, match=f"in use by pid {child.pid} on host {socket.gethostname()} since {holder.since}"):
+        with pytest.raises(
+            RunInUse,
+            match=f"in use by pid {child.pid} on host {socket.gethostname()} since {holder.since}",
+        ):
             RunLock(run_dir).acquire()
     finally:
         child.send_signal(signal.SIGKILL)
@@ -100,7 +109,7 @@ def test_a_file_system_without_locks_fails_with_its_cause(tmp_path, monkeypatch)
         raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
 
     monkeypatch.setattr(runlock.fcntl, "lockf", no_locks)
-    with pytest.raises(StorageError, match="No locks available.*POSIX advisory locks"):
+    with pytest.raises(StorageError, match=r"No locks available.*POSIX advisory locks"):
         RunLock(tmp_path / "run").acquire()
     assert not (tmp_path / "run").exists()
 
@@ -136,11 +145,15 @@ def train_cmd(out: Path) -> list[str]:
 def test_two_trains_race_one_runs_the_other_exits_2_naming_it(tmp_path):
     out = tmp_path / "run"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    first = subprocess.Popen(train_cmd(out), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        train_cmd(out), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     try:
         deadline = time.time() + 300
         while (holder := read_holder(out / LOCK)) is None or holder.pid != first.pid:
-            assert first.poll() is None and time.time() < deadline, "the first run never took its lock"
+            assert first.poll() is None and time.time() < deadline, (
+                "the first run never took its lock"
+            )
             time.sleep(0.02)
         first.send_signal(signal.SIGSTOP)  # it holds the lock and cannot end while the second tries
         second = subprocess.run(train_cmd(out), env=env, capture_output=True, text=True)
@@ -148,8 +161,8 @@ def test_two_trains_race_one_runs_the_other_exits_2_naming_it(tmp_path):
         first.send_signal(signal.SIGCONT)
     assert second.returncode == 2, second.stderr
     errors = [line for line in second.stderr.splitlines() if line.startswith("rp1:")]
-    assert errors == [f"rp1: error: {out} is in use by pid {first.pid} on host {socket.gethostname()} since {holder.since}; "
-                      "wait until it ends (or stop it), then pass --resume to continue the run"]  # fmt: skip
+    assert errors == [(f"rp1: error: {out} is in use by pid {first.pid} on host {socket.gethostname()} since {holder.since}; "
+                       "wait until it ends (or stop it), then pass --resume to continue the run")]  # fmt: skip
     assert first.wait() == 0, first.stderr.read()
     assert RunDir(out).is_finished() and iterations(out) == list(range(len(iterations(out))))
     assert not (out / LOCK).exists()
@@ -174,7 +187,11 @@ SWEEP_BUDGET = 600
 def sweep_logs(out: Path) -> dict[str, list[str]]:
     """The lines of each run's log that say it started or resumed."""
     return {
-        preset: [line for line in (out / preset / "seed0" / "log.txt").read_text().splitlines() if line.startswith("=== rp1 sweep:")]
+        preset: [
+            line
+            for line in (out / preset / "seed0" / "log.txt").read_text().splitlines()
+            if line.startswith("=== rp1 sweep:")
+        ]
         for preset in SWEEP
     }
 
@@ -183,13 +200,22 @@ def sweep_logs(out: Path) -> dict[str, list[str]]:
 def test_a_sweep_leaves_a_run_owned_elsewhere_then_finishes_it(tmp_path, capsys):
     owned = tmp_path / SWEEP[0] / "seed0"
     with RunLock(owned):  # another sweep (or rp1 train) owns the first run
-        code = run_sweep(SweepRequest(SWEEP, [0], tmp_path, budget=SWEEP_BUDGET, overrides={**TINY}), Backend(workers=1))
+        code = run_sweep(
+            SweepRequest(SWEEP, [0], tmp_path, budget=SWEEP_BUDGET, overrides={**TINY}),
+            Backend(workers=1),
+        )
         assert code == RUNNING_ELSEWHERE
         assert sorted(p.name for p in owned.iterdir()) == [LOCK]  # untouched, no log written
     summary = capsys.readouterr().out
     assert ELSEWHERE in summary and "1 running elsewhere" in summary
     assert RunDir(tmp_path / SWEEP[1] / "seed0").is_finished()
-    assert run_sweep(SweepRequest(SWEEP, [0], tmp_path, budget=SWEEP_BUDGET, overrides={**TINY}), Backend(workers=1)) == 0
+    assert (
+        run_sweep(
+            SweepRequest(SWEEP, [0], tmp_path, budget=SWEEP_BUDGET, overrides={**TINY}),
+            Backend(workers=1),
+        )
+        == 0
+    )
     assert all(len(lines) == 1 for lines in sweep_logs(tmp_path).values()), sweep_logs(tmp_path)
     for preset in SWEEP:
         assert iterations(tmp_path / preset / "seed0") == [0, 1]
@@ -198,20 +224,27 @@ def test_a_sweep_leaves_a_run_owned_elsewhere_then_finishes_it(tmp_path, capsys)
 @pytest.mark.slow
 def test_two_sweeps_over_one_output_run_each_run_once(tmp_path):
     """Started together: whatever the interleaving, every run is run by exactly one of them."""
-    sets = sum((["--set", f"{k}={v}"] for k, v in TINY.items()), [])
+    sets = [arg for k, v in TINY.items() for arg in ("--set", f"{k}={v}")]
     cmd = [sys.executable, "-m", "rp1", "sweep", "--presets", ",".join(SWEEP), "--seeds", "0", "--budget", str(SWEEP_BUDGET), "--workers", "1", "--out", str(tmp_path), *sets]  # fmt: skip
-    sweeps = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+    sweeps = [
+        subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for _ in range(2)
+    ]
     outputs = [sweep.communicate()[0] for sweep in sweeps]
     assert {sweep.returncode for sweep in sweeps} <= {0, RUNNING_ELSEWHERE}, outputs
     assert all(len(lines) == 1 for lines in sweep_logs(tmp_path).values()), sweep_logs(tmp_path)
     for preset in SWEEP:
-        assert RunDir(tmp_path / preset / "seed0").is_finished() and iterations(tmp_path / preset / "seed0") == [0, 1]
+        assert RunDir(tmp_path / preset / "seed0").is_finished() and iterations(
+            tmp_path / preset / "seed0"
+        ) == [0, 1]
     assert not list(tmp_path.rglob(LOCK))
 
 
 def test_a_lock_file_names_its_holder_as_json(tmp_path):
     """What a refused process reads (from another process: this one holds no lock here)."""
-    (tmp_path / LOCK).write_text(json.dumps({"pid": 7, "host": "node3", "since": "2026-11-23 21:40:02"}))
+    (tmp_path / LOCK).write_text(
+        json.dumps({"pid": 7, "host": "node3", "since": "2026-11-23 21:40:02"})
+    )
     holder = read_holder(tmp_path / LOCK)
     assert holder.describe() == "pid 7 on host node3 since 2026-11-23 21:40:02"
     (tmp_path / LOCK).write_text("")

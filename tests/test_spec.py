@@ -55,7 +55,13 @@ def test_modelfree_preset_is_ppo_with_the_papers_policy_settings(task):
     cfg = resolve(f"{task}-modelfree")
     assert (cfg.method, cfg.budget) == ("modelfree", 1_000_000)  # §8: 10⁶ (5·10⁶, 10⁷ by --budget)
     p = cfg.policy
-    assert (p.lr, p.hidden, p.epochs, p.batch_steps, p.action_std) == (3e-4, (32, 32), 10, 50_000, 0.5)
+    assert (p.lr, p.hidden, p.epochs, p.batch_steps, p.action_std) == (
+        3e-4,
+        (32, 32),
+        10,
+        50_000,
+        0.5,
+    )
 
 
 def test_paper_scale_config_holds_the_spec_hyperparameters():
@@ -74,13 +80,22 @@ def test_paper_scale_config_holds_the_spec_hyperparameters():
     lam = cfg.lam  # §6
     assert lam.arms == (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
     assert (lam.lr, lam.eps, lam.decay, lam.window) == (0.2, 0.2, 0.9, 5)
-    assert (lam.weighting, lam.baseline, lam.first_feedback, lam.g_normalizers) == ("probability", "previous", "exclude", "all")
+    assert (lam.weighting, lam.baseline, lam.first_feedback, lam.g_normalizers) == (
+        "probability",
+        "previous",
+        "exclude",
+        "all",
+    )
 
 
 def test_small_scale_changes_the_sizes_readme_names_and_nothing_else():
     quick, paper = resolve("hopper-quick"), resolve("hopper-rp1")
     assert (quick.scale, quick.budget, quick.model.members) == ("small", 10_000, 5)
-    assert (quick.model.hidden, quick.model.batch_size, quick.model.max_epochs) == ((200, 200), 256, 200)
+    assert (quick.model.hidden, quick.model.batch_size, quick.model.max_epochs) == (
+        (200, 200),
+        256,
+        200,
+    )
     assert (quick.policy.batch_steps, quick.policy.max_updates) == (5_000, 60)
     assert (quick.lam, quick.collect, quick.bonus) == (paper.lam, paper.collect, paper.bonus)
 
@@ -89,13 +104,25 @@ def test_ppo_defaults_are_the_papers():
     """§4, §9: γ 0.99, clip ε 0.2, value 0.5, entropy 0.01, 10 epochs, Adam lr 3e-4 β (0.9, 0.999),
     action std 0.5, 2 × 32 hidden units."""
     s = PPOSettings()
-    assert (s.gamma, s.clip_eps, s.value_coef, s.entropy_coef, s.epochs, s.advantage) == (0.99, 0.2, 0.5, 0.01, 10, "fixed")
+    assert (s.gamma, s.clip_eps, s.value_coef, s.entropy_coef, s.epochs, s.advantage) == (
+        0.99,
+        0.2,
+        0.5,
+        0.01,
+        10,
+        "fixed",
+    )
     policy = policy_init(jax.random.key(0), 3, 2)
     hyper = make_policy_optimizer().init(policy).hyperparams
-    assert [float(hyper[k]) for k in ("learning_rate", "b1", "b2")] == pytest.approx([3e-4, 0.9, 0.999], rel=1e-6)
+    assert [float(hyper[k]) for k in ("learning_rate", "b1", "b2")] == pytest.approx(
+        [3e-4, 0.9, 0.999], rel=1e-6
+    )
     assert DEFAULT_ACTION_STD == 0.5
     shapes = [w.shape for w, _ in policy.actor]
-    assert shapes == [(3, 32), (32, 32), (32, 2)] and [w.shape for w, _ in policy.critic][-1] == (32, 1)
+    assert shapes == [(3, 32), (32, 32), (32, 2)] and [w.shape for w, _ in policy.critic][-1] == (
+        32,
+        1,
+    )
 
 
 def test_stop_rule_and_policy_training_defaults_are_me_trpos():
@@ -103,7 +130,12 @@ def test_stop_rule_and_policy_training_defaults_are_me_trpos():
     batches, std 0.5 while imagining (the 70 % share: test_policy_train)."""
     _, task = envs.make("hopper")
     training = PolicyTraining(make_imagination(task))
-    assert (training.max_updates, training.first_check, training.batch_steps, training.action_std) == (200, 11, 50_000, 0.5)
+    assert (
+        training.max_updates,
+        training.first_check,
+        training.batch_steps,
+        training.action_std,
+    ) == (200, 11, 50_000, 0.5)
     assert training.rollouts == 50_000 // 200
     assert stop_rule_init(policy_init(jax.random.key(0), 2, 1), members=5).recent.shape == (6,)
 
@@ -137,18 +169,35 @@ def test_imagination_defaults_to_the_reward_variance_bonus():
     imagination = make_imagination(task)
     assert imagination.horizon == 200
     rewards = jnp.array([[1.0], [2.0], [6.0]])  # sqrt(((1 − 3)² + (2 − 3)² + (6 − 3)²) / 2)
-    np.testing.assert_allclose(imagination.bonus(rewards, jnp.zeros((3, 1, 1))), [np.sqrt(7.0)], rtol=1e-6)
+    np.testing.assert_allclose(
+        imagination.bonus(rewards, jnp.zeros((3, 1, 1))), [np.sqrt(7.0)], rtol=1e-6
+    )
 
 
 def test_settings_take_each_config_value_by_its_name():
     """check_every and patience are both 5 by default: set apart, each reaches its own setting."""
     from rp1.config.settings import collect_settings, fit_settings, lambda_bandit
 
-    sets = {"model.check_every": "3", "model.patience": "7", "lam.eps": "0.3", "lam.decay": "0.8", "collect.noise_max": "2.5"}
+    sets = {
+        "model.check_every": "3",
+        "model.patience": "7",
+        "lam.eps": "0.3",
+        "lam.decay": "0.8",
+        "collect.noise_max": "2.5",
+    }
     cfg = resolve("hopper-rp1", overrides=sets)
     fit = fit_settings(cfg)
     assert (fit.check_every, fit.patience, fit.lr, fit.batch_size) == (3, 7, 1e-3, 1024)
     bandit = lambda_bandit(cfg, np.random.default_rng(0))
-    assert (bandit.eps, bandit.decay, tuple(bandit.arms)) == (0.3, 0.8, (0.0, 0.1, 0.2, 0.3, 0.4, 0.5))
+    assert (bandit.eps, bandit.decay, tuple(bandit.arms)) == (
+        0.3,
+        0.8,
+        (0.0, 0.1, 0.2, 0.3, 0.4, 0.5),
+    )
     collecting = collect_settings(cfg)
-    assert (collecting.cap, collecting.alpha, collecting.noise_max, collecting.share) == (3000, 0.0005, 2.5, 0.99)
+    assert (collecting.cap, collecting.alpha, collecting.noise_max, collecting.share) == (
+        3000,
+        0.0005,
+        2.5,
+        0.99,
+    )

@@ -12,16 +12,26 @@ from pathlib import Path
 
 import pytest
 
-from helpers import TINY, driver_cmd, read_rows, run_cli, set_args, snapshot, subprocess_env, tiny_sets, wait_for
+from helpers import (
+    TINY,
+    driver_cmd,
+    read_rows,
+    run_cli,
+    set_args,
+    snapshot,
+    subprocess_env,
+    tiny_sets,
+    wait_for,
+)
 from rp1.config import resolve
 from rp1.core.errors import ConfigError
-from rp1.experiments.report import write_report
 from rp1.experiments.executors import Backend
+from rp1.experiments.report import write_report
 from rp1.experiments.sweep import run_sweep
 from rp1.experiments.sweep_plan import SweepRequest, plan_sweep
 from rp1.experiments.sweep_worker import SINGLE_THREAD_XLA_FLAG, STOPPED, worker_env
-from rp1.rundir.lock import LOCK, RunLock, read_holder
 from rp1.rundir.files import RunDir
+from rp1.rundir.lock import LOCK, RunLock, read_holder
 from rp1.train import run_training
 
 PRESETS = ["halfcheetah-greedy", "halfcheetah-vr"]
@@ -30,7 +40,9 @@ BUDGET = 600  # two outer iterations of the tiny config
 
 
 def tiny_sweep(out: Path, presets: list[str] = PRESETS, seeds: list[int] = SEEDS, **backend) -> int:
-    return run_sweep(SweepRequest(presets, seeds, out, budget=BUDGET, overrides={**TINY}), Backend(**backend))
+    return run_sweep(
+        SweepRequest(presets, seeds, out, budget=BUDGET, overrides={**TINY}), Backend(**backend)
+    )
 
 
 def tiny_config(preset: str, seed: int):
@@ -78,7 +90,9 @@ def test_local_sweep_runs_resumes_then_skips(tmp_path, monkeypatch, capsys):
     # the killed run continued from its checkpoint: its first row (wall-clock times too) is kept;
     # the columns the next row brought (PPO's diagnostics) are empty there
     kept = read_rows(killed)[0]
-    assert {k: kept[k] for k in first_row[0]} == first_row[0] and {kept[k] for k in set(kept) - set(first_row[0])} <= {""}
+    assert {k: kept[k] for k in first_row[0]} == first_row[0] and {
+        kept[k] for k in set(kept) - set(first_row[0])
+    } <= {""}
     assert "=== rp1 sweep: resume halfcheetah-greedy seed 1" in (killed / "log.txt").read_text()
     assert "(resumed)" in capsys.readouterr().out
 
@@ -93,7 +107,9 @@ def test_local_sweep_runs_resumes_then_skips(tmp_path, monkeypatch, capsys):
     cells = {}
     for table in ("table1", "table4"):
         with open(tmp_path / "report" / f"{table}.csv") as f:
-            cells |= {(r["method"], int(r["samples"])): int(r["n_seeds"]) for r in csv.DictReader(f)}
+            cells |= {
+                (r["method"], int(r["samples"])): int(r["n_seeds"]) for r in csv.DictReader(f)
+            }
     # the tiny config's 300-sample phases are HalfCheetah's matched length: its greedy runs are greedy-matched's
     assert cells[("greedy-matched", BUDGET)] == cells[("vr", BUDGET)] == len(SEEDS)
     assert (tmp_path / "report" / "fig1_halfcheetah.png").exists()
@@ -105,7 +121,9 @@ def test_failed_run_is_reported_and_the_others_finish(tmp_path, capsys):
     broken.checkpoint_path.parent.mkdir()
     broken.checkpoint_path.write_bytes(b"a corrupted checkpoint")
 
-    assert tiny_sweep(tmp_path, presets=["halfcheetah-greedy"], workers=1) == 1  # one worker: it survives the failure
+    assert (
+        tiny_sweep(tmp_path, presets=["halfcheetah-greedy"], workers=1) == 1
+    )  # one worker: it survives the failure
     assert RunDir(tmp_path / "halfcheetah-greedy" / "seed0").is_finished()
     assert not broken.is_finished()
     assert "Traceback" in (broken.path / "log.txt").read_text()
@@ -138,9 +156,14 @@ BAD = {
 def test_bad_input_fails_before_anything_runs(case, tmp_path):
     kwargs, message = BAD[case]
     arguments = dict(presets=PRESETS, overrides={**TINY}) | kwargs
-    backend = {key: arguments.pop(key) for key in ("name", "workers", "address") if key in arguments}
+    backend = {
+        key: arguments.pop(key) for key in ("name", "workers", "address") if key in arguments
+    }
     with pytest.raises(ConfigError, match=message):
-        run_sweep(SweepRequest(seeds=SEEDS, out=tmp_path / "out", budget=BUDGET, **arguments), Backend(**backend))
+        run_sweep(
+            SweepRequest(seeds=SEEDS, out=tmp_path / "out", budget=BUDGET, **arguments),
+            Backend(**backend),
+        )
     assert not (tmp_path / "out").exists()
 
 
@@ -148,7 +171,7 @@ def test_run_directory_of_another_config_is_refused_untouched(tmp_path):
     other = RunDir(tmp_path / "halfcheetah-vr" / "seed1")
     other.prepare(tiny_config("halfcheetah-vr", 1).to_dict() | {"budget": 900}, resume=False)
     before = snapshot(tmp_path)
-    with pytest.raises(ConfigError, match="another config.*budget"):
+    with pytest.raises(ConfigError, match=r"another config.*budget"):
         tiny_sweep(tmp_path)
     assert snapshot(tmp_path) == before
 
@@ -174,7 +197,9 @@ def test_a_signal_to_the_sweep_is_one_line_and_its_exit_code(tmp_path, monkeypat
 
     before = signal.getsignal(signal.SIGTERM)
     monkeypatch.setattr(rp1.experiments.sweep, "run_sweep", signalled)
-    code, err = run_cli(["sweep", "--presets", PRESETS[0], "--seeds", "0", "--out", tmp_path], capsys)
+    code, err = run_cli(
+        ["sweep", "--presets", PRESETS[0], "--seeds", "0", "--out", tmp_path], capsys
+    )
     assert (code, err) == (143, [stopped_sweep_line(signal.SIGTERM)])
     assert signal.getsignal(signal.SIGTERM) == before
 
@@ -185,10 +210,30 @@ def held_sweep(out: Path) -> tuple[subprocess.Popen, list[int]]:
     (:mod:`cli_driver` ``--in-workers``). Once both hold: the sweep and the workers' pids, as
     their run locks name them."""
     ready = out.parent / "ready"
-    args = ["sweep", "--presets", ",".join(PRESETS), "--seeds", "0", "--budget", str(BUDGET), "--workers", "2", "--out", str(out)]
+    args = [
+        "sweep",
+        "--presets",
+        ",".join(PRESETS),
+        "--seeds",
+        "0",
+        "--budget",
+        str(BUDGET),
+        "--workers",
+        "2",
+        "--out",
+        str(out),
+    ]
     sweep = subprocess.Popen(
-        [*driver_cmd(ready, "--pause-after-row", "1", "--at", "checkpoint", "--in-workers"), *args, *set_args(tiny_sets())],
-        env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        [
+            *driver_cmd(ready, "--pause-after-row", "1", "--at", "checkpoint", "--in-workers"),
+            *args,
+            *set_args(tiny_sets()),
+        ],
+        env=subprocess_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     wait_for(lambda: len(list(out.parent.glob("ready.*"))) == len(PRESETS), sweep)
     return sweep, [read_holder(out / preset / "seed0" / LOCK).pid for preset in PRESETS]
@@ -222,7 +267,9 @@ def stop_held_sweep(out: Path, sig: signal.Signals, send) -> tuple[int, list[str
         assert f"rp1: interrupted (SIGTERM); {STOPPED}" in (run / "log.txt").read_text()
         with RunLock(run):  # free
             pass
-    return sweep.returncode, [line for line in err.splitlines() if not line.startswith("cli_driver: ")]
+    return sweep.returncode, [
+        line for line in err.splitlines() if not line.startswith("cli_driver: ")
+    ]
 
 
 def stopped_sweep_line(sig: signal.Signals) -> str:
@@ -230,10 +277,15 @@ def stopped_sweep_line(sig: signal.Signals) -> str:
 
 
 @pytest.mark.slow
-def test_sigterm_to_the_sweep_alone_stops_its_workers_and_the_sweep_again_resumes_their_runs(tmp_path):
+def test_sigterm_to_the_sweep_alone_stops_its_workers_and_the_sweep_again_resumes_their_runs(
+    tmp_path,
+):
     """``kill PID`` (``docker stop``, many schedulers): the signal reaches the sweep's process only."""
     out = tmp_path / "out"
-    assert stop_held_sweep(out, signal.SIGTERM, os.kill) == (143, [stopped_sweep_line(signal.SIGTERM)])
+    assert stop_held_sweep(out, signal.SIGTERM, os.kill) == (
+        143,
+        [stopped_sweep_line(signal.SIGTERM)],
+    )
     assert tiny_sweep(out, seeds=[0], workers=2) == 0  # no run is "running elsewhere"
     for preset in PRESETS:
         run = out / preset / "seed0"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import TINY, Crash, crash_after_steps, crash_before_checkpoint, read_events
 
+from helpers import TINY, Crash, crash_after_steps, crash_before_checkpoint, read_events
 from rp1.cli import main
 from rp1.config import resolve
 from rp1.outputs.writer import RunOptions
@@ -22,7 +22,17 @@ pytest.importorskip("tensorboardX", reason='the tb extra: pip install "ready-pol
 
 CASES = {
     "rp1": ("halfcheetah-rp1", 1200, {**TINY, "collect.alpha": "0"}),
-    "modelfree": ("halfcheetah-modelfree", 1000, {"policy.hidden": "16,16", "policy.batch_steps": "200", "modelfree.envs": "2", "eval_episodes": "2", "modelfree.eval_every": "2"}),
+    "modelfree": (
+        "halfcheetah-modelfree",
+        1000,
+        {
+            "policy.hidden": "16,16",
+            "policy.batch_steps": "200",
+            "modelfree.envs": "2",
+            "eval_episodes": "2",
+            "modelfree.eval_every": "2",
+        },
+    ),
 }
 TB = RunOptions(tensorboard=True)
 
@@ -65,7 +75,13 @@ def test_event_files_hold_the_metrics(case, tmp_path):
     scalars, histograms = logged(run)
     want_scalars, want_histograms = expected(run)
     assert dict(scalars) == dict(want_scalars)
-    assert set(scalars) >= {"eval_return", "iteration", "wall_s", "ppo_approx_kl_mean", "ppo_clip_fraction_last"}
+    assert set(scalars) >= {
+        "eval_return",
+        "iteration",
+        "wall_s",
+        "ppo_approx_kl_mean",
+        "ppo_clip_fraction_last",
+    }
     assert histograms == want_histograms and (case == "modelfree") == (not histograms)
 
 
@@ -100,8 +116,22 @@ def test_missing_tensorboardx(tmp_path, capsys, monkeypatch):
     import importlib.util
 
     find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "tensorboardX" else find_spec(name, *a))
-    code = main(["train", "--preset", "halfcheetah-rp1", "--out", str(tmp_path / "run"), "--tensorboard", "--quiet"])
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "tensorboardX" else find_spec(name, *a),
+    )
+    code = main(
+        [
+            "train",
+            "--preset",
+            "halfcheetah-rp1",
+            "--out",
+            str(tmp_path / "run"),
+            "--tensorboard",
+            "--quiet",
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and 'pip install "ready-policy-one[tb]"' in err[0]
     assert not (tmp_path / "run").exists()

@@ -26,10 +26,18 @@ from pathlib import Path
 
 import numpy as np
 
+from rp1.agents.policy_files import (
+    BEST,
+    LAST,
+    WHICH,
+    EvaluationEpisodes,
+    TrainedPolicy,
+    read_policy,
+    returns_summary,
+)
 from rp1.config.schema import Config, declared_range
 from rp1.config.validation import SEED_LIMIT
 from rp1.core.errors import ConfigError
-from rp1.agents.policy_files import BEST, LAST, WHICH, EvaluationEpisodes, TrainedPolicy, read_policy, returns_summary
 from rp1.rundir.files import POLICY_DIR, RunDir
 
 CHECKPOINT = "last (checkpoint)"  # TrainedPolicy.which of a policy read from a checkpoint
@@ -56,7 +64,9 @@ def load_policy(run_dir: str | os.PathLike, which: str = BEST) -> TrainedPolicy:
         return check_policy_of_run(read_policy(path), run)
     if (run.path / POLICY_DIR).is_dir():
         if which == BEST:
-            raise ConfigError(f"{run.path} holds no best policy yet: no trained policy has been evaluated (no {path})")
+            raise ConfigError(
+                f"{run.path} holds no best policy yet: no trained policy has been evaluated (no {path})"
+            )
         raise ConfigError(f"{run.path} holds no last policy ({path} is missing)")
     if run.read_config() is None:
         raise ConfigError(f"{run.path} holds no rp1 run (no config.json)")
@@ -65,7 +75,11 @@ def load_policy(run_dir: str | os.PathLike, which: str = BEST) -> TrainedPolicy:
         return checkpoint_policy(run)
     if which == LAST:
         raise ConfigError(f"{earlier}, and its last policy needs a checkpoint, which it lacks")
-    fallback = "; --policy last evaluates its last policy, from its checkpoint" if run.has_checkpoint() else ""
+    fallback = (
+        "; --policy last evaluates its last policy, from its checkpoint"
+        if run.has_checkpoint()
+        else ""
+    )
     raise ConfigError(f"{earlier}, so its best policy is lost{fallback}")
 
 
@@ -75,7 +89,9 @@ def check_policy_of_run(policy: TrainedPolicy, run: RunDir) -> TrainedPolicy:
     another run)."""
     config = run.read_config()
     if config is not None and policy.task != config.get("task"):
-        raise ConfigError(f"{policy.path} is a policy of task {policy.task!r}, but {run.path} is a run of {config.get('task')!r}")
+        raise ConfigError(
+            f"{policy.path} is a policy of task {policy.task!r}, but {run.path} is a run of {config.get('task')!r}"
+        )
     from rp1 import envs
 
     env, task = envs.make(policy.task, horizon=policy.horizon)
@@ -102,6 +118,7 @@ def checkpoint_policy(run: RunDir) -> TrainedPolicy:
     from rp1.train import make_agent, restore_state
 
     config = run.read_config()
+    assert config is not None  # a run's directory (load_policy checks)
     cfg = Config.from_dict(config)
     agent = make_agent(cfg)
     try:
@@ -110,9 +127,19 @@ def checkpoint_policy(run: RunDir) -> TrainedPolicy:
     finally:
         agent.close()
     last = state.rows[-1]
-    if cfg.method != MODEL_FREE:  # the policy in the checkpoint is not the one its last row evaluated
+    if (
+        cfg.method != MODEL_FREE
+    ):  # the policy in the checkpoint is not the one its last row evaluated
         last = {**last, "eval_return": None, "eval_std": None}
-    return trained_policy(snapshot, cfg, task, last, config_hash=config_hash(config), which=CHECKPOINT, path=run.checkpoint_path)
+    return trained_policy(
+        snapshot,
+        cfg,
+        task,
+        last,
+        config_hash=config_hash(config),
+        which=CHECKPOINT,
+        path=run.checkpoint_path,
+    )
 
 
 @dataclass(frozen=True)
@@ -186,8 +213,10 @@ def evaluate_run(
     if video is not None:
         from rp1.outputs.video import check_rendering
 
+        assert size is not None  # set with the video above
         check_rendering(policy.task, policy.horizon, size)
     recorded = policy.snapshot.replay
+    assert recorded is not None, f"{policy.path}: no evaluation recorded to replay"
     count = episodes or recorded.episodes
     if seed is None:
         replay = recorded.with_episodes(count)
@@ -201,10 +230,22 @@ def evaluate_run(
     if video is not None:
         from rp1.outputs.video import record
 
+        assert size is not None  # set with the video above
         record(policy, replay, Path(video), size, returns)
     mean, std = returns_summary(returns)
-    replayed = seed is None and policy.eval_return is not None  # the episodes of a recorded evaluation
-    return Evaluation(Path(run_dir), policy, returns, mean, std, replay, replayed, None if video is None else Path(video))
+    replayed = (
+        seed is None and policy.eval_return is not None
+    )  # the episodes of a recorded evaluation
+    return Evaluation(
+        Path(run_dir),
+        policy,
+        returns,
+        mean,
+        std,
+        replay,
+        replayed,
+        None if video is None else Path(video),
+    )
 
 
 def describe(result: Evaluation) -> str:
@@ -212,14 +253,20 @@ def describe(result: Evaluation) -> str:
     number to compare with ``metrics.csv``), std and per-episode returns."""
     p = result.policy
     recorded = "not evaluated" if p.eval_return is None else f"evaluation return {p.eval_return!r}"
-    lines = [f"{result.run}: {p.which} policy of {p.preset} seed {p.seed}, iteration {p.iteration}, {p.samples:,} samples ({recorded})"]
+    lines = [
+        f"{result.run}: {p.which} policy of {p.preset} seed {p.seed}, iteration {p.iteration}, {p.samples:,} samples ({recorded})"
+    ]
     if p.kept_since > 0:
-        lines.append(f"(policies kept from iteration {p.kept_since} on: this run was begun by an earlier rp1, which kept none)")
+        lines.append(
+            f"(policies kept from iteration {p.kept_since} on: this run was begun by an earlier rp1, which kept none)"
+        )
     n = result.replay.episodes
     if result.replayed:
         lines.append(f"replayed {n} episode{'s' * (n > 1)} of its evaluation")
     elif result.replay.seeds is not None:
-        lines.append(f"{n} episode{'s' * (n > 1)}, reset seeds {result.replay.seeds[0]}..{result.replay.seeds[-1]}")
+        lines.append(
+            f"{n} episode{'s' * (n > 1)}, reset seeds {result.replay.seeds[0]}..{result.replay.seeds[-1]}"
+        )
     else:
         lines.append(f"{n} episode{'s' * (n > 1)} the run's next evaluation would have run")
     lines.append(f"mean return {result.mean!r}  std {result.std:.4g}")

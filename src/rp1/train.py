@@ -14,15 +14,15 @@ from pathlib import Path
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from rp1.core.compilation import enable_compilation_cache
+from rp1.agents.protocol import Agent, S
 from rp1.config import MODEL_FREE, Config, validate
+from rp1.core.compilation import enable_compilation_cache
 from rp1.core.errors import ConfigError
-from rp1.rundir.migrations import continued_note
-from rp1.agents.protocol import Agent
-from rp1.rundir.provenance import record as record_environment
 from rp1.outputs.writer import RunOptions, RunOutputs
-from rp1.rundir.lock import RunLock, owning
 from rp1.rundir.files import RunDir, check_writable_dir
+from rp1.rundir.lock import RunLock, owning
+from rp1.rundir.migrations import continued_note
+from rp1.rundir.provenance import record as record_environment
 
 
 def make_agent(cfg: Config) -> Agent:
@@ -36,8 +36,12 @@ def make_agent(cfg: Config) -> Agent:
     return ModelBasedAgent(cfg)
 
 
-def _fmt(value, spec: str) -> str:
-    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
+def _fmt(value: object, spec: str) -> str:
+    return (
+        "–"
+        if value is None or (isinstance(value, float) and math.isnan(value))
+        else format(value, spec)
+    )
 
 
 def run_training(
@@ -89,10 +93,20 @@ def continued_config(cfg: Config, run: RunDir) -> tuple[Config, str]:
     config = run.continued(cfg.to_dict())
     if config == cfg.to_dict():
         return cfg, ""
-    return validate(Config.from_dict(config)), continued_note(cfg.to_dict(), run.read_stored_config())
+    continued = validate(Config.from_dict(config))
+    stored = run.read_stored_config()
+    assert stored is not None  # what run.continued read
+    return continued, continued_note(cfg.to_dict(), stored)
 
 
-def drive(agent: Agent, cfg: Config, run: RunDir, saved: dict | None, progress: bool, options: RunOptions | None = None) -> None:
+def drive(
+    agent: Agent,
+    cfg: Config,
+    run: RunDir,
+    saved: dict | None,
+    progress: bool,
+    options: RunOptions | None = None,
+) -> None:
     """Step ``agent`` from a fresh or ``saved`` state to ``cfg.budget``, writing every row, the
     run's outputs (:class:`~rp1.outputs.writer.RunOutputs`: policy files, ``options``) and the
     checkpoint to ``run`` as it goes, in that order, with a progress bar unless ``progress`` is False.
@@ -104,29 +118,53 @@ def drive(agent: Agent, cfg: Config, run: RunDir, saved: dict | None, progress: 
     run.write_metrics(state.rows)
     last = state.rows[-1] if state.rows else {}
     outputs = RunOutputs(run.path, cfg, agent.task, state.rows, options or RunOptions())
-    with contextlib.closing(outputs), Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed:,.0f}/{task.total:,.0f} samples"),
-        TextColumn("λ {task.fields[lam]}  eval {task.fields[ret]}  {task.fields[rate]} steps/s"),
-        TimeElapsedColumn(),
-        disable=not progress,
-    ) as bar:
+    with (
+        contextlib.closing(outputs),
+        Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed:,.0f}/{task.total:,.0f} samples"),
+            TextColumn(
+                "λ {task.fields[lam]}  eval {task.fields[ret]}  {task.fields[rate]} steps/s"
+            ),
+            TimeElapsedColumn(),
+            disable=not progress,
+        ) as bar,
+    ):
         ret = _fmt(last.get("eval_return"), ".1f")
-        task = bar.add_task(cfg.preset, total=cfg.budget, completed=state.samples, lam="–", ret=ret, rate=_fmt(last.get("steps_per_s"), ",.0f"))
+        task = bar.add_task(
+            cfg.preset,
+            total=cfg.budget,
+            completed=state.samples,
+            lam="–",
+            ret=ret,
+            rate=_fmt(last.get("steps_per_s"), ",.0f"),
+        )
         while state.samples < cfg.budget:
             state, row = agent.step(state)
             run.append_metrics(row)
             outputs.after_step(agent.policy_snapshot(state), row)
             run.save_checkpoint(agent.checkpoint(state))
-            ret = _fmt(row["eval_return"], ".1f") if row.get("eval_return") is not None else ret  # the latest evaluation
-            rate = _fmt(row.get("steps_per_s"), ",.0f")  # real env steps per second while collecting
-            bar.update(task, completed=min(state.samples, cfg.budget), lam=_fmt(row.get("lambda"), ".1f"), ret=ret, rate=rate)
+            ret = (
+                _fmt(row["eval_return"], ".1f") if row.get("eval_return") is not None else ret
+            )  # the latest evaluation
+            rate = _fmt(
+                row.get("steps_per_s"), ",.0f"
+            )  # real env steps per second while collecting
+            bar.update(
+                task,
+                completed=min(state.samples, cfg.budget),
+                lam=_fmt(row.get("lambda"), ".1f"),
+                ret=ret,
+                rate=rate,
+            )
 
 
-def restore_state(agent: Agent, saved: dict, run: RunDir):
+def restore_state(agent: Agent[S], saved: dict, run: RunDir) -> S:
     """``agent.restore(saved)``; ConfigError naming the checkpoint if it does not fit the agent."""
     try:
         return agent.restore(saved)
     except (KeyError, ValueError, TypeError) as err:
-        raise ConfigError(f"checkpoint {run.checkpoint_path} does not hold a state of this run ({type(err).__name__}: {err})") from None
+        raise ConfigError(
+            f"checkpoint {run.checkpoint_path} does not hold a state of this run ({type(err).__name__}: {err})"
+        ) from None

@@ -19,7 +19,7 @@ appendix; ``ĝ = 0`` while there is none), or with ``baseline="including"`` the 
 from __future__ import annotations
 
 from collections import deque
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -52,7 +52,8 @@ class ExpWeights:
     - ``weighting="exp-score"`` (the authors' reference code): ``score ← decay·score``, then
       ``score ← score + lr·ĝ / max(exp(score), 1e-4)`` with the decayed score.
 
-    ``seed`` is anything :func:`numpy.random.default_rng` takes (an int or a ``SeedSequence``).
+    ``seed`` is anything :func:`numpy.random.default_rng` takes (an int, a ``SeedSequence``, or a
+    ``Generator``, used as it is).
     """
 
     def __init__(
@@ -61,7 +62,7 @@ class ExpWeights:
         lr: float = LEARNING_RATE,
         eps: float = EPS,
         decay: float = DECAY,
-        seed: int | np.random.SeedSequence | None = None,
+        seed: int | np.random.SeedSequence | np.random.Generator | None = None,
         window: int = WINDOW,
         weighting: str = WEIGHTING,
         baseline: str = BASELINE,
@@ -71,11 +72,20 @@ class ExpWeights:
         for name, value in (("eps", eps), ("decay", decay)):
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {value}")
-        for name, value, allowed in (("weighting", weighting, WEIGHTINGS), ("baseline", baseline, BASELINES)):
-            if value not in allowed:
-                raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+        for name, choice, allowed in (
+            ("weighting", weighting, WEIGHTINGS),
+            ("baseline", baseline, BASELINES),
+        ):
+            if choice not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {choice!r}")
         self.arms = tuple(float(a) for a in arms)
-        self.lr, self.eps, self.decay, self.weighting, self.baseline = lr, eps, decay, weighting, baseline
+        self.lr, self.eps, self.decay, self.weighting, self.baseline = (
+            lr,
+            eps,
+            decay,
+            weighting,
+            baseline,
+        )
         self.scores = np.zeros(len(self.arms))
         self.history: deque[float] = deque(maxlen=window)
         self.rng = np.random.default_rng(seed)
@@ -91,7 +101,10 @@ class ExpWeights:
     def metrics(self) -> dict[str, float]:
         """:attr:`probabilities` by metrics column, ``p_lambda_<arm>`` with the arm's λ as Python
         writes the float (``p_lambda_0.0``, ``p_lambda_0.1``, …)."""
-        return {f"p_lambda_{arm!r}": float(p) for arm, p in zip(self.arms, self.probabilities)}
+        return {
+            f"p_lambda_{arm!r}": float(p)
+            for arm, p in zip(self.arms, self.probabilities, strict=True)
+        }
 
     def sample(self) -> float:
         """Draw an arm (ε uniformly, else by softmax of the scores) and return its λ."""
@@ -118,7 +131,10 @@ class ExpWeights:
         if self.played is not None:
             i = self.played
             decayed = self.decay * self.scores[i]
-            weight = self.played_prob if self.weighting == "probability" else max(np.exp(decayed), 1e-4)
+            assert self.played_prob is not None  # set with played (_play)
+            weight = (
+                self.played_prob if self.weighting == "probability" else max(np.exp(decayed), 1e-4)
+            )
             self.scores[i] = decayed + self.lr * g_hat / weight
             self.played = self.played_prob = None
         return g_hat

@@ -36,9 +36,17 @@ from flax import struct
 
 from rp1 import envs
 from rp1.acquisition import ExpWeights
-from rp1.rundir.checkpoints import pack_checkpoint, unpack_checkpoint
+from rp1.agents.policy_files import EvaluationEpisodes, PolicySnapshot, returns_summary
 from rp1.config import Config
-from rp1.config.settings import collect_settings, fit_settings, lambda_bandit, outcome_sources, policy_training
+from rp1.config.settings import (
+    collect_settings,
+    fit_settings,
+    lambda_bandit,
+    outcome_sources,
+    policy_training,
+)
+from rp1.core.errors import DivergedError
+from rp1.core.seeding import int_seed, spawn_streams
 from rp1.dynamics import Ensemble, ensemble_init, refresh_reward_normalizer, with_heads
 from rp1.dynamics.fit import (
     NonFiniteLossError,
@@ -51,13 +59,11 @@ from rp1.dynamics.losses import model_error
 from rp1.dynamics.store import TransitionStore
 from rp1.dynamics.testset import errors_on_test_set, shipped_test_set
 from rp1.envs.task import LEARNED
-from rp1.core.errors import DivergedError
 from rp1.imagination import train_policy
 from rp1.policy.networks import Policy, host_actor, is_finite, policy_init
 from rp1.policy.ppo import make_policy_optimizer
-from rp1.agents.policy_files import PolicySnapshot, EvaluationEpisodes, returns_summary
 from rp1.realenv import Phase, RealEnvs, collect_phase
-from rp1.core.seeding import int_seed, spawn_streams
+from rp1.rundir.checkpoints import pack_checkpoint, unpack_checkpoint
 
 EVALUATOR = "host-float64"
 """How this agent evaluates (:data:`rp1.agents.policy_files.EVALUATORS`): the NumPy actor, returns as float64."""
@@ -66,8 +72,7 @@ STREAMS = ("env", "eval_env", "start_states", "noise", "subsample", "bandit", "j
 """The run's random streams, in spawn order (append new ones at the end to keep the others)."""
 
 
-@struct.dataclass
-class Learner:
+class Learner(struct.PyTreeNode):
     """The JAX side of a model-based run: what the compiled fit and policy training read and write."""
 
     key: jax.Array  # the run's key; each fit and each policy training splits one off
@@ -105,9 +110,13 @@ class AgentState:
         """A copy whose host-side parts (generators, bandit, store, rows) can change without
         touching this state; the JAX parts (learner, start states) are immutable and shared. The
         copy's bandit draws from the copy's ``rngs["bandit"]``."""
-        rngs, bandit = copy.deepcopy((self.rngs, self.bandit))  # one memo: the generator stays shared
+        rngs, bandit = copy.deepcopy(
+            (self.rngs, self.bandit)
+        )  # one memo: the generator stays shared
         # the store replaces its arrays when it grows, never writes into them: a shallow copy will do
-        return replace(self, store=copy.copy(self.store), rngs=rngs, bandit=bandit, rows=list(self.rows))
+        return replace(
+            self, store=copy.copy(self.store), rngs=rngs, bandit=bandit, rows=list(self.rows)
+        )
 
 
 class ModelBasedAgent:
@@ -118,9 +127,14 @@ class ModelBasedAgent:
         self.streams = spawn_streams(cfg.seed, STREAMS)
         # one environment each, episodes one after another (rp1.realenv: the random streams)
         self.real = RealEnvs(cfg.task, 1, seed=int_seed(self.streams["env"]), horizon=cfg.horizon)
-        self.eval_real = RealEnvs(cfg.task, 1, seed=int_seed(self.streams["eval_env"]), horizon=cfg.horizon)
+        self.eval_real = RealEnvs(
+            cfg.task, 1, seed=int_seed(self.streams["eval_env"]), horizon=cfg.horizon
+        )
         # the environments' generators as seeded; a state's copies of them drive the environments
-        self._seeded = {"env": self.real.generators()[0], "eval_env": self.eval_real.generators()[0]}
+        self._seeded = {
+            "env": self.real.generators()[0],
+            "eval_env": self.eval_real.generators()[0],
+        }
         self._seeded = copy.deepcopy(self._seeded)
         self.task = self.real.task
         self.rollouts = max(1, cfg.policy.batch_steps // self.task.horizon)
@@ -141,14 +155,22 @@ class ModelBasedAgent:
         cfg, task, streams = self.cfg, self.task, self.streams
         key = jax.random.PRNGKey(int_seed(streams["jax"]))
         key, k_model, k_policy = jax.random.split(key, 3)
-        model = ensemble_init(k_model, task.obs_dim, task.act_dim, cfg.model.members, cfg.model.hidden)
-        if LEARNED in outcome_sources(cfg, task).values():  # a key of its own: the known path's draws stay as they were
+        model = ensemble_init(
+            k_model, task.obs_dim, task.act_dim, cfg.model.members, cfg.model.hidden
+        )
+        if (
+            LEARNED in outcome_sources(cfg, task).values()
+        ):  # a key of its own: the known path's draws stay as they were
             model = with_heads(model, jax.random.fold_in(k_model, 1), cfg.model.head_hidden)
         policy = policy_init(k_policy, task.obs_dim, task.act_dim, cfg.policy.hidden)
         start_env, _ = envs.make(cfg.task, seed=int_seed(streams["start_states"]))
-        start_obs = np.stack([start_env.reset()[0] for _ in range(self.rollouts)]).astype(np.float32)
+        start_obs = np.stack([start_env.reset()[0] for _ in range(self.rollouts)]).astype(
+            np.float32
+        )
         start_env.close()
-        rngs = {name: np.random.default_rng(streams[name]) for name in ("noise", "subsample", "bandit")}
+        rngs = {
+            name: np.random.default_rng(streams[name]) for name in ("noise", "subsample", "bandit")
+        }
         rngs |= copy.deepcopy(self._seeded)
         bandit = lambda_bandit(cfg, rngs["bandit"]) if cfg.lam.mode == "adaptive" else None
         return AgentState(
@@ -178,7 +200,9 @@ class ModelBasedAgent:
             "bandit": s.bandit.state_dict() if s.bandit else None,
             "rows": s.rows,
         }
-        return pack_checkpoint(meta, s.learner, {"store": s.store.state_dict(), "start_obs": s.start_obs})
+        return pack_checkpoint(
+            meta, s.learner, {"store": s.store.state_dict(), "start_obs": s.start_obs}
+        )
 
     def restore(self, data: dict[str, Any]) -> AgentState:
         """The state saved by :meth:`checkpoint`, also by an earlier rp1 (whose checkpoints kept the
@@ -191,7 +215,12 @@ class ModelBasedAgent:
                 gen.bit_generator.state = saved[name]
         if s.bandit is not None:
             s.bandit.load_state_dict(meta["bandit"])
-        s.iteration, s.samples, s.lam, s.rows = meta["iteration"], meta["samples"], meta["lam"], meta["rows"]
+        s.iteration, s.samples, s.lam, s.rows = (
+            meta["iteration"],
+            meta["samples"],
+            meta["lam"],
+            meta["rows"],
+        )
         s.store = TransitionStore.from_state_dict(host["store"])
         s.start_obs = np.asarray(host["start_obs"])
         return s
@@ -215,7 +244,9 @@ class ModelBasedAgent:
         row["eval_return"], row["eval_std"] = returns_summary(s.evaluated.evaluate(self.eval_real))
         mean_action = host_actor(s.learner.policy, s.learner.model.obs_norm)
         t = time.perf_counter()
-        phase = collect_phase(self.real, mean_action, s.rngs["noise"], self.collecting, budget=cfg.budget - s.samples)
+        phase = collect_phase(
+            self.real, mean_action, s.rngs["noise"], self.collecting, budget=cfg.budget - s.samples
+        )
         row["collect_s"] = time.perf_counter() - t
         row |= self._absorb(s, phase)
         row["g_hat"] = self.feed_bandit(s, row["model_error"], row.get("val_loss"))
@@ -229,7 +260,9 @@ class ModelBasedAgent:
     def _to_evaluate(self, s: AgentState) -> PolicySnapshot:
         """The policy of ``s`` as it is evaluated now, with the state of the evaluation
         environment's stream from just before, which replays the evaluation (:mod:`rp1.agents.policy_files`)."""
-        replay = EvaluationEpisodes(1, self.cfg.eval_episodes, rng_states=(s.rngs["eval_env"].bit_generator.state,))
+        replay = EvaluationEpisodes(
+            1, self.cfg.eval_episodes, rng_states=(s.rngs["eval_env"].bit_generator.state,)
+        )
         return PolicySnapshot(s.learner.policy, s.learner.model.obs_norm, EVALUATOR, replay)
 
     def policy_snapshot(self, s: AgentState) -> PolicySnapshot:
@@ -248,9 +281,13 @@ class ModelBasedAgent:
         # a first phase of a single rollout leaves no validation data: then validate on training data
         val = s.store.val_set() if s.store.n_val else train
         try:
-            model, model_opt, result = fit(s.learner.model, s.learner.model_opt, train, val, k, self.fitting)
+            model, model_opt, result = fit(
+                s.learner.model, s.learner.model_opt, train, val, k, self.fitting
+            )
         except NonFiniteLossError as err:
-            raise DivergedError.of("the world model's fit", s.iteration, "model.lr", self.fitting.lr, str(err)) from err
+            raise DivergedError.of(
+                "the world model's fit", s.iteration, "model.lr", self.fitting.lr, str(err)
+            ) from err
         s.learner = s.learner.replace(key=key, model=model, model_opt=model_opt)
         row = {**result.metrics(), "fit_s": time.perf_counter() - t}
         if self.test_set is not None:  # draws nothing: every other metric stays as it was
@@ -265,7 +302,13 @@ class ModelBasedAgent:
             self.training, learner.model, learner.policy, learner.policy_opt, s.start_obs, k, s.lam
         )
         if not is_finite(policy):  # before its actions reach the real environment
-            raise DivergedError.of("policy training in the model", s.iteration, "policy.lr", self.cfg.policy.lr, "its parameters became inf or NaN")
+            raise DivergedError.of(
+                "policy training in the model",
+                s.iteration,
+                "policy.lr",
+                self.cfg.policy.lr,
+                "its parameters became inf or NaN",
+            )
         s.learner = s.learner.replace(key=key, policy=policy, policy_opt=policy_opt)
         return {"lambda": s.lam, **info.metrics(), "policy_s": time.perf_counter() - t}
 
@@ -275,13 +318,18 @@ class ModelBasedAgent:
         were before the refit (SPEC §6: every normaliser already refreshed, the reference's order,
         so every G is in the same units; ``lam.g_normalizers="inputs"`` measures it before the
         delta normaliser is refreshed)."""
-        obs, act, next_obs = (np.concatenate([getattr(e, f) for e in phase.episodes]) for f in ("obs", "act", "next_obs"))
+        obs, act, next_obs = (
+            np.concatenate([getattr(e, f) for e in phase.episodes])
+            for f in ("obs", "act", "next_obs")
+        )
         finals = np.stack([e.next_obs[-1] for e in phase.episodes])
         model = update_input_normalizers(s.learner.model, np.concatenate([obs, finals]), act)
         s.store.add_phase(phase.episodes, min_val=self.cfg.collect.min_val_rollouts)
         everything = s.store.transitions()
         refreshed = refresh_delta_normalizer(model, everything.obs, everything.next_obs)
-        g = model_error(refreshed if self.cfg.lam.g_normalizers == "all" else model, obs, act, next_obs)
+        g = model_error(
+            refreshed if self.cfg.lam.g_normalizers == "all" else model, obs, act, next_obs
+        )
         model = refresh_reward_normalizer(refreshed, everything.rew)  # no-op without learned heads
         s.learner = s.learner.replace(model=model)
         s.samples += phase.samples

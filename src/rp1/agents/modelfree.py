@@ -37,17 +37,17 @@ import numpy as np
 import optax
 from flax import struct
 
-from rp1.rundir.checkpoints import pack_checkpoint, unpack_checkpoint
+from rp1.agents.policy_files import EvaluationEpisodes, PolicySnapshot, returns_summary
 from rp1.config import Config
 from rp1.config.settings import ppo_settings
+from rp1.core.errors import DivergedError
+from rp1.core.seeding import episode_seeds, run_key
 from rp1.dynamics.ensemble import STATE_CLIP
 from rp1.dynamics.normalizer import Normalizer, normalizer_init, normalizer_update
-from rp1.core.errors import DivergedError
 from rp1.policy.networks import Policy, act_sample, is_finite, policy_init
 from rp1.policy.ppo import make_policy_optimizer, ppo_summary, ppo_update
-from rp1.agents.policy_files import PolicySnapshot, EvaluationEpisodes, returns_summary
 from rp1.realenv import ActFn, RealEnvs, collect
-from rp1.core.seeding import episode_seeds, run_key
+from rp1.rundir.checkpoints import pack_checkpoint, unpack_checkpoint
 
 TRAIN_STREAM, EVAL_STREAM = 0, 1  # second entry of the seed triple of an episode (episode_seeds)
 EVALUATOR = "device-float32"
@@ -65,7 +65,13 @@ def step_keys(key: jax.Array, episode: jax.Array, t: int | jax.Array) -> jax.Arr
 
 @jax.jit
 def sample_actions(
-    policy: Policy, obs_norm: Normalizer, obs: jax.Array, key: jax.Array, episode: jax.Array, t: jax.Array, std: jax.Array
+    policy: Policy,
+    obs_norm: Normalizer,
+    obs: jax.Array,
+    key: jax.Array,
+    episode: jax.Array,
+    t: jax.Array,
+    std: jax.Array,
 ) -> tuple[jax.Array, jax.Array]:
     """``a ~ N(mean(s), std²)`` for ``obs [E, obs_dim]`` with per-episode keys: ``([E, act_dim], [E])``."""
     keys = step_keys(key, episode, t)
@@ -75,14 +81,15 @@ def sample_actions(
 # --- the agent ----------------------------------------------------------------------------------
 
 
-@struct.dataclass
-class PolicyLearner:
+class PolicyLearner(struct.PyTreeNode):
     """The JAX side of a model-free run."""
 
     key: jax.Array  # run key; update u's noise key is fold_in(key, u)
     policy: Policy
     policy_opt: optax.OptState
-    obs_norm: Normalizer  # running statistics of every collected state, the policy's input normaliser
+    obs_norm: (
+        Normalizer  # running statistics of every collected state, the policy's input normaliser
+    )
 
 
 @dataclass
@@ -100,7 +107,9 @@ class ModelFreeAgent:
 
     def __init__(self, cfg: Config):
         self.cfg = cfg
-        self.real = RealEnvs(cfg.task, cfg.modelfree.envs, cfg.modelfree.workers, horizon=cfg.horizon)
+        self.real = RealEnvs(
+            cfg.task, cfg.modelfree.envs, cfg.modelfree.workers, horizon=cfg.horizon
+        )
         self.task = self.real.task
         self.episodes = max(1, cfg.policy.batch_steps // self.task.horizon)
         self._std = jnp.float32(cfg.policy.action_std)
@@ -128,7 +137,9 @@ class ModelFreeAgent:
         """``s`` as nested dicts of arrays and strings (:func:`~rp1.rundir.checkpoints.pack_checkpoint`).
         Environments hold no state between updates (every episode is reset with its own seed), so
         none is saved."""
-        return pack_checkpoint({"update": s.update, "samples": s.samples, "rows": s.rows}, s.learner)
+        return pack_checkpoint(
+            {"update": s.update, "samples": s.samples, "rows": s.rows}, s.learner
+        )
 
     def restore(self, data: dict[str, Any]) -> ModelFreeState:
         """The state saved by :meth:`checkpoint`, with device-array leaves as in an unbroken run."""
@@ -142,10 +153,16 @@ class ModelFreeAgent:
     def sampling(self, s: ModelFreeState) -> ActFn:
         """The behaviour policy of update ``s.update``: ``a ~ N(mean(s), std²)`` with keys from
         :func:`step_keys` under ``fold_in(s.learner.key, s.update)``."""
-        policy, obs_norm, key = s.learner.policy, s.learner.obs_norm, jax.random.fold_in(s.learner.key, s.update)
+        policy, obs_norm, key = (
+            s.learner.policy,
+            s.learner.obs_norm,
+            jax.random.fold_in(s.learner.key, s.update),
+        )
 
-        def act(obs, episode, t):
-            a, logp = sample_actions(policy, obs_norm, obs.astype(np.float32), key, episode, t, self._std)
+        def act(obs: np.ndarray, episode: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray]:
+            a, logp = sample_actions(
+                policy, obs_norm, obs.astype(np.float32), key, episode, t, self._std
+            )
             return np.asarray(a), np.asarray(logp)
 
         return act
@@ -153,7 +170,9 @@ class ModelFreeAgent:
     def policy_snapshot(self, s: ModelFreeState) -> PolicySnapshot:
         """The policy of ``s`` as :meth:`evaluate` evaluates it: episodes seeded by
         ``episode_seeds(seed, EVAL_STREAM, update, eval_episodes)`` (:mod:`rp1.agents.policy_files`)."""
-        replay = EvaluationEpisodes.seeded(self.cfg.modelfree.envs, (self.cfg.seed, EVAL_STREAM, s.update), self.cfg.eval_episodes)
+        replay = EvaluationEpisodes.seeded(
+            self.cfg.modelfree.envs, (self.cfg.seed, EVAL_STREAM, s.update), self.cfg.eval_episodes
+        )
         return PolicySnapshot(s.learner.policy, s.learner.obs_norm, EVALUATOR, replay)
 
     def evaluate(self, s: ModelFreeState) -> tuple[float, float]:
@@ -179,9 +198,17 @@ class ModelFreeAgent:
 
         t = time.perf_counter()
         learner = s.learner
-        policy, policy_opt, ppo = ppo_update(learner.policy, learner.policy_opt, batch, learner.obs_norm, self._std, self.ppo)
+        policy, policy_opt, ppo = ppo_update(
+            learner.policy, learner.policy_opt, batch, learner.obs_norm, self._std, self.ppo
+        )
         if not is_finite(policy):  # before its actions reach the environment
-            raise DivergedError.of("PPO's update", s.update + 1, "policy.lr", cfg.policy.lr, "the policy's parameters became inf or NaN")
+            raise DivergedError.of(
+                "PPO's update",
+                s.update + 1,
+                "policy.lr",
+                cfg.policy.lr,
+                "the policy's parameters became inf or NaN",
+            )
         obs_norm = normalizer_update(learner.obs_norm, jnp.asarray(batch.obs[batch.valid]))
         s.learner = learner.replace(policy=policy, policy_opt=policy_opt, obs_norm=obs_norm)
         policy_s = time.perf_counter() - t

@@ -31,30 +31,37 @@ Example::
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import jax
 import numpy as np
 from flax import serialization
 
-from rp1.rundir.checkpoints import restore_pytree
-from rp1.dynamics.normalizer import Normalizer, normalizer_init
 from rp1.core.errors import ConfigError, StorageError
+from rp1.core.seeding import episode_seeds
+from rp1.dynamics.normalizer import Normalizer, normalizer_init
 from rp1.policy.networks import Policy, device_actor, host_actor, policy_init
 from rp1.realenv import MakeEnv, MeanAction, RealEnvs, evaluate, mean_policy
+from rp1.rundir.checkpoints import restore_pytree
 from rp1.rundir.files import write_atomically
-from rp1.core.seeding import episode_seeds
 
 FORMAT = 1
 BEST, LAST = "best", "last"
 WHICH = (BEST, LAST)
 
 EVALUATORS: dict[str, tuple[Callable[[Policy, Normalizer], MeanAction], type]] = {
-    "host-float64": (host_actor, np.float64),  # model-based agents: the NumPy actor, returns as float64
-    "device-float32": (device_actor, np.float32),  # model-free PPO: the compiled actor on float32 states, float32 returns
+    "host-float64": (
+        host_actor,
+        np.float64,
+    ),  # model-based agents: the NumPy actor, returns as float64
+    "device-float32": (
+        device_actor,
+        np.float32,
+    ),  # model-free PPO: the compiled actor on float32 states, float32 returns
 }
 """How an agent evaluates a policy: its deterministic actor and the dtype of the returns (which
 fixes the last digits of their mean and std)."""
@@ -72,12 +79,19 @@ class EvaluationEpisodes:
     episodes: int
     seeds: tuple[int, ...] | None = None
     seed_source: tuple[int, int, int] | None = None
-    rng_states: tuple[dict[str, Any], ...] | None = None
+    rng_states: tuple[Mapping[str, Any], ...] | None = None
 
     @classmethod
-    def seeded(cls, slots: int, seed_source: tuple[int, int, int], episodes: int) -> EvaluationEpisodes:
+    def seeded(
+        cls, slots: int, seed_source: tuple[int, int, int], episodes: int
+    ) -> EvaluationEpisodes:
         """Episodes reset with ``episode_seeds(*seed_source, episodes)``."""
-        return cls(slots, episodes, tuple(int(s) for s in episode_seeds(*seed_source, episodes)), tuple(seed_source))
+        return cls(
+            slots,
+            episodes,
+            tuple(int(s) for s in episode_seeds(*seed_source, episodes)),
+            (*seed_source,),
+        )
 
     def with_episodes(self, episodes: int) -> EvaluationEpisodes:
         """The same evaluation (as an agent records it: seeds with their source, or streams) with
@@ -95,15 +109,27 @@ class EvaluationEpisodes:
         return real
 
     def to_json(self) -> dict[str, Any]:
-        return {"slots": self.slots, "episodes": self.episodes, "seeds": self.seeds, "seed_source": self.seed_source, "rng_states": self.rng_states}
+        return {
+            "slots": self.slots,
+            "episodes": self.episodes,
+            "seeds": self.seeds,
+            "seed_source": self.seed_source,
+            "rng_states": self.rng_states,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> EvaluationEpisodes:
         tup = lambda v: None if v is None else tuple(v)  # noqa: E731
-        return cls(data["slots"], data["episodes"], tup(data["seeds"]), tup(data["seed_source"]), tup(data["rng_states"]))
+        return cls(
+            data["slots"],
+            data["episodes"],
+            tup(data["seeds"]),
+            tup(data["seed_source"]),
+            tup(data["rng_states"]),
+        )
 
 
-def _generator(state: dict[str, Any]) -> np.random.Generator:
+def _generator(state: Mapping[str, Any]) -> np.random.Generator:
     """A generator in the bit-generator ``state`` (``Generator.bit_generator.state``)."""
     generator = np.random.Generator(getattr(np.random, state["bit_generator"])())
     generator.bit_generator.state = state
@@ -129,6 +155,7 @@ class PolicySnapshot:
         ``replay`` (default: its own; unseeded resets draw from ``real``'s streams as they are), in
         the evaluator's dtype (:func:`returns_summary` gives mean and std)."""
         replay = replay or self.replay
+        assert replay is not None, "no evaluation recorded: pass the episodes to replay"
         seeds = None if replay.seeds is None else np.asarray(replay.seeds, np.int64)
         returns = evaluate(real, mean_policy(self.actor()), replay.episodes, seeds)
         return returns.astype(EVALUATORS[self.evaluator][1])
@@ -160,7 +187,9 @@ class TrainedPolicy:
     eval_std: float | None
     config_hash: str = ""
     which: str = ""  # best or last ("" for one not read from a file)
-    kept_since: int = 0  # the first iteration the run's policy files saw (> 0: an earlier rp1's run, resumed)
+    kept_since: int = (
+        0  # the first iteration the run's policy files saw (> 0: an earlier rp1's run, resumed)
+    )
     path: Path | None = field(default=None, compare=False)
 
     @property
@@ -178,9 +207,15 @@ class TrainedPolicy:
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         obs = np.asarray(obs, np.float64)
         if obs.ndim not in (1, 2) or obs.shape[-1] != self.obs_dim:
-            raise ValueError(f"expected an observation [{self.obs_dim}] or a batch [B, {self.obs_dim}], got shape {obs.shape}")
+            raise ValueError(
+                f"expected an observation [{self.obs_dim}] or a batch [B, {self.obs_dim}], got shape {obs.shape}"
+            )
         action = self._actor(obs[None] if obs.ndim == 1 else obs)
-        action = np.clip(action, np.asarray(self.action_low, np.float32), np.asarray(self.action_high, np.float32))
+        action = np.clip(
+            action,
+            np.asarray(self.action_low, np.float32),
+            np.asarray(self.action_high, np.float32),
+        )
         return action[0] if obs.ndim == 1 else action
 
     def meta(self) -> dict[str, Any]:
@@ -257,11 +292,23 @@ def check_meta(meta: Any) -> None:
     missing = [key for key in META_TYPES if key not in meta]
     if missing:
         raise ValueError(f"its metadata lacks {', '.join(missing)}")
-    wrong = [key for key, types in META_TYPES.items() if not isinstance(meta[key], types) or isinstance(meta[key], bool)]
+    wrong = [
+        key
+        for key, types in META_TYPES.items()
+        if not isinstance(meta[key], types) or isinstance(meta[key], bool)
+    ]
     if wrong:
-        raise ValueError(f"its metadata has {', '.join(f'{key} = {meta[key]!r}' for key in wrong)}, of the wrong type")
-    if not (meta["obs_dim"] >= 1 and meta["act_dim"] >= 1 and len(meta["action_low"]) == len(meta["action_high"]) == meta["act_dim"]):
-        raise ValueError(f"its sizes do not fit together (obs_dim {meta['obs_dim']}, act_dim {meta['act_dim']}, action bounds of {len(meta['action_low'])} and {len(meta['action_high'])})")
+        raise ValueError(
+            f"its metadata has {', '.join(f'{key} = {meta[key]!r}' for key in wrong)}, of the wrong type"
+        )
+    if not (
+        meta["obs_dim"] >= 1
+        and meta["act_dim"] >= 1
+        and len(meta["action_low"]) == len(meta["action_high"]) == meta["act_dim"]
+    ):
+        raise ValueError(
+            f"its sizes do not fit together (obs_dim {meta['obs_dim']}, act_dim {meta['act_dim']}, action bounds of {len(meta['action_low'])} and {len(meta['action_high'])})"
+        )
     if not all(isinstance(width, int) and width >= 1 for width in meta["hidden"]):
         raise ValueError(f"its hidden layer widths {meta['hidden']} are not positive integers")
     if meta["evaluator"] not in EVALUATORS:
@@ -281,12 +328,18 @@ def read_policy(path: Path) -> TrainedPolicy:
             raise ValueError("not a map holding its metadata as JSON text")
         meta = json.loads(data["meta"])
         check_meta(meta)
-        template = policy_init(jax.random.PRNGKey(0), meta["obs_dim"], meta["act_dim"], meta["hidden"])
+        template = policy_init(
+            jax.random.PRNGKey(0), meta["obs_dim"], meta["act_dim"], meta["hidden"]
+        )
         policy = restore_pytree(template, data["policy"])
-        obs_norm = restore_pytree(normalizer_init(meta["obs_dim"], meta["obs_clip"]), data["obs_norm"])
+        obs_norm = restore_pytree(
+            normalizer_init(meta["obs_dim"], meta["obs_clip"]), data["obs_norm"]
+        )
         replay = None if meta["replay"] is None else EvaluationEpisodes.from_json(meta["replay"])
     except (ValueError, TypeError, KeyError, AttributeError) as err:
-        raise ConfigError(f"{path} is corrupt or not an rp1 policy file ({type(err).__name__}: {err})") from None
+        raise ConfigError(
+            f"{path} is corrupt or not an rp1 policy file ({type(err).__name__}: {err})"
+        ) from None
     return TrainedPolicy(
         snapshot=PolicySnapshot(policy, obs_norm, meta["evaluator"], replay),
         task=meta["task"],

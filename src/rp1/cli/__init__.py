@@ -10,12 +10,16 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from rp1.cli.options import LOGGING, MANY_RUNS, ONE_RUN, RUN_SETTINGS, Options, command, reflowed
 from rp1.core.errors import ConfigError, Interrupted, Rp1Error
+
+if TYPE_CHECKING:
+    from rp1.config import Config
+    from rp1.outputs.writer import RunOptions
 
 app = typer.Typer(
     add_completion=False,
@@ -51,7 +55,11 @@ Reward and termination a task does not give are learned by the world model.
 
 
 @app.command()
-def envs(name: str = typer.Argument(None, help="Show only this task (a paper task, a Gymnasium id or package.module:attribute).")) -> None:
+def envs(
+    name: str = typer.Argument(
+        None, help="Show only this task (a paper task, a Gymnasium id or package.module:attribute)."
+    ),
+) -> None:
     """List the tasks: sizes, horizon, and whether reward and termination are given or learned.
 
     Without NAME, the paper's four tasks and how to run any other task; with NAME, that task.
@@ -100,7 +108,10 @@ def cli_overrides(items: list[str] | None, **options: int | None) -> dict[str, s
     """``--set`` items (:func:`parse_sets`) and the options that are config values: ``workers``
     (``modelfree.workers``) and ``horizon``, where given."""
     keys = {"workers": "modelfree.workers", "horizon": "horizon"}
-    return {**parse_sets(items), **{keys[name]: str(value) for name, value in options.items() if value is not None}}
+    return {
+        **parse_sets(items),
+        **{keys[name]: str(value) for name, value in options.items() if value is not None},
+    }
 
 
 def parse_sets(items: list[str] | None) -> dict[str, str]:
@@ -114,20 +125,23 @@ def parse_sets(items: list[str] | None) -> dict[str, str]:
     return out
 
 
-def config_of(preset: str | None, env: str | None, method: str | None, **resolved):
+def config_of(preset: str | None, env: str | None, method: str | None, **resolved: Any) -> Config:
     """The config of ``--preset`` or of ``--env`` with ``--method`` (default rp1): exactly one of
     ``preset`` and ``env``, ``method`` only with ``env``; ``resolved``: seed, budget, overrides,
     scale (see :func:`rp1.config.resolve`)."""
     from rp1.config import env_config, resolve
 
     if preset is not None and env is not None:
-        raise ConfigError("--preset and --env exclude each other: a preset names its task and method")
+        raise ConfigError(
+            "--preset and --env exclude each other: a preset names its task and method"
+        )
     if preset is None and env is None:
         raise ConfigError("give --preset NAME (see `rp1 presets`) or --env TASK (see `rp1 envs`)")
     if preset is not None:
         if method is not None:
             raise ConfigError("--method goes with --env; a preset names its method")
         return resolve(preset, **resolved)
+    assert env is not None  # one of the two, not the preset
     _importable_from_cwd()
     return env_config(env, method or "rp1", **resolved)
 
@@ -140,26 +154,41 @@ def train(o: Options) -> None:
     stops the run at once (exit code 130 or 143); --resume continues it. A run directory has one
     owner: while another process trains there, this one exits 2 naming it.
     """
-    from rp1.experiments.figures import write_learning_curve
-    from rp1.rundir.lock import RunLock
-    from rp1.rundir.files import check_writable_dir
     from rp1.cli.signals import exit_on_signals
+    from rp1.experiments.figures import write_learning_curve
+    from rp1.rundir.files import check_writable_dir
+    from rp1.rundir.lock import RunLock
     from rp1.train import run_training
 
     overrides = cli_overrides(o.set_, workers=o.workers, horizon=o.horizon)
-    cfg = config_of(o.preset, o.env, o.method, seed=o.seed, budget=o.budget, overrides=overrides, scale=o.scale)
+    cfg = config_of(
+        o.preset, o.env, o.method, seed=o.seed, budget=o.budget, overrides=overrides, scale=o.scale
+    )
     out = o.out or Path("runs") / cfg.preset / f"seed{cfg.seed}"
     again = "--resume instead of --overwrite" if o.overwrite else "--resume"
     check_writable_dir(out)
-    with exit_on_signals(f"continue the run in {out} with the same command and {again}"), RunLock(out) as lock:
+    with (
+        exit_on_signals(f"continue the run in {out} with the same command and {again}"),
+        RunLock(out) as lock,
+    ):
         options = run_options(o.video, o.tensorboard)
-        run_training(cfg, out, resume=o.resume, overwrite=o.overwrite, progress=not o.quiet, options=options, lock=lock)
-        curve = write_learning_curve(out, cfg.preset)  # by the owner: no other process draws it meanwhile
+        run_training(
+            cfg,
+            out,
+            resume=o.resume,
+            overwrite=o.overwrite,
+            progress=not o.quiet,
+            options=options,
+            lock=lock,
+        )
+        curve = write_learning_curve(
+            out, cfg.preset
+        )  # by the owner: no other process draws it meanwhile
     if not o.quiet:
         typer.echo(run_summary(out, curve))
 
 
-def run_options(video: bool, tensorboard: bool):
+def run_options(video: bool, tensorboard: bool) -> RunOptions:
     """The :class:`~rp1.outputs.writer.RunOptions` of ``--video`` and ``--tensorboard``."""
     from rp1.outputs.writer import RunOptions
 
@@ -183,7 +212,9 @@ def run_summary(run_dir: Path, curve: Path | None) -> str:
             lines.append(f"no trained policy was evaluated (first evaluation {first:.1f})")
         else:
             best = trained.loc[trained["eval_return"].idxmax()]
-            lines.append(f"best evaluation return {best['eval_return']:.1f} (at {int(best['samples']):,} samples; first evaluation {first:.1f})")
+            lines.append(
+                f"best evaluation return {best['eval_return']:.1f} (at {int(best['samples']):,} samples; first evaluation {first:.1f})"
+            )
     lines.append(f"metrics:        {run_dir / METRICS}")
     if curve is not None:
         lines.append(f"learning curve: {curve}")
@@ -196,11 +227,18 @@ def parse_seeds(text: str) -> list[int]:
     from rp1.config.validation import SEED_LIMIT
 
     try:
-        ranges = [(int(lo), int(hi) if sep else int(lo)) for lo, sep, hi in (part.strip().partition("-") for part in text.split(","))]
+        ranges = [
+            (int(lo), int(hi) if sep else int(lo))
+            for lo, sep, hi in (part.strip().partition("-") for part in text.split(","))
+        ]
     except ValueError:
         raise ConfigError(f"--seeds expects e.g. 0-9 or 0,2,5, got {text!r}") from None
-    if not all(0 <= first and last < SEED_LIMIT and last - first < MAX_SEEDS for first, last in ranges):  # before a range too long to hold is made
-        raise ConfigError(f"--seeds must name at most {MAX_SEEDS:,} seeds in [0, {SEED_LIMIT}) (2**31 - 2**22), got {text!r}")
+    if not all(
+        first >= 0 and last < SEED_LIMIT and last - first < MAX_SEEDS for first, last in ranges
+    ):  # before a range too long to hold is made
+        raise ConfigError(
+            f"--seeds must name at most {MAX_SEEDS:,} seeds in [0, {SEED_LIMIT}) (2**31 - 2**22), got {text!r}"
+        )
     seeds = {seed for first, last in ranges for seed in range(first, last + 1)}
     if not seeds or len(seeds) > MAX_SEEDS:
         raise ConfigError(f"--seeds must name 1 to {MAX_SEEDS:,} seeds, got {text!r}")
@@ -220,11 +258,11 @@ def sweep(o: Options) -> None:
     process owns is left to it ("running elsewhere", exit code 3). Ctrl-C (SIGINT) or SIGTERM
     stops the sweep and its runs at once (exit code 130 or 143); the same command resumes them.
     """
+    from rp1.cli.signals import raise_on_signals
     from rp1.experiments.executors import Backend
     from rp1.experiments.sweep import run_sweep
     from rp1.experiments.sweep_plan import SweepRequest
     from rp1.rundir.files import check_writable_dir
-    from rp1.cli.signals import raise_on_signals
 
     check_writable_dir(o.out)
     tasks = parse_names(o.envs)
@@ -233,11 +271,19 @@ def sweep(o: Options) -> None:
     if tasks:
         _importable_from_cwd()
     request = SweepRequest(
-        parse_names(o.presets), parse_seeds(o.seeds), o.out, envs=tasks, methods=parse_names(o.methods) or ["rp1"],
-        budget=o.budget, overrides=cli_overrides(o.set_, horizon=o.horizon), scale=o.scale,
+        parse_names(o.presets),
+        parse_seeds(o.seeds),
+        o.out,
+        envs=tasks,
+        methods=parse_names(o.methods) or ["rp1"],
+        budget=o.budget,
+        overrides=cli_overrides(o.set_, horizon=o.horizon),
+        scale=o.scale,
     )
     backend = Backend(o.backend, workers=o.workers, address=o.address)
-    with raise_on_signals("run the same command again to resume the sweep's runs"):  # it stops them first
+    with raise_on_signals(
+        "run the same command again to resume the sweep's runs"
+    ):  # it stops them first
         code = run_sweep(request, backend, run_options(o.video, o.tensorboard))
     raise typer.Exit(code)
 
@@ -245,10 +291,20 @@ def sweep(o: Options) -> None:
 @app.command()
 def evaluate(
     run: Path = typer.Argument(..., help="A run directory."),
-    policy: str = typer.Option("best", "--policy", help="best (the policy of the run's best evaluation) or last."),
-    episodes: Optional[int] = typer.Option(None, "--episodes", help="Episodes (default: as many as the run's evaluations had)."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Reset episode k with seed S + k (default: replay the policy's recorded evaluation)."),
-    video: Optional[Path] = typer.Option(None, "--video", help="Also render the episodes to this .mp4 or .gif file."),
+    policy: str = typer.Option(
+        "best", "--policy", help="best (the policy of the run's best evaluation) or last."
+    ),
+    episodes: int | None = typer.Option(
+        None, "--episodes", help="Episodes (default: as many as the run's evaluations had)."
+    ),
+    seed: int | None = typer.Option(
+        None,
+        "--seed",
+        help="Reset episode k with seed S + k (default: replay the policy's recorded evaluation).",
+    ),
+    video: Path | None = typer.Option(
+        None, "--video", help="Also render the episodes to this .mp4 or .gif file."
+    ),
     size: str = typer.Option("320x240", "--size", help="The video's WIDTHxHEIGHT in pixels."),
     json_: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
 ) -> None:
@@ -259,19 +315,21 @@ def evaluate(
     """
     import json
 
-    from rp1.evaluation import describe, evaluate_run
     from rp1.cli.signals import exit_on_signals
+    from rp1.evaluation import describe, evaluate_run
     from rp1.outputs.video import parse_size
 
     with exit_on_signals("nothing was written"):
-        result = evaluate_run(run, policy, episodes=episodes, seed=seed, video=video, size=parse_size(size))
+        result = evaluate_run(
+            run, policy, episodes=episodes, seed=seed, video=video, size=parse_size(size)
+        )
     typer.echo(json.dumps(result.to_json()) if json_ else describe(result))
 
 
 @app.command()
 def report(
     root: Path = typer.Argument(..., help="A tree of run directories."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Output directory (default: ROOT/report)."),
+    out: Path | None = typer.Option(None, "--out", help="Output directory (default: ROOT/report)."),
 ) -> None:
     """Tables (Markdown + CSV) and figures (PNG) of the paper from run directories."""
     from rp1.experiments.report import write_report
@@ -287,8 +345,14 @@ def report(
 
 @app.command()
 def testsets(
-    out: Path = typer.Option(..., "--out", help="Directory for TASK.npz (src/rp1/dynamics/testsets replaces the shipped ones)."),
-    tasks: Optional[str] = typer.Option(None, "--tasks", help="Comma-separated paper tasks (default: all four)."),
+    out: Path = typer.Option(
+        ...,
+        "--out",
+        help="Directory for TASK.npz (src/rp1/dynamics/testsets replaces the shipped ones).",
+    ),
+    tasks: str | None = typer.Option(
+        None, "--tasks", help="Comma-separated paper tasks (default: all four)."
+    ),
 ) -> None:
     """Rebuild the world models' test sets from the shipped kept policies.
 
@@ -305,14 +369,22 @@ def testsets(
     chosen = parse_names(tasks) or list(shipped_tasks())
     unknown = sorted(set(chosen) - set(shipped_tasks()))
     if unknown:
-        raise ConfigError(f"--tasks: no test set for {', '.join(unknown)}; the tasks with one: {', '.join(shipped_tasks())}")
+        raise ConfigError(
+            f"--tasks: no test set for {', '.join(unknown)}; the tasks with one: {', '.join(shipped_tasks())}"
+        )
     check_writable_dir(out)
     for task in chosen:
         path = build_shipped(task, out)
         shipped = SHIPPED / path.name
         same = shipped.is_file() and shipped.read_bytes() == path.read_bytes()
         digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-        verdict = "the shipped file" if same else "differs from the shipped file" if shipped.is_file() else "no shipped file"
+        verdict = (
+            "the shipped file"
+            if same
+            else "differs from the shipped file"
+            if shipped.is_file()
+            else "no shipped file"
+        )
         typer.echo(f"{path}: sha256 {digest}…, {path.stat().st_size:,} bytes; {verdict}")
 
 
@@ -322,7 +394,7 @@ for _info in app.registered_commands:  # every command's help as paragraphs the 
 INTERRUPTED = 130  # 128 + SIGINT
 MAX_SEEDS = 10_000
 """Seeds a sweep may name at most."""
-CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+CLICK_ERROR: Any = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 """Click's base of the usage errors it raises (taken through typer, which may bundle its own click)."""
 
 
@@ -339,17 +411,25 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = app(args=argv, prog_name="rp1", standalone_mode=False)
     except CLICK_ERROR as usage:  # bad usage, found by click before a command runs
-        if type(usage).__name__ == "NoArgsIsHelpError":  # `rp1 COMMAND` alone (a click that raises it): the help
+        if (
+            type(usage).__name__ == "NoArgsIsHelpError"
+        ):  # `rp1 COMMAND` alone (a click that raises it): the help
             usage.show()
             return 0
         if os.environ.get("RP1_DEBUG") == "1":
             raise
-        where = f" (see `{usage.ctx.command_path} --help`)" if getattr(usage, "ctx", None) is not None else ""
+        where = (
+            f" (see `{usage.ctx.command_path} --help`)"
+            if getattr(usage, "ctx", None) is not None
+            else ""
+        )
         typer.echo(f"rp1: error: {_one_line(usage.format_message())}{where}", err=True)
         return usage.exit_code
     except typer.Abort:  # end of input at a prompt
         return 1
-    except Interrupted as stop:  # a signal to a command that cleans up first (rp1.cli.signals.raise_on_signals)
+    except (
+        Interrupted
+    ) as stop:  # a signal to a command that cleans up first (rp1.cli.signals.raise_on_signals)
         typer.echo(f"rp1: {stop}", err=True)
         return stop.exit_code
     except (Rp1Error, OSError) as err:

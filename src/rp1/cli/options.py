@@ -14,9 +14,10 @@ Example::
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable, List, NamedTuple, Optional, Sequence
+from typing import Any, NamedTuple
 
 import typer
 
@@ -41,7 +42,9 @@ def reflowed(doc: str | None) -> str | None:
     return "\n\n".join(" ".join(paragraph.split()) for paragraph in paragraphs)
 
 
-def command(app: typer.Typer, *groups: Sequence[Option]) -> Callable[[Callable[[Options], None]], Callable[[Options], None]]:
+def command(
+    app: typer.Typer, *groups: Sequence[Option]
+) -> Callable[[Callable[[Options], None]], Callable[[Options], None]]:
     """Register the decorated ``func(o: Options)`` as the command ``func.__name__`` of ``app``,
     with every option of ``groups`` (in order) and ``func``'s docstring as its help."""
     options = [option for group in groups for option in group]
@@ -50,8 +53,13 @@ def command(app: typer.Typer, *groups: Sequence[Option]) -> Callable[[Callable[[
         def run(**values: Any) -> None:
             func(Options(**values))
 
-        run.__signature__ = inspect.Signature(  # what typer reads the options from
-            [inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=o.info, annotation=o.type) for o in options]
+        run.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # what typer reads the options from
+            [
+                inspect.Parameter(
+                    o.name, inspect.Parameter.KEYWORD_ONLY, default=o.info, annotation=o.type
+                )
+                for o in options
+            ]
         )
         run.__name__ = func.__name__
         app.command(help=reflowed(func.__doc__))(run)
@@ -61,40 +69,150 @@ def command(app: typer.Typer, *groups: Sequence[Option]) -> Callable[[Callable[[
 
 
 RUN_SETTINGS = (
-    Option("horizon", Optional[int], typer.Option(None, "--horizon", help="Steps per episode (default: the task's; a Gymnasium id's time limit).")),
-    Option("scale", Optional[str], typer.Option(None, "--scale", help="small or paper (default: the preset's, paper with --env); applied before --set.")),
-    Option("budget", Optional[int], typer.Option(None, "--budget", help="Real-sample budget.")),
-    Option("set_", Optional[List[str]], typer.Option(None, "--set", help="Override a config value: key=value (see README).")),
+    Option(
+        "horizon",
+        int | None,
+        typer.Option(
+            None,
+            "--horizon",
+            help="Steps per episode (default: the task's; a Gymnasium id's time limit).",
+        ),
+    ),
+    Option(
+        "scale",
+        str | None,
+        typer.Option(
+            None,
+            "--scale",
+            help="small or paper (default: the preset's, paper with --env); applied before --set.",
+        ),
+    ),
+    Option("budget", int | None, typer.Option(None, "--budget", help="Real-sample budget.")),
+    Option(
+        "set_",
+        list[str] | None,
+        typer.Option(None, "--set", help="Override a config value: key=value (see README)."),
+    ),
 )
 """What every run is configured with, beyond its preset or task and method."""
 
 LOGGING = (
-    Option("video", bool, typer.Option(False, "--video", help="Render an evaluation episode of every new best policy to RUN/videos/.")),
-    Option("tensorboard", bool, typer.Option(False, "--tensorboard", help="Write a TensorBoard log to RUN/tensorboard/.")),
+    Option(
+        "video",
+        bool,
+        typer.Option(
+            False,
+            "--video",
+            help="Render an evaluation episode of every new best policy to RUN/videos/.",
+        ),
+    ),
+    Option(
+        "tensorboard",
+        bool,
+        typer.Option(False, "--tensorboard", help="Write a TensorBoard log to RUN/tensorboard/."),
+    ),
 )
 """What a run logs besides its metrics and policy files (rp1.outputs.writer.RunOptions)."""
 
 ONE_RUN = (
-    Option("preset", Optional[str], typer.Option(None, "--preset", "-p", help="A preset name (see `rp1 presets`).")),
-    Option("env", Optional[str], typer.Option(None, "--env", help="Instead of --preset, any task: a Gymnasium id or package.module:attribute (see `rp1 envs`).")),
-    Option("method", Optional[str], typer.Option(None, "--method", help="With --env: a method, rp1 by default (`rp1 presets` shows every method as TASK-METHOD; RP1_METHODS adds one's own, see EXTENDING.md).")),
-    Option("seed", Optional[int], typer.Option(None, "--seed", help="Random seed (default: the preset's, 0).")),
-    Option("out", Optional[Path], typer.Option(None, "--out", help="Run directory (default: runs/PRESET/seedK, runs/TASK-METHOD/seedK with --env).")),
-    Option("resume", bool, typer.Option(False, "--resume", help="Continue the run in --out from its checkpoint.")),
-    Option("overwrite", bool, typer.Option(False, "--overwrite", help="Delete the run in --out and start afresh.")),
-    Option("workers", Optional[int], typer.Option(None, "--workers", help="Env worker processes (model-free).")),
+    Option(
+        "preset",
+        str | None,
+        typer.Option(None, "--preset", "-p", help="A preset name (see `rp1 presets`)."),
+    ),
+    Option(
+        "env",
+        str | None,
+        typer.Option(
+            None,
+            "--env",
+            help="Instead of --preset, any task: a Gymnasium id or package.module:attribute (see `rp1 envs`).",
+        ),
+    ),
+    Option(
+        "method",
+        str | None,
+        typer.Option(
+            None,
+            "--method",
+            help="With --env: a method, rp1 by default (`rp1 presets` shows every method as TASK-METHOD; RP1_METHODS adds one's own, see EXTENDING.md).",
+        ),
+    ),
+    Option(
+        "seed",
+        int | None,
+        typer.Option(None, "--seed", help="Random seed (default: the preset's, 0)."),
+    ),
+    Option(
+        "out",
+        Path | None,
+        typer.Option(
+            None,
+            "--out",
+            help="Run directory (default: runs/PRESET/seedK, runs/TASK-METHOD/seedK with --env).",
+        ),
+    ),
+    Option(
+        "resume",
+        bool,
+        typer.Option(False, "--resume", help="Continue the run in --out from its checkpoint."),
+    ),
+    Option(
+        "overwrite",
+        bool,
+        typer.Option(False, "--overwrite", help="Delete the run in --out and start afresh."),
+    ),
+    Option(
+        "workers",
+        int | None,
+        typer.Option(None, "--workers", help="Env worker processes (model-free)."),
+    ),
     Option("quiet", bool, typer.Option(False, "--quiet", help="No progress bar.")),
 )
 """``rp1 train``: which run, where, and how."""
 
 MANY_RUNS = (
-    Option("presets", Optional[str], typer.Option(None, "--presets", help="Comma-separated preset names.")),
-    Option("envs", Optional[str], typer.Option(None, "--envs", help="Comma-separated tasks (Gymnasium ids, package.module:attribute), crossed with --methods.")),
-    Option("methods", Optional[str], typer.Option(None, "--methods", help="With --envs: comma-separated methods (default rp1; `rp1 presets` shows them).")),
+    Option(
+        "presets", str | None, typer.Option(None, "--presets", help="Comma-separated preset names.")
+    ),
+    Option(
+        "envs",
+        str | None,
+        typer.Option(
+            None,
+            "--envs",
+            help="Comma-separated tasks (Gymnasium ids, package.module:attribute), crossed with --methods.",
+        ),
+    ),
+    Option(
+        "methods",
+        str | None,
+        typer.Option(
+            None,
+            "--methods",
+            help="With --envs: comma-separated methods (default rp1; `rp1 presets` shows them).",
+        ),
+    ),
     Option("seeds", str, typer.Option("0-9", "--seeds", help="Seeds, e.g. 0-9 or 0,3,5.")),
-    Option("out", Path, typer.Option(..., "--out", help="Sweep directory: OUT/<preset>/seed<k>/ (OUT/<task>-<method>/seed<k>/ for --envs).")),
+    Option(
+        "out",
+        Path,
+        typer.Option(
+            ...,
+            "--out",
+            help="Sweep directory: OUT/<preset>/seed<k>/ (OUT/<task>-<method>/seed<k>/ for --envs).",
+        ),
+    ),
     Option("backend", str, typer.Option("local", "--backend", help="local (process pool) or ray.")),
-    Option("workers", Optional[int], typer.Option(None, "--workers", help="Runs at a time.")),
-    Option("address", Optional[str], typer.Option(None, "--address", help="Ray cluster address (ray backend; default: a local Ray instance).")),
+    Option("workers", int | None, typer.Option(None, "--workers", help="Runs at a time.")),
+    Option(
+        "address",
+        str | None,
+        typer.Option(
+            None,
+            "--address",
+            help="Ray cluster address (ray backend; default: a local Ray instance).",
+        ),
+    ),
 )
 """``rp1 sweep``: which runs, where, and on what."""

@@ -10,7 +10,7 @@ import os
 import shutil
 import signal
 import threading
-from typing import Iterator
+from collections.abc import Iterator
 
 from rp1.core.errors import Interrupted
 from rp1.rundir.files import TEMPORARY
@@ -38,7 +38,9 @@ def exit_on_signals(message: str) -> Iterator[None]:
         return
     read_fd, write_fd = os.pipe()
     os.set_blocking(write_fd, False)
-    watcher = threading.Thread(target=_exit_on_signal_byte, args=(read_fd, message), name="rp1-signals", daemon=True)
+    watcher = threading.Thread(
+        target=_exit_on_signal_byte, args=(read_fd, message), name="rp1-signals", daemon=True
+    )
     watcher.start()
     handlers = {sig: signal.signal(sig, lambda *_: None) for sig in STOP_SIGNALS}
     wakeup_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
@@ -92,7 +94,9 @@ def _exit_on_signal_byte(read_fd: int, message: str) -> None:
         if byte[0] in STOP_SIGNALS:
             remove_temporary()
             for child in multiprocessing.active_children():
-                if child.daemon:  # as a normal exit would (environment workers), without their complaints
+                if (
+                    child.daemon
+                ):  # as a normal exit would (environment workers), without their complaints
                     child.kill()
             if os.isatty(1):
                 os.write(1, b"\x1b[?25h\n")  # the progress bar hid the cursor

@@ -59,6 +59,7 @@ from rp1.config.schema import (
 from rp1.config.validation import SEED_LIMIT, validate
 from rp1.envs import path_name
 
+
 def resolve(
     preset: str,
     seed: int | None = None,
@@ -83,11 +84,21 @@ def env_config(
     presets are: the paper's settings, preset name ``<env>-<method>``. The horizon is the override
     ``horizon`` (default 0: the task's own)."""
     preset = f"{path_name(env)}-{check_method(method)}"
-    cfg = modelfree_config(env, preset) if method == MODEL_FREE else method_config(env, method, preset)
+    cfg = (
+        modelfree_config(env, preset)
+        if method == MODEL_FREE
+        else method_config(env, method, preset)
+    )
     return _finish(cfg, seed, budget, overrides, scale)
 
 
-def _finish(cfg: Config, seed: int | None, budget: int | None, overrides: dict[str, str] | None, scale: str | None) -> Config:
+def _finish(
+    cfg: Config,
+    seed: int | None,
+    budget: int | None,
+    overrides: dict[str, str] | None,
+    scale: str | None,
+) -> Config:
     """``cfg``, then ``scale`` (if given), then overrides, then seed and budget; validated."""
     if scale is not None:
         cfg = with_scale(cfg, scale)
@@ -103,7 +114,9 @@ __all__ = [
     "FIRST_FEEDBACK",
     "FIXED_KEYS",
     "G_NORMALIZERS",
+    "MATCHED_PHASE_LENGTH",
     "METHODS_VARIABLE",
+    "METHOD_TABLE",
     "MODEL_FREE",
     "MODEL_FREE_BUDGETS",
     "QUICK_BUDGET",
@@ -112,8 +125,6 @@ __all__ = [
     "CollectConfig",
     "Config",
     "LambdaConfig",
-    "MATCHED_PHASE_LENGTH",
-    "METHOD_TABLE",
     "Method",
     "ModelConfig",
     "ModelFreeConfig",

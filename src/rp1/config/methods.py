@@ -13,15 +13,21 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any
 
 from rp1.config.schema import CollectConfig, Config, LambdaConfig
-from rp1.envs.lookup import import_reference
 from rp1.core.errors import ConfigError
+from rp1.envs.lookup import import_reference
 
-MATCHED_PHASE_LENGTH: dict[str, int] = {"halfcheetah": 300, "ant": 294, "hopper": 600, "swimmer": 600}
+MATCHED_PHASE_LENGTH: dict[str, int] = {
+    "halfcheetah": 300,
+    "ant": 294,
+    "hopper": 600,
+    "swimmer": 600,
+}
 """Real samples per collection phase of the ``-matched`` controls, per paper task: the median
 ``phase_samples`` of iterations ≥ 1 over the committed ten-seed small-scale RP1 runs
 (``docs/laptop-scale/runs``; :func:`rp1.experiments.stats.median_phase_lengths` recomputes it)."""
@@ -111,7 +117,9 @@ def register_method(row: Method) -> Method:
     allow, ``modelfree`` or ``quick``, a name another row has, ``lam`` not ``adaptive`` or
     ``fixed``, ``lam_value`` outside [0, 1] or an empty label. Other processes know it through
     :data:`METHODS_VARIABLE`."""
-    _REGISTERED[row.name] = _checked(row, _rows(METHOD_TABLE, _REGISTERED.values()), "register_method")
+    _REGISTERED[row.name] = _checked(
+        row, _rows(METHOD_TABLE, _REGISTERED.values()), "register_method"
+    )
     return row
 
 
@@ -120,7 +128,9 @@ def model_based_methods() -> dict[str, Method]:
     :func:`register_method`, then those :data:`METHODS_VARIABLE` names (their modules imported
     once per value of the variable). ConfigError if a named row does not import, is not a
     :class:`Method` or is not a row :func:`register_method` would take."""
-    return _rows(METHOD_TABLE, _REGISTERED.values(), _named_rows(os.environ.get(METHODS_VARIABLE, "")))
+    return _rows(
+        METHOD_TABLE, _REGISTERED.values(), _named_rows(os.environ.get(METHODS_VARIABLE, ""))
+    )
 
 
 def method_names() -> tuple[str, ...]:
@@ -155,7 +165,8 @@ def _rows(*groups: Iterable[object]) -> dict[str, Method]:
     rows: dict[str, Method] = {}
     for group in groups:
         for row in group:
-            rows[row.name] = _checked(row, rows, METHODS_VARIABLE)
+            checked = _checked(row, rows, METHODS_VARIABLE)
+            rows[checked.name] = checked
     return rows
 
 
@@ -165,12 +176,24 @@ def _checked(row: object, known: dict[str, Method], source: str) -> Method:
     if not isinstance(row, Method):
         raise ConfigError(f"{source}: a method is an rp1.config.Method, got a {type(row).__name__}")
     problems = (
-        (not isinstance(row.name, str) or not NAME.fullmatch(row.name), f"a name must match {NAME.pattern}"),
+        (
+            not isinstance(row.name, str) or not NAME.fullmatch(row.name),
+            f"a name must match {NAME.pattern}",
+        ),
         (row.name in (MODEL_FREE, QUICK), f"the presets <task>-{row.name} are rp1's"),
-        (known.get(row.name, row) != row, f"another row has this name ({known.get(row.name, row).label})"),
+        (
+            known.get(row.name, row) != row,
+            f"another row has this name ({known.get(row.name, row).label})",
+        ),
         (row.lam not in ("adaptive", "fixed"), f"lam must be adaptive or fixed, got {row.lam!r}"),
-        (not isinstance(row.lam_value, (int, float)) or not 0.0 <= row.lam_value <= 1.0, f"lam_value must be in [0, 1], got {row.lam_value!r}"),
-        (not isinstance(row.label, str) or not row.label, f"label must be a non-empty string, got {row.label!r}"),
+        (
+            not isinstance(row.lam_value, (int, float)) or not 0.0 <= row.lam_value <= 1.0,
+            f"lam_value must be in [0, 1], got {row.lam_value!r}",
+        ),
+        (
+            not isinstance(row.label, str) or not row.label,
+            f"label must be a non-empty string, got {row.label!r}",
+        ),
     )
     for bad, problem in problems:
         if bad:
@@ -183,7 +206,7 @@ UNSET_PHASE_CAP = 0
 for ``--set collect.phase_cap=N``."""
 
 
-def method_config(task: str, method: str, preset: str, **top) -> Config:
+def method_config(task: str, method: str, preset: str, **top: Any) -> Config:
     """The paper-scale config of ``method`` on ``task``."""
     m = model_based_methods()[method]
     cap = m.phase_cap(task)
@@ -210,10 +233,22 @@ def check_method(method: str) -> str:
 
 def modelfree_config(task: str, preset: str) -> Config:
     """PPO in the real env with the paper's policy hyperparameters and a budget of 10^6 steps."""
-    return Config(preset=preset, task=task, method=MODEL_FREE, budget=MODEL_FREE_BUDGETS[0], lam=LambdaConfig(mode="fixed"))
+    return Config(
+        preset=preset,
+        task=task,
+        method=MODEL_FREE,
+        budget=MODEL_FREE_BUDGETS[0],
+        lam=LambdaConfig(mode="fixed"),
+    )
 
 
-DEFINING_KEYS: tuple[str, ...] = ("lam.mode", "lam.value", "collect.alpha", "bonus", "collect.phase_cap")
+DEFINING_KEYS: tuple[str, ...] = (
+    "lam.mode",
+    "lam.value",
+    "collect.alpha",
+    "bonus",
+    "collect.phase_cap",
+)
 """The config keys (dotted) that tell the model-based methods apart."""
 
 
@@ -225,7 +260,13 @@ def defining_values(method: Method, task: str) -> dict[str, Any] | None:
     if cap is None:
         return None
     return _relevant(
-        {"lam.mode": method.lam, "lam.value": method.lam_value, "collect.alpha": method.alpha, "bonus": method.bonus, "collect.phase_cap": cap}
+        {
+            "lam.mode": method.lam,
+            "lam.value": method.lam_value,
+            "collect.alpha": method.alpha,
+            "bonus": method.bonus,
+            "collect.phase_cap": cap,
+        }
     )
 
 
@@ -276,6 +317,8 @@ def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
     if a.keys() != b.keys():
         return False
     return all(
-        math.isclose(float(a[k]), float(b[k])) if isinstance(b[k], (int, float)) and isinstance(a[k], (int, float)) else a[k] == b[k]
+        math.isclose(float(a[k]), float(b[k]))
+        if isinstance(b[k], (int, float)) and isinstance(a[k], (int, float))
+        else a[k] == b[k]
         for k in a
     )

@@ -27,20 +27,22 @@ def settable_keys() -> list[str]:
     return keys
 
 
-def _parse(text: str, hint, key: str):
+def _parse(text: str, hint: typing.Any, key: str) -> typing.Any:
     try:
         if hint is bool:
             if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
                 raise ValueError
             return text.lower() in ("true", "1", "yes")
         if typing.get_origin(hint) is tuple:
-            (item,) = set(a for a in typing.get_args(hint) if a is not Ellipsis)
+            (item,) = {a for a in typing.get_args(hint) if a is not Ellipsis}
             return tuple(item(x) for x in text.split(",") if x.strip())
         if hint is int:
             return int(float(text)) if float(text).is_integer() else int(text)
         return hint(text)
     except (ValueError, TypeError):
-        raise ConfigError(f"--set {key}={text}: expected {getattr(hint, '__name__', hint)}") from None
+        raise ConfigError(
+            f"--set {key}={text}: expected {getattr(hint, '__name__', hint)}"
+        ) from None
 
 
 def apply_overrides(cfg: Config, overrides: dict[str, str]) -> Config:
@@ -57,4 +59,3 @@ def apply_overrides(cfg: Config, overrides: dict[str, str]) -> Config:
         else:
             cfg = replace(cfg, **{name: _parse(text, typing.get_type_hints(Config)[name], key)})
     return cfg
-

@@ -6,12 +6,21 @@ from __future__ import annotations
 
 import typing
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
-from rp1.config.methods import METHOD_TABLE, MODEL_FREE, QUICK, Method, method_config, model_based_methods, modelfree_config
+from rp1.config.methods import (
+    METHOD_TABLE,
+    MODEL_FREE,
+    QUICK,
+    Method,
+    method_config,
+    model_based_methods,
+    modelfree_config,
+)
 from rp1.config.schema import Config
-from rp1.envs import names as task_names
 from rp1.core.errors import ConfigError
+from rp1.envs import names as task_names
 
 SCALES: dict[str, dict[str, Any]] = {
     "paper": {},
@@ -52,21 +61,21 @@ def quick_config(task: str, preset: str) -> Config:
 def preset_registry() -> dict[str, tuple[str, typing.Callable[[], Config]]]:
     """``{name: (one-line description, config builder)}`` of every preset, built from the methods
     known when it is called."""
-    presets = {}
+    presets: dict[str, tuple[str, typing.Callable[[], Config]]] = {}
     for task in task_names():
         for method in model_based_methods().values():
             name = f"{task}-{method.name}"
             presets[name] = (
                 f"{method.name} on {task} at paper settings (10^5 samples){_origin(method)}",
-                lambda t=task, m=method.name, n=name: method_config(t, m, n),
+                partial(method_config, task, method.name, name),
             )
         presets[f"{task}-{QUICK}"] = (
             f"{task}-rp1 at small scale (--scale small) with 10^4 samples: learns on a laptop CPU in minutes",
-            lambda t=task, n=f"{task}-{QUICK}": quick_config(t, n),
+            partial(quick_config, task, f"{task}-{QUICK}"),
         )
         presets[f"{task}-{MODEL_FREE}"] = (
             f"model-free PPO on {task} in the real env, 10^6 steps (--budget 5000000 or 10000000 for the others)",
-            lambda t=task, n=f"{task}-{MODEL_FREE}": modelfree_config(t, n),
+            partial(modelfree_config, task, f"{task}-{MODEL_FREE}"),
         )
     return presets
 
@@ -90,4 +99,3 @@ def get_preset(name: str) -> Config:
     if name not in presets:
         raise ConfigError(f"unknown preset {name!r}; valid presets: {', '.join(presets)}")
     return presets[name][1]()
-

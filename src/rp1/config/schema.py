@@ -34,8 +34,8 @@ from rp1.dynamics.fit import BATCH_SIZE, CHECK_EVERY, MAX_EPOCHS, PATIENCE, STOP
 from rp1.dynamics.fit import LEARNING_RATE as MODEL_LEARNING_RATE
 from rp1.envs.task import SOURCES
 from rp1.imagination import policy_training, rollouts
-from rp1.rundir.migrations import SCHEMA, SCHEMA_KEY
 from rp1.policy import networks, ppo
+from rp1.rundir.migrations import SCHEMA, SCHEMA_KEY
 
 FIRST_FEEDBACK = ("exclude", "include")
 G_NORMALIZERS = ("all", "inputs")
@@ -75,8 +75,17 @@ def ranged(
     rp1's limit, where a larger value could only exhaust memory or time; in ``within``; one of
     ``choices``; ``layers``: a tuple of 1 to ``layers`` hidden layer widths. The range is the
     field's metadata (:data:`RANGE`, :func:`declared_range`), not part of ``config.json``."""
-    declared = {"at_least": at_least, "above": above, "at_most": at_most, "within": within, "choices": choices, "layers": layers}
-    return field(default=default, metadata={RANGE: {k: v for k, v in declared.items() if v is not None}})
+    declared = {
+        "at_least": at_least,
+        "above": above,
+        "at_most": at_most,
+        "within": within,
+        "choices": choices,
+        "layers": layers,
+    }
+    return field(
+        default=default, metadata={RANGE: {k: v for k, v in declared.items() if v is not None}}
+    )
 
 
 def declared_range(section: type, name: str) -> dict[str, Any]:
@@ -88,7 +97,17 @@ def declared_range(section: type, name: str) -> dict[str, Any]:
 
 MAX_LAYERS = 16
 """Hidden layers (widths) a network may have: at least one, at most this many."""
-WIDTHS = {"at_least": 1, "at_most": 16384, "layers": MAX_LAYERS}
+
+
+class LayerWidths(typing.TypedDict):
+    """The keywords of :func:`ranged` for a tuple of hidden-layer widths."""
+
+    at_least: float
+    at_most: int
+    layers: int
+
+
+WIDTHS = LayerWidths(at_least=1, at_most=16384, layers=MAX_LAYERS)
 """The range of a network's hidden layer widths (``model.hidden``, ``model.head_hidden``,
 ``policy.hidden``)."""
 
@@ -105,10 +124,16 @@ class ModelConfig:
     patience: int = PATIENCE
     max_epochs: int = ranged(MAX_EPOCHS, at_least=1, at_most=10**5)
     max_train_samples: int = ranged(store.MAX_TRAIN_SAMPLES, at_least=1, at_most=10**8)
-    reward: str = ranged("auto", choices=SOURCES)  # auto | known | learned (README "What the model learns")
+    reward: str = ranged(
+        "auto", choices=SOURCES
+    )  # auto | known | learned (README "What the model learns")
     done: str = ranged("auto", choices=SOURCES)  # auto | known | learned
-    head_hidden: tuple[int, ...] = ranged(heads.HIDDEN, **WIDTHS)  # the learned reward / termination heads
-    stop_on: str = STOP_ON_CHOICES[0]  # any | dynamics: what early stopping counts with learned heads (fit.STOP_ON_CHOICES)
+    head_hidden: tuple[int, ...] = ranged(
+        heads.HIDDEN, **WIDTHS
+    )  # the learned reward / termination heads
+    stop_on: str = STOP_ON_CHOICES[
+        0
+    ]  # any | dynamics: what early stopping counts with learned heads (fit.STOP_ON_CHOICES)
 
 
 @dataclass(frozen=True)
@@ -150,8 +175,12 @@ class LambdaConfig:
     window: int = ranged(bandit.WINDOW, at_least=1, at_most=10**4)
     weighting: str = bandit.WEIGHTING
     baseline: str = bandit.BASELINE  # previous (the paper) | including (the reference): Ĝ's mean
-    first_feedback: str = ranged("exclude", choices=FIRST_FEEDBACK)  # "include": the initial phase's G enters the window (ref)
-    g_normalizers: str = ranged("all", choices=G_NORMALIZERS)  # G measured with every normaliser refreshed | inputs: delta's not yet
+    first_feedback: str = ranged(
+        "exclude", choices=FIRST_FEEDBACK
+    )  # "include": the initial phase's G enters the window (ref)
+    g_normalizers: str = ranged(
+        "all", choices=G_NORMALIZERS
+    )  # G measured with every normaliser refreshed | inputs: delta's not yet
 
 
 @dataclass(frozen=True)
@@ -198,13 +227,13 @@ class Config:
         return {SCHEMA_KEY: SCHEMA, **json.loads(json.dumps(dataclasses.asdict(self)))}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Config":
+    def from_dict(cls, data: dict[str, Any]) -> Config:
         """Inverse of :meth:`to_dict` (``"schema"`` is not a field; read a stored config through
         :func:`rp1.rundir.migrations.migrate` first)."""
         return _from_dict(cls, data)
 
 
-def _from_dict(cls, data: dict[str, Any]):
+def _from_dict(cls: Any, data: dict[str, Any]) -> Any:
     hints = typing.get_type_hints(cls)
     kwargs = {}
     for f in fields(cls):
@@ -218,4 +247,3 @@ def _from_dict(cls, data: dict[str, Any]):
             value = tuple(value)
         kwargs[f.name] = value
     return cls(**kwargs)
-

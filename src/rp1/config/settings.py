@@ -40,7 +40,9 @@ def ppo_settings(cfg: Config) -> PPOSettings:
 
 def collect_settings(cfg: Config) -> CollectSettings:
     """How a model-based run collects a phase (``collect.*``; ``cap`` is ``collect.phase_cap``)."""
-    return CollectSettings(cap=cfg.collect.phase_cap, **by_name(cfg.collect, ("alpha", "noise_max", "share")))
+    return CollectSettings(
+        cap=cfg.collect.phase_cap, **by_name(cfg.collect, ("alpha", "noise_max", "share"))
+    )
 
 
 def outcome_sources(cfg: Config, task: Task) -> dict[str, str]:
@@ -52,9 +54,11 @@ def outcome_sources(cfg: Config, task: Task) -> dict[str, str]:
 
 def policy_training(cfg: Config, task: Task) -> PolicyTraining:
     """How the policy is trained in the model on ``task`` (``policy.*``, ``bonus``, the sources)."""
-    p = cfg.policy
+    p, sources = cfg.policy, outcome_sources(cfg, task)
     return PolicyTraining(
-        imagination=make_imagination(task, bonus=cfg.bonus, **outcome_sources(cfg, task)),
+        imagination=make_imagination(
+            task, bonus=cfg.bonus, reward=sources["reward"], done=sources["done"]
+        ),
         ppo=ppo_settings(cfg),
         batch_steps=p.batch_steps,
         max_updates=p.max_updates,

@@ -7,16 +7,23 @@ import contextlib
 import dataclasses
 import math
 import typing
+from collections.abc import Iterator
 from dataclasses import fields
-from typing import Any, Iterator
+from typing import Any
 
-from rp1.config.methods import MATCHED_PHASE_LENGTH, MODEL_FREE, UNSET_PHASE_CAP, check_method, model_based_methods
+from rp1.config.methods import (
+    MATCHED_PHASE_LENGTH,
+    MODEL_FREE,
+    UNSET_PHASE_CAP,
+    check_method,
+    model_based_methods,
+)
 from rp1.config.presets import SCALES
 from rp1.config.schema import Config, declared_range
 from rp1.config.settings import fit_settings, lambda_bandit, ppo_settings
+from rp1.core.errors import ConfigError
 from rp1.envs import Task
 from rp1.envs import make as make_task
-from rp1.core.errors import ConfigError
 from rp1.imagination import bonus_function
 
 SEED_LIMIT = 2**31 - 2**22
@@ -64,18 +71,36 @@ def check_fields(section: Any) -> None:
     The message names the dotted key, what is allowed and the value given."""
     for key, value, declared in _values(section):
         items = value if isinstance(value, tuple) else (value,)
-        _check(all(math.isfinite(x) for x in items if isinstance(x, float)), f"{key} must be a finite number, got {value}")
+        _check(
+            all(math.isfinite(x) for x in items if isinstance(x, float)),
+            f"{key} must be a finite number, got {value}",
+        )
         if "at_least" in declared:
-            _check(all(x >= declared["at_least"] for x in items), f"{key} must be >= {declared['at_least']}, got {value}")
+            _check(
+                all(x >= declared["at_least"] for x in items),
+                f"{key} must be >= {declared['at_least']}, got {value}",
+            )
         if "above" in declared:
-            _check(all(x > declared["above"] for x in items), f"{key} must be > {declared['above']}, got {value}")
+            _check(
+                all(x > declared["above"] for x in items),
+                f"{key} must be > {declared['above']}, got {value}",
+            )
         if "at_most" in declared:
-            _check(all(x <= declared["at_most"] for x in items), f"{key} must be <= {declared['at_most']:,} (rp1's limit), got {value}")
+            _check(
+                all(x <= declared["at_most"] for x in items),
+                f"{key} must be <= {declared['at_most']:,} (rp1's limit), got {value}",
+            )
         if "layers" in declared:
             layers = declared["layers"]
-            _check(1 <= len(items) <= layers, f"{key} must list 1 to {layers} hidden layer widths, e.g. 200,200, got {value}")
+            _check(
+                1 <= len(items) <= layers,
+                f"{key} must list 1 to {layers} hidden layer widths, e.g. 200,200, got {value}",
+            )
         if "within" in declared:
-            _check(all(x in declared["within"] for x in items), f"{key} must be in {declared['within']}, got {value}")
+            _check(
+                all(x in declared["within"] for x in items),
+                f"{key} must be in {declared['within']}, got {value}",
+            )
         if "choices" in declared:
             _check_one_of(key, value, declared["choices"])
 
@@ -110,7 +135,10 @@ def validate(cfg: Config) -> Config:
     check_fields(cfg)
     check_method(cfg.method)
     task = _task(cfg)
-    _check(0 <= cfg.seed < SEED_LIMIT, f"seed must be in [0, {SEED_LIMIT}) (2**31 - 2**22), got {cfg.seed}")
+    _check(
+        0 <= cfg.seed < SEED_LIMIT,
+        f"seed must be in [0, {SEED_LIMIT}) (2**31 - 2**22), got {cfg.seed}",
+    )
     bonus_function(cfg.bonus)
     with _as_config_error("model."):
         fit_settings(cfg)
@@ -119,17 +147,33 @@ def validate(cfg: Config) -> Config:
     lam = cfg.lam
     with _as_config_error("lam."):
         lambda_bandit(cfg)
-    _check(0.0 in lam.arms or lam.mode == "fixed", "lam.arms must contain 0 (the first iteration's λ)")
-    _check_one_of("scale", cfg.scale, tuple(SCALES))  # the scales are the presets' (rp1.config.presets)
+    _check(
+        0.0 in lam.arms or lam.mode == "fixed", "lam.arms must contain 0 (the first iteration's λ)"
+    )
+    _check_one_of(
+        "scale", cfg.scale, tuple(SCALES)
+    )  # the scales are the presets' (rp1.config.presets)
     col = cfg.collect
     mf = cfg.modelfree
-    _check(mf.envs % mf.workers == 0, f"modelfree.envs ({mf.envs}) must be a multiple of modelfree.workers ({mf.workers})")
+    _check(
+        mf.envs % mf.workers == 0,
+        f"modelfree.envs ({mf.envs}) must be a multiple of modelfree.workers ({mf.workers})",
+    )
     if cfg.method == MODEL_FREE:
-        _check(cfg.policy.batch_steps >= 1, f"policy.batch_steps must be >= 1, got {cfg.policy.batch_steps}")
+        _check(
+            cfg.policy.batch_steps >= 1,
+            f"policy.batch_steps must be >= 1, got {cfg.policy.batch_steps}",
+        )
         return cfg
-    _check(cfg.budget >= col.phase_cap, f"budget ({cfg.budget}) must be at least one phase (collect.phase_cap = {col.phase_cap})")
-    uses_bonus = lam.mode == "adaptive" and max(lam.arms) > 0 or lam.value > 0
-    _check(cfg.model.members >= 2 or not uses_bonus, f"model.members must be >= 2 with a variance bonus, got {cfg.model.members}")
+    _check(
+        cfg.budget >= col.phase_cap,
+        f"budget ({cfg.budget}) must be at least one phase (collect.phase_cap = {col.phase_cap})",
+    )
+    uses_bonus = (lam.mode == "adaptive" and max(lam.arms) > 0) or lam.value > 0
+    _check(
+        cfg.model.members >= 2 or not uses_bonus,
+        f"model.members must be >= 2 with a variance bonus, got {cfg.model.members}",
+    )
     task.source("reward", cfg.model.reward)
     task.source("done", cfg.model.done)
     _check(

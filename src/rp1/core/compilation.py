@@ -19,7 +19,9 @@ import jax
 DEFAULT_CACHE_DIR = Path.home() / ".cache" / "rp1" / "jax"
 
 
-def enable_compilation_cache(path: str | os.PathLike | None = None, create: bool = True) -> Path | None:
+def enable_compilation_cache(
+    path: str | os.PathLike | None = None, create: bool = True
+) -> Path | None:
     """Point JAX's persistent compilation cache at its directory and return it.
 
     With ``create``, a missing directory is created (mode 0700); without, the cache stays off
@@ -37,7 +39,10 @@ def enable_compilation_cache(path: str | os.PathLike | None = None, create: bool
         try:
             directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as err:
-            print(f"rp1: warning: compilation cache off: cannot create {directory}: {err.strerror or err}", file=sys.stderr)
+            print(
+                f"rp1: warning: compilation cache off: cannot create {directory}: {err.strerror or err}",
+                file=sys.stderr,
+            )
             return None
     elif not directory.is_dir():
         return None

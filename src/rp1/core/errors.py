@@ -34,7 +34,9 @@ class RenderError(Rp1Error):
     message names the backend, the cause and what to install."""
 
     exit_code = 1
-    EGL_PACKAGES = "libegl1 libopengl0 libegl-mesa0 libgl1-mesa-dri"  # Debian/Ubuntu: what MuJoCo's EGL loads
+    EGL_PACKAGES = (
+        "libegl1 libopengl0 libegl-mesa0 libgl1-mesa-dri"  # Debian/Ubuntu: what MuJoCo's EGL loads
+    )
 
     @classmethod
     def of(cls, what: str, backend: str, cause: BaseException) -> "RenderError":
@@ -55,7 +57,9 @@ class DivergedError(Rp1Error):
     exit_code = 1
 
     @classmethod
-    def of(cls, what: str, iteration: int, setting: str, value: object, cause: str = "") -> "DivergedError":
+    def of(
+        cls, what: str, iteration: int, setting: str, value: object, cause: str = ""
+    ) -> "DivergedError":
         """``what`` became inf or NaN in ``iteration`` (``cause``: the details), likely because the
         config value ``setting`` is ``value``."""
         details = f" ({cause})" if cause else ""

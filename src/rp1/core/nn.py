@@ -7,7 +7,8 @@ evaluates with ``jax.vmap``.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -23,7 +24,7 @@ def mlp_init(key: jax.Array, sizes: Sequence[int], out_scale: float = 1.0) -> Pa
     """
     keys = jax.random.split(key, len(sizes) - 1)
     layers = []
-    for i, (k, fan_in, fan_out) in enumerate(zip(keys, sizes[:-1], sizes[1:])):
+    for i, (k, fan_in, fan_out) in enumerate(zip(keys, sizes[:-1], sizes[1:], strict=True)):
         w = jax.random.normal(k, (fan_in, fan_out)) / jnp.sqrt(fan_in)
         if i == len(sizes) - 2:
             w = w * out_scale
@@ -43,7 +44,7 @@ def mlp_apply(params: Params, x: jax.Array, activation: Callable = jax.nn.relu) 
     return x @ w + b
 
 
-def member_count(params) -> int:
+def member_count(params: Any) -> int:
     """``M``, the leading (member) axis of stacked parameters (``jax.vmap`` of :func:`mlp_init`);
     static, read from the first leaf."""
     return jax.tree_util.tree_leaves(params)[0].shape[0]

@@ -20,15 +20,19 @@ Example::
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import jax
 
 
 def spawn_streams(seed: int, names: Sequence[str]) -> dict[str, np.random.SeedSequence]:
     """``{name: child SeedSequence}`` of ``SeedSequence(seed)``, one independent child per name."""
     children = np.random.SeedSequence(seed).spawn(len(names))
-    return dict(zip(names, children))
+    return dict(zip(names, children, strict=True))
 
 
 def int_seed(stream: np.random.SeedSequence) -> int:
@@ -37,7 +41,7 @@ def int_seed(stream: np.random.SeedSequence) -> int:
     return int(stream.generate_state(1)[0] >> 1)
 
 
-def run_key(seed: int):
+def run_key(seed: int) -> jax.Array:
     """The JAX key of a model-free run: ``jax.random.PRNGKey(seed)``."""
     import jax
 

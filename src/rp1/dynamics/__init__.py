@@ -28,7 +28,6 @@ from rp1.dynamics.heads import (
     with_heads,
 )
 from rp1.dynamics.losses import member_losses, model_error
-from rp1.dynamics.parts import ModelParts
 from rp1.dynamics.normalizer import (
     Normalizer,
     denormalize,
@@ -37,6 +36,7 @@ from rp1.dynamics.normalizer import (
     normalizer_init,
     normalizer_update,
 )
+from rp1.dynamics.parts import ModelParts
 from rp1.dynamics.store import (
     MAX_TRAIN_SAMPLES,
     Dataset,

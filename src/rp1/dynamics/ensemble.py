@@ -11,19 +11,19 @@ Example::
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
+from rp1.core.nn import Params, member_count, mlp_apply, mlp_init
 from rp1.dynamics.normalizer import (
     Normalizer,
     denormalize,
     normalize,
     normalizer_init,
 )
-from rp1.core.nn import Params, member_count, mlp_apply, mlp_init
 
 MEMBERS = 5  # SPEC §3
 HIDDEN = (1024, 1024)  # SPEC §3
@@ -31,8 +31,7 @@ STATE_CLIP = 3.0
 ACTION_CLIP = 3.0
 
 
-@struct.dataclass
-class Ensemble:
+class Ensemble(struct.PyTreeNode):
     """World-model state: stacked member parameters (leading axis ``M``) and the normalisers; with
     learned reward / termination also the members' heads (leading axis ``M``) and the reward
     normaliser (:mod:`rp1.dynamics.heads`), ``None`` otherwise."""
@@ -51,7 +50,11 @@ class Ensemble:
 
 
 def ensemble_init(
-    key: jax.Array, obs_dim: int, act_dim: int, members: int = MEMBERS, hidden: Sequence[int] = HIDDEN
+    key: jax.Array,
+    obs_dim: int,
+    act_dim: int,
+    members: int = MEMBERS,
+    hidden: Sequence[int] = HIDDEN,
 ) -> Ensemble:
     """``members`` independently initialised MLPs ``obs_dim + act_dim -> hidden… -> obs_dim``."""
     sizes = [obs_dim + act_dim, *hidden, obs_dim]

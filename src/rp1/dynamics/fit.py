@@ -38,21 +38,25 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import struct
+from jax.typing import ArrayLike
 
+from rp1.core.nn import Params, member_count
 from rp1.dynamics.ensemble import Ensemble
 from rp1.dynamics.heads import head_row_errors
 from rp1.dynamics.losses import masked_member_losses, row_errors
 from rp1.dynamics.normalizer import normalize, normalizer_fit, normalizer_update
 from rp1.dynamics.parts import ModelParts
 from rp1.dynamics.store import Dataset
-from rp1.core.nn import member_count
 
 LEARNING_RATE = 1e-3  # SPEC §3
 BATCH_SIZE = 1024
 CHECK_EVERY = 5  # epochs between validations
 PATIENCE = 5  # checks without improvement before stopping
 MAX_EPOCHS = 2000
-STOP_ON_CHOICES = ("any", "dynamics")  # what counts as an improvement for early stopping (fit's stop_on)
+STOP_ON_CHOICES = (
+    "any",
+    "dynamics",
+)  # what counts as an improvement for early stopping (fit's stop_on)
 
 
 class NonFiniteLossError(FloatingPointError):
@@ -73,16 +77,22 @@ class FitSettings:
     max_epochs: int = MAX_EPOCHS
     stop_on: str = STOP_ON_CHOICES[0]
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.stop_on not in STOP_ON_CHOICES:
-            raise ValueError(f"stop_on must be one of {', '.join(STOP_ON_CHOICES)}, got {self.stop_on!r}")
-        for name, low in (("batch_size", 1), ("check_every", 1), ("patience", 1), ("max_epochs", 0)):
+            raise ValueError(
+                f"stop_on must be one of {', '.join(STOP_ON_CHOICES)}, got {self.stop_on!r}"
+            )
+        for name, low in (
+            ("batch_size", 1),
+            ("check_every", 1),
+            ("patience", 1),
+            ("max_epochs", 0),
+        ):
             if getattr(self, name) < low:
                 raise ValueError(f"{name} must be >= {low}, got {getattr(self, name)}")
 
 
-@struct.dataclass
-class FitState:
+class FitState(struct.PyTreeNode):
     """What the compiled training carries, stacked over members (leading axis ``M``): the current
     and best weights (:class:`ModelParts` of the dynamics MLPs and the heads), the per-member Adam
     state, each member's best validation losses (dynamics MSE ``[M]``, head loss ``[M]`` or
@@ -127,7 +137,10 @@ class FitResult(NamedTuple):
         }
         heads = self.head_val_losses
         if heads is not None:
-            metrics |= {"head_val_loss": float(heads.min()), "head_val_loss_max": float(heads.max())}
+            metrics |= {
+                "head_val_loss": float(heads.min()),
+                "head_val_loss_max": float(heads.max()),
+            }
         return metrics
 
 
@@ -147,7 +160,7 @@ def init_model_opt_state(model: Ensemble) -> optax.OptState:
     return jax.vmap(make_model_optimizer().init)(model_weights(model))
 
 
-def update_input_normalizers(model: Ensemble, obs: jax.Array, act: jax.Array) -> Ensemble:
+def update_input_normalizers(model: Ensemble, obs: ArrayLike, act: ArrayLike) -> Ensemble:
     """Fold states ``obs [..., obs_dim]`` and actions ``act [..., act_dim]`` seen during collection
     into the running input normalisers (SPEC §2)."""
     return model.replace(
@@ -156,7 +169,7 @@ def update_input_normalizers(model: Ensemble, obs: jax.Array, act: jax.Array) ->
     )
 
 
-def refresh_delta_normalizer(model: Ensemble, obs: jax.Array, next_obs: jax.Array) -> Ensemble:
+def refresh_delta_normalizer(model: Ensemble, obs: ArrayLike, next_obs: ArrayLike) -> Ensemble:
     """Recompute the delta normaliser from all stored transitions ``obs, next_obs [N, obs_dim]`` as
     the statistics of ``norm(s') − norm(s)`` (SPEC §2)."""
     deltas = normalize(model.obs_norm, next_obs) - normalize(model.obs_norm, obs)
@@ -181,7 +194,9 @@ def _row_losses(weights: ModelParts, model: Ensemble, data: Dataset, idx: jax.Ar
     obs, act, next_obs = data.obs[idx], data.act[idx], data.next_obs[idx]
     err = row_errors(weights.dynamics, model, obs, act, next_obs)
     if weights.heads is not None:
-        err = err + head_row_errors(weights.heads, model, obs, act, next_obs, data.rew[idx], data.done[idx])
+        err = err + head_row_errors(
+            weights.heads, model, obs, act, next_obs, data.rew[idx], data.done[idx]
+        )
     return err
 
 
@@ -201,7 +216,9 @@ def _minibatch_update(
     start, rows = batch
     mask = start + jnp.arange(rows.shape[1]) < data.count
 
-    def member_step(weights: ModelParts, opt_state: optax.OptState, idx: jax.Array):
+    def member_step(
+        weights: ModelParts, opt_state: optax.OptState, idx: jax.Array
+    ) -> tuple[ModelParts, optax.OptState, jax.Array]:
         def loss(w: ModelParts) -> tuple[jax.Array, jax.Array]:
             err_sum = jnp.sum(jnp.where(mask, _row_losses(w, model, data, idx), 0.0))
             return err_sum / jnp.sum(mask), err_sum
@@ -210,14 +227,22 @@ def _minibatch_update(
         updates, opt_state = optimizer.update(grads, opt_state, weights)
         return optax.apply_updates(weights, updates), opt_state, err_sum
 
-    def step(carry: tuple[ModelParts, optax.OptState]):
+    def step(
+        carry: tuple[ModelParts, optax.OptState],
+    ) -> tuple[tuple[ModelParts, optax.OptState], jax.Array]:
         weights, opt_state, err_sum = jax.vmap(member_step)(*carry, rows)
         return (weights, opt_state), err_sum
 
-    def skip(carry: tuple[ModelParts, optax.OptState]):
+    def skip(
+        carry: tuple[ModelParts, optax.OptState],
+    ) -> tuple[tuple[ModelParts, optax.OptState], jax.Array]:
         return carry, jnp.zeros((rows.shape[0],))
 
     return jax.lax.cond(start < data.count, step, skip, carry)
+
+
+EpochCarry = tuple[ModelParts, optax.OptState, jax.Array]
+"""What :func:`train_epochs` carries from epoch to epoch: weights, Adam's state, the shuffling key."""
 
 
 @functools.partial(jax.jit, static_argnames=("lr", "batch_size", "epochs"))
@@ -240,7 +265,7 @@ def train_epochs(
     n_batches = -(-train.obs.shape[0] // batch_size)
     starts = jnp.arange(n_batches) * batch_size
 
-    def epoch(carry: tuple[ModelParts, optax.OptState, jax.Array]):
+    def epoch(carry: EpochCarry) -> tuple[EpochCarry, jax.Array]:
         weights, opt_state, key = carry
         key, sub = jax.random.split(key)
         rows = _shuffles(sub, members, train, n_batches * batch_size)
@@ -249,10 +274,10 @@ def train_epochs(
         (weights, opt_state), err_sums = jax.lax.scan(update, (weights, opt_state), (starts, rows))
         return (weights, opt_state, key), err_sums.sum(0) / train.count
 
-    def skip(carry: tuple[ModelParts, optax.OptState, jax.Array]):
+    def skip(carry: EpochCarry) -> tuple[EpochCarry, jax.Array]:
         return carry, jnp.zeros((members,))
 
-    def maybe_epoch(carry: tuple[ModelParts, optax.OptState, jax.Array], index: jax.Array):
+    def maybe_epoch(carry: EpochCarry, index: jax.Array) -> tuple[EpochCarry, jax.Array]:
         return jax.lax.cond(index < n_epochs, epoch, skip, carry)
 
     init = (state.weights, state.opt_state, state.key)
@@ -280,7 +305,7 @@ def _check(state: FitState, model: Ensemble, val: Dataset) -> Check:
     losses = _validation_losses(state.weights, model, val)
     improved = jax.tree_util.tree_map(jnp.less, losses, state.best_losses)
 
-    def keep(better: jax.Array, best, current):
+    def keep(better: jax.Array, best: Params, current: Params) -> Params:
         def pick(b: jax.Array, c: jax.Array) -> jax.Array:
             return jnp.where(better.reshape(-1, *[1] * (c.ndim - 1)), c, b)
 
@@ -288,7 +313,9 @@ def _check(state: FitState, model: Ensemble, val: Dataset) -> Check:
 
     best_weights = jax.tree_util.tree_map(keep, improved, state.best_weights, state.weights)
     best_losses = jax.tree_util.tree_map(jnp.where, improved, losses, state.best_losses)
-    return Check(state.replace(best_weights=best_weights, best_losses=best_losses), losses, improved)
+    return Check(
+        state.replace(best_weights=best_weights, best_losses=best_losses), losses, improved
+    )
 
 
 def _raise_if_non_finite(losses: np.ndarray, first_epoch: int, what: str) -> None:
@@ -355,7 +382,13 @@ def fit(
     while epochs < settings.max_epochs and stale < settings.patience:
         n = min(settings.check_every, settings.max_epochs - epochs)
         state, train_losses = train_epochs(
-            state, model, train, n, lr=settings.lr, batch_size=settings.batch_size, epochs=settings.check_every
+            state,
+            model,
+            train,
+            n,
+            lr=settings.lr,
+            batch_size=settings.batch_size,
+            epochs=settings.check_every,
         )
         state, losses, improved = _check(state, model, val)
         train_losses, losses, improved = jax.device_get((train_losses, losses, improved))
@@ -364,9 +397,15 @@ def fit(
         epochs += n
         _raise_if_non_finite_parts(losses, epochs)
         history.append(losses.dynamics)
-        counted = improved.dynamics if settings.stop_on == "dynamics" else jax.tree_util.tree_leaves(improved)
+        counted = (
+            improved.dynamics
+            if settings.stop_on == "dynamics"
+            else jax.tree_util.tree_leaves(improved)
+        )
         stale = 0 if np.any(counted) else stale + 1
     best = jax.device_get(state.best_losses)
-    result = FitResult(float(best.dynamics.min()), epochs, best.dynamics, np.stack(history), best.heads, last_train)
+    result = FitResult(
+        float(best.dynamics.min()), epochs, best.dynamics, np.stack(history), best.heads, last_train
+    )
     weights = state.best_weights
     return model.replace(params=weights.dynamics, heads=weights.heads), state.opt_state, result

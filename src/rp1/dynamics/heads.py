@@ -19,15 +19,22 @@ Example::
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
 import optax
+from jax.typing import ArrayLike
 
-from rp1.dynamics.ensemble import Ensemble
-from rp1.dynamics.normalizer import denormalize, normalize, normalizer_fit, normalizer_init, standardize
 from rp1.core.nn import Params, mlp_apply, mlp_init
+from rp1.dynamics.ensemble import Ensemble
+from rp1.dynamics.normalizer import (
+    denormalize,
+    normalize,
+    normalizer_fit,
+    normalizer_init,
+    standardize,
+)
 
 HIDDEN = (200, 200)
 REWARD, DONE = 0, 1  # output columns: normalised reward, termination logit
@@ -42,18 +49,24 @@ def with_heads(model: Ensemble, key: jax.Array, hidden: Sequence[int] = HIDDEN) 
     return model.replace(heads=heads, rew_norm=normalizer_init(1))
 
 
-def refresh_reward_normalizer(model: Ensemble, rew: jax.Array) -> Ensemble:
+def refresh_reward_normalizer(model: Ensemble, rew: ArrayLike) -> Ensemble:
     """Recompute the reward normaliser from all stored rewards ``rew [N]`` (as the delta
     normaliser is, SPEC §2); a model without heads is returned unchanged."""
     if model.heads is None:
         return model
+    assert model.rew_norm is not None  # set with the heads (with_heads)
     return model.replace(rew_norm=normalizer_fit(model.rew_norm, jnp.asarray(rew)[:, None]))
 
 
 def head_inputs(model: Ensemble, obs: jax.Array, act: jax.Array, next_obs: jax.Array) -> jax.Array:
     """``[norm(s), norm(a), norm(s')]`` (clipped like the dynamics' inputs): ``[..., 2·obs_dim + act_dim]``."""
     return jnp.concatenate(
-        [normalize(model.obs_norm, obs), normalize(model.act_norm, act), normalize(model.obs_norm, next_obs)], -1
+        [
+            normalize(model.obs_norm, obs),
+            normalize(model.act_norm, act),
+            normalize(model.obs_norm, next_obs),
+        ],
+        -1,
     )
 
 
@@ -70,6 +83,7 @@ def head_row_errors(
     binary cross-entropy of the termination logit against ``done`` (0/1), both in nats/units of
     one transition. ``heads``: one member's (unstacked) head; ``obs, next_obs [..., obs_dim]``,
     ``act [..., act_dim]``, ``rew, done [...]`` -> ``[...]``."""
+    assert model.rew_norm is not None, "a model with heads (with_heads)"
     out = mlp_apply(heads, head_inputs(model, obs, act, next_obs))
     target = standardize(model.rew_norm, rew[..., None])[..., 0]
     bce = optax.sigmoid_binary_cross_entropy(out[..., DONE], done)
@@ -85,6 +99,7 @@ def predict_heads(
     ``next_obs [M, ..., obs_dim]``; ``obs [..., obs_dim]`` and ``act [..., act_dim]`` are shared by
     the members or per member (leading ``M``).
     """
+    assert model.heads is not None and model.rew_norm is not None, "a model with heads (with_heads)"
     batch = next_obs.shape[:-1]
     obs = jnp.broadcast_to(obs, next_obs.shape)
     act = jnp.broadcast_to(act, (*batch, act.shape[-1]))

@@ -11,12 +11,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rp1.core.nn import Params, member_count, mlp_apply
 from rp1.dynamics.ensemble import Ensemble, model_inputs, next_normalized_states
 from rp1.dynamics.heads import head_row_errors
 from rp1.dynamics.normalizer import normalize
 from rp1.dynamics.parts import ModelParts
 from rp1.dynamics.store import Dataset, padded_dataset
-from rp1.core.nn import Params, member_count, mlp_apply
 
 VAL_CHUNK = 8192
 
@@ -49,13 +49,13 @@ def masked_member_losses(weights: ModelParts, model: Ensemble, data: Dataset) ->
             f"dataset capacity {capacity} is not a multiple of {chunk}; use padded_dataset"
         )
 
-    def split(x: jax.Array) -> jax.Array:
-        return x.reshape(-1, chunk, *x.shape[1:])
+    def split(x: jax.Array | np.ndarray) -> jax.Array:
+        return jnp.reshape(x, (-1, chunk, *x.shape[1:]))
 
     def masked_sum(err: jax.Array, row: jax.Array) -> jax.Array:
         return jnp.sum(jnp.where(row < data.count, err, 0.0), axis=-1)
 
-    def add_chunk(totals, xs: tuple[jax.Array, ...]):
+    def add_chunk(totals: ModelParts, xs: tuple[jax.Array, ...]) -> tuple[ModelParts, None]:
         obs, act, next_obs, rew, done, row = xs
         err = jax.vmap(row_errors, in_axes=(0, None, None, None, None))(
             params, model, obs, act, next_obs
@@ -65,10 +65,15 @@ def masked_member_losses(weights: ModelParts, model: Ensemble, data: Dataset) ->
             head_err = jax.vmap(head_row_errors, in_axes=(0, None, None, None, None, None, None))(
                 heads, model, obs, act, next_obs, rew, done
             )
-        return jax.tree_util.tree_map(lambda t, e: t + masked_sum(e, row), totals, ModelParts(err, head_err)), None
+        return jax.tree_util.tree_map(
+            lambda t, e: t + masked_sum(e, row), totals, ModelParts(err, head_err)
+        ), None
 
     zeros = jnp.zeros((member_count(params),))
-    xs = tuple(split(x) for x in (data.obs, data.act, data.next_obs, data.rew, data.done, jnp.arange(capacity)))
+    xs = tuple(
+        split(x)
+        for x in (data.obs, data.act, data.next_obs, data.rew, data.done, jnp.arange(capacity))
+    )
     totals, _ = jax.lax.scan(add_chunk, ModelParts(zeros, None if heads is None else zeros), xs)
     return jax.tree_util.tree_map(lambda t: t / jnp.maximum(data.count, 1), totals)
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 from flax import struct
+from jax.typing import ArrayLike
 
 VAR_FLOOR = 1e-4
 
 
-@struct.dataclass
-class Normalizer:
+class Normalizer(struct.PyTreeNode):
     """Running statistics of a ``[dim]`` quantity.
 
     ``mean``/``var`` ``[dim]``, ``count`` ``[]`` (float, number of rows seen). ``clip`` (static) bounds
@@ -42,7 +42,7 @@ def normalizer_init(dim: int, clip: float = float("inf")) -> Normalizer:
     return Normalizer(jnp.zeros((dim,)), jnp.ones((dim,)), jnp.zeros(()), clip)
 
 
-def normalizer_update(n: Normalizer, x: jax.Array) -> Normalizer:
+def normalizer_update(n: Normalizer, x: ArrayLike) -> Normalizer:
     """Fold a batch ``x [..., dim]`` into the running statistics (Chan et al.'s parallel update)."""
     x = jnp.reshape(x, (-1, n.mean.shape[0]))
     b = x.shape[0]
@@ -57,17 +57,17 @@ def normalizer_update(n: Normalizer, x: jax.Array) -> Normalizer:
     return n.replace(mean=mean, var=m2 / total, count=total)
 
 
-def normalizer_fit(n: Normalizer, x: jax.Array) -> Normalizer:
+def normalizer_fit(n: Normalizer, x: ArrayLike) -> Normalizer:
     """Statistics recomputed from scratch on ``x [..., dim]`` (keeps ``clip``)."""
     return normalizer_update(normalizer_init(n.mean.shape[0], n.clip), x)
 
 
-def standardize(n: Normalizer, x: jax.Array) -> jax.Array:
+def standardize(n: Normalizer, x: ArrayLike) -> jax.Array:
     """``(x − mean) / std`` over the last axis, unclipped."""
-    return (x - n.mean) / n.std
+    return (x - n.mean) / n.std  # type: ignore[return-value]  # NumPy x too: jax.Array's __array_priority__ wins
 
 
-def normalize(n: Normalizer, x: jax.Array) -> jax.Array:
+def normalize(n: Normalizer, x: ArrayLike) -> jax.Array:
     """``clip((x − mean) / std, ±clip)`` over the last axis."""
     return jnp.clip(standardize(n, x), -n.clip, n.clip)
 

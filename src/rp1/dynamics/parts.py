@@ -22,8 +22,7 @@ from flax import serialization, struct
 FIELDS = ("dynamics", "heads")
 
 
-@struct.dataclass
-class ModelParts:
+class ModelParts(struct.PyTreeNode):
     """One value per part of the world model: ``dynamics`` and ``heads`` (``None`` without heads)."""
 
     dynamics: Any
@@ -32,7 +31,9 @@ class ModelParts:
 
 def _to_state_dict(parts: ModelParts) -> dict[str, Any]:
     """As a pair ``{"0": dynamics, "1": heads}`` (how flax writes a tuple)."""
-    return {str(i): serialization.to_state_dict(getattr(parts, name)) for i, name in enumerate(FIELDS)}
+    return {
+        str(i): serialization.to_state_dict(getattr(parts, name)) for i, name in enumerate(FIELDS)
+    }
 
 
 def _from_state_dict(target: ModelParts, state: dict[str, Any]) -> ModelParts:
@@ -43,4 +44,6 @@ def _from_state_dict(target: ModelParts, state: dict[str, Any]) -> ModelParts:
     return target.replace(**restored)
 
 
-serialization.register_serialization_state(ModelParts, _to_state_dict, _from_state_dict, override=True)
+serialization.register_serialization_state(
+    ModelParts, _to_state_dict, _from_state_dict, override=True
+)

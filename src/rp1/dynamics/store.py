@@ -50,7 +50,7 @@ class Dataset(NamedTuple):
     next_obs: np.ndarray
     rew: np.ndarray
     done: np.ndarray
-    count: np.ndarray
+    count: np.ndarray  # type: ignore[assignment]  # a field named count shadows tuple.count (public name)
 
 
 def bucket_capacity(n: int) -> int:
@@ -101,12 +101,18 @@ def _checked(rows: Mapping[str, Any] | Any, obs_dim: int, act_dim: int) -> Trans
     columns = [np.asarray(get(name), np.float32) for name in _FIELDS[:-1]]
     done = get("done")
     n = len(columns[0])
-    t = Transitions(*columns, np.zeros(n, bool) if done is None else np.asarray(done, bool))
+    columns.append(np.zeros(n, bool) if done is None else np.asarray(done, bool))
     expected = ((n, obs_dim), (n, act_dim), (n,), (n, obs_dim), (n,))
-    for name, x, want in zip(_FIELDS, t, expected, strict=True):
+    for name, x, want in zip(_FIELDS, columns, expected, strict=True):
         if x.shape != want:
             raise ValueError(f"transition field {name!r} has shape {x.shape}, expected {want}")
-    return t
+    return Transitions(*columns)
+
+
+def _columns(t: Transitions) -> tuple[np.ndarray, ...]:
+    """``t``'s arrays in field order, ``done`` set (the store's transitions come from :func:`_checked`)."""
+    assert t.done is not None
+    return (t.obs, t.act, t.rew, t.next_obs, t.done)
 
 
 def _concat(parts: Sequence[Transitions], obs_dim: int, act_dim: int) -> Transitions:
@@ -155,7 +161,9 @@ class TransitionStore:
         """Validation transitions stored."""
         return len(self.val.obs)
 
-    def add_phase(self, episodes: Sequence[Mapping[str, Any] | Any], min_val: int = MIN_VAL_ROLLOUTS) -> None:
+    def add_phase(
+        self, episodes: Sequence[Mapping[str, Any] | Any], min_val: int = MIN_VAL_ROLLOUTS
+    ) -> None:
         """Add one collection phase: a list of rollouts, each with ``obs [T, obs_dim]``,
         ``act [T, act_dim]``, ``rew [T]``, ``next_obs [T, obs_dim]`` and optionally ``done [T]``."""
         parts = [_checked(e, self.obs_dim, self.act_dim) for e in episodes]
@@ -173,7 +181,7 @@ class TransitionStore:
         t = self.train
         if self.n_train > max_samples:
             rows = np.sort(rng.choice(self.n_train, max_samples, replace=False))
-            t = Transitions(*(x[rows] for x in t))
+            t = Transitions(*(x[rows] for x in _columns(t)))
         return transitions_dataset(t)
 
     def val_set(self) -> Dataset:
@@ -184,7 +192,9 @@ class TransitionStore:
         """Everything needed to rebuild the store exactly: plain NumPy arrays and ints."""
         state: dict[str, np.ndarray | int] = {"obs_dim": self.obs_dim, "act_dim": self.act_dim}
         for split, t in (("train", self.train), ("val", self.val)):
-            state.update({f"{split}_{name}": x.copy() for name, x in zip(_FIELDS, t, strict=True)})
+            state.update(
+                {f"{split}_{name}": x.copy() for name, x in zip(_FIELDS, _columns(t), strict=True)}
+            )
         return state
 
     @classmethod

@@ -34,11 +34,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rp1.core.errors import ConfigError
 from rp1.dynamics.ensemble import Ensemble, predict_all
 from rp1.dynamics.losses import model_error
 from rp1.dynamics.normalizer import Normalizer, normalizer_fit, normalizer_init, standardize
 from rp1.envs import names as task_names
-from rp1.core.errors import ConfigError
 from rp1.rundir.files import write_atomically
 
 SHIPPED = Path(__file__).parent / "testsets"
@@ -58,13 +58,15 @@ class TestSet(NamedTuple):
     next_obs: np.ndarray
     behaviour: np.ndarray
 
-    __test__ = False  # not a pytest test class
-
     @property
     def scale(self) -> Normalizer:
         """The test set's own standardisation: mean and variance of ``next_obs`` per dimension
         (variance floored as every normaliser's), no clip."""
         return normalizer_fit(normalizer_init(self.next_obs.shape[1]), jnp.asarray(self.next_obs))
+
+
+# Not a pytest test class (set here: mypy takes a NamedTuple's class attributes for fields).
+TestSet.__test__ = False  # type: ignore[attr-defined]  # pytest's opt-out attribute
 
 
 def write_test_set(path: Path, test_set: TestSet) -> None:
@@ -74,8 +76,12 @@ def write_test_set(path: Path, test_set: TestSet) -> None:
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
         for name in ARRAYS:
             entry = io.BytesIO()
-            np.lib.format.write_array(entry, np.ascontiguousarray(getattr(test_set, name)), allow_pickle=False)
-            archive.writestr(zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0)), entry.getvalue())
+            np.lib.format.write_array(
+                entry, np.ascontiguousarray(getattr(test_set, name)), allow_pickle=False
+            )
+            archive.writestr(
+                zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0)), entry.getvalue()
+            )
     write_atomically(path, buffer.getvalue(), "test set")
 
 
@@ -95,7 +101,9 @@ def shipped_test_set(task: str) -> TestSet | None:
 
 
 @jax.jit
-def common_member_errors(model: Ensemble, obs: jax.Array, act: jax.Array, next_obs: jax.Array, scale: Normalizer) -> jax.Array:
+def common_member_errors(
+    model: Ensemble, obs: jax.Array, act: jax.Array, next_obs: jax.Array, scale: Normalizer
+) -> jax.Array:
     """Each member's mean squared one-step error ``[M]`` in the units of ``scale``:
     ``mean over rows and dims of (standardize(scale, ŝ'_m) − standardize(scale, s'))²``, with
     ``ŝ'_m`` member ``m``'s predicted next state (``obs [N, obs_dim]``, ``act [N, act_dim]``)."""
@@ -106,7 +114,9 @@ def common_member_errors(model: Ensemble, obs: jax.Array, act: jax.Array, next_o
 def errors_on_test_set(model: Ensemble, test_set: TestSet) -> dict[str, float]:
     """The ensemble's one-step error on ``test_set`` (see the module docstring): ``{name: value}``
     for each of :data:`COLUMNS`."""
-    losses = common_member_errors(model, test_set.obs, test_set.act, test_set.next_obs, test_set.scale)
+    losses = common_member_errors(
+        model, test_set.obs, test_set.act, test_set.next_obs, test_set.scale
+    )
     return {
         "test_model_error": model_error(model, test_set.obs, test_set.act, test_set.next_obs),
         "test_model_error_common": float(jnp.sqrt(jnp.mean(losses**2))),

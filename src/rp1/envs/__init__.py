@@ -28,7 +28,10 @@ def names() -> list[str]:
 
 
 def make(
-    name: str, seed: int | None = None, horizon: int | None = None, render: tuple[int, int] | None = None
+    name: str,
+    seed: int | None = None,
+    horizon: int | None = None,
+    render: tuple[int, int] | None = None,
 ) -> tuple[gym.Env, Task]:
     """Build the real environment of task ``name`` (limited to its horizon) and its :class:`Task`.
 

@@ -12,12 +12,17 @@ from __future__ import annotations
 import logging
 import os
 from importlib import resources
+from typing import TYPE_CHECKING, Any
 
 from rp1.core.errors import RenderError
 
 try:
     import mujoco
-except (ImportError, RuntimeError, AttributeError) as err:  # MuJoCo >= 4 sets up OpenGL for MUJOCO_GL on import
+except (
+    ImportError,
+    RuntimeError,
+    AttributeError,
+) as err:  # MuJoCo >= 4 sets up OpenGL for MUJOCO_GL on import
     if not os.environ.get("MUJOCO_GL"):
         raise
     raise RenderError.of("MuJoCo cannot set up OpenGL", os.environ["MUJOCO_GL"], err) from None
@@ -29,6 +34,11 @@ from gymnasium.envs.mujoco.swimmer_v5 import SwimmerEnv
 from gymnasium.spaces import Box
 
 from rp1.envs import rewards
+
+if TYPE_CHECKING:
+    from gymnasium.envs.mujoco.mujoco_env import MujocoEnv as _MixinBase
+else:
+    _MixinBase = object  # the mixin's methods resolve super() in the environment it is mixed into
 
 _log = logging.getLogger("rp1.mujoco")
 
@@ -45,19 +55,21 @@ def _mujoco_warning(message: str) -> None:
 mujoco.set_mju_user_warning(_mujoco_warning)
 
 
-class _ForwardVelocityObs:
+class _ForwardVelocityObs(_MixinBase):
     """Mixin: append the step's forward velocity ``info[_velocity_key]`` to every observation."""
 
     _velocity_key = "x_velocity"
 
     def _widen_observation_space(self) -> None:
-        dim = self.observation_space.shape[0] + 1
+        shape = self.observation_space.shape
+        assert shape is not None  # the environment's Box
+        dim = shape[0] + 1
         self.observation_space = Box(low=-np.inf, high=np.inf, shape=(dim,), dtype=np.float64)
 
-    def reset_model(self):
+    def reset_model(self) -> np.ndarray:
         return np.append(super().reset_model(), 0.0)
 
-    def step(self, action):
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, Any, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = super().step(action)
         return np.append(obs, info[self._velocity_key]), reward, terminated, truncated, info
 
@@ -65,7 +77,7 @@ class _ForwardVelocityObs:
 class RP1HalfCheetah(_ForwardVelocityObs, HalfCheetahEnv):
     """HalfCheetah-v5, obs 17 + v_x = 18; reward ``v_x − 0.1‖a‖²`` (Gymnasium's own)."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(ctrl_cost_weight=rewards.HALFCHEETAH_CTRL, **kwargs)
         self._widen_observation_space()
 
@@ -73,7 +85,7 @@ class RP1HalfCheetah(_ForwardVelocityObs, HalfCheetahEnv):
 class RP1Ant(_ForwardVelocityObs, AntEnv):
     """Ant-v5 without contact forces in the obs: 27 + v_x = 28; Gymnasium's reward and termination."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(
             ctrl_cost_weight=rewards.ANT_CTRL,
             contact_cost_weight=rewards.ANT_CONTACT,
@@ -89,13 +101,13 @@ class RP1Ant(_ForwardVelocityObs, AntEnv):
 class RP1Hopper(_ForwardVelocityObs, HopperEnv):
     """Hopper-v5 without termination, obs 11 + v_x = 12, reward ``v_x + 1 − 0.1‖a‖² − 3(z − 1.3)²``."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(
             ctrl_cost_weight=rewards.HOPPER_CTRL, terminate_when_unhealthy=False, **kwargs
         )
         self._widen_observation_space()
 
-    def _get_rew(self, x_velocity: float, action):
+    def _get_rew(self, x_velocity: float, action: np.ndarray) -> tuple[float, dict[str, float]]:
         z = self.data.qpos[1]
         forward = x_velocity
         ctrl = self.control_cost(action)
@@ -118,7 +130,7 @@ class RP1Swimmer(_ForwardVelocityObs, SwimmerEnv):
 
     _velocity_key = "tip_velocity"
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         xml = resources.files("rp1.envs") / "assets" / "fixed_swimmer.xml"
         super().__init__(xml_file=str(xml), ctrl_cost_weight=rewards.SWIMMER_CTRL, **kwargs)
         self._tip_velocity = 0.0
@@ -127,14 +139,14 @@ class RP1Swimmer(_ForwardVelocityObs, SwimmerEnv):
     def _tip_x(self) -> float:
         return float(self.data.site("tip").xpos[0])
 
-    def do_simulation(self, ctrl, n_frames) -> None:
+    def do_simulation(self, ctrl: np.ndarray, n_frames: int) -> None:
         before = self._tip_x()
         super().do_simulation(ctrl, n_frames)
         # mj_step leaves site positions one substep stale; bring them up to date.
         mujoco.mj_kinematics(self.model, self.data)
         self._tip_velocity = (self._tip_x() - before) / self.dt
 
-    def _get_rew(self, x_velocity: float, action):
+    def _get_rew(self, x_velocity: float, action: np.ndarray) -> tuple[float, dict[str, float]]:
         ctrl = self.control_cost(action)
         reward = self._tip_velocity - ctrl
         info = {

@@ -10,15 +10,19 @@ from __future__ import annotations
 import dataclasses
 import importlib
 from functools import partial
+from types import ModuleType
+from typing import Any
 
 import gymnasium as gym
 
+from rp1.core.errors import ConfigError
 from rp1.envs import locomotion, rewards
 from rp1.envs.spec import TaskSpec
-from rp1.core.errors import ConfigError
 
 PAPER_TASKS = {
-    "halfcheetah": TaskSpec(locomotion.RP1HalfCheetah, 100, rewards.halfcheetah_reward, rewards.never_done),
+    "halfcheetah": TaskSpec(
+        locomotion.RP1HalfCheetah, 100, rewards.halfcheetah_reward, rewards.never_done
+    ),
     "ant": TaskSpec(locomotion.RP1Ant, 100, rewards.ant_reward, rewards.ant_done),
     "hopper": TaskSpec(locomotion.RP1Hopper, 200, rewards.hopper_reward, rewards.never_done),
     "swimmer": TaskSpec(locomotion.RP1Swimmer, 200, rewards.swimmer_reward, rewards.never_done),
@@ -51,7 +55,7 @@ def gymnasium_spec(env_id: str) -> TaskSpec:
     return TaskSpec(partial(gym.make, unlimited), horizon=registered.max_episode_steps)
 
 
-def import_module_of(reference: str, what: str):
+def import_module_of(reference: str, what: str) -> tuple[ModuleType, str]:
     """``(module, attribute)`` of ``reference``, ``package.module:attribute``, with the module
     imported; ConfigError naming ``what`` (``"task"``, ``"bonus"``) if it is not of that form or
     does not import."""
@@ -61,15 +65,19 @@ def import_module_of(reference: str, what: str):
     try:
         return importlib.import_module(module_name), attribute
     except (ImportError, SyntaxError) as err:
-        raise ConfigError(f"{what} {reference!r}: cannot import {module_name} ({type(err).__name__}: {err})") from None
+        raise ConfigError(
+            f"{what} {reference!r}: cannot import {module_name} ({type(err).__name__}: {err})"
+        ) from None
 
 
-def import_reference(reference: str, what: str):
+def import_reference(reference: str, what: str) -> Any:
     """The object at ``package.module:attribute``, importing the module (:func:`import_module_of`);
     ConfigError naming ``what`` if the module has no such attribute."""
     module, attribute = import_module_of(reference, what)
     if not hasattr(module, attribute):
-        raise ConfigError(f"{what} {reference!r}: module {module.__name__} has no attribute {attribute!r}")
+        raise ConfigError(
+            f"{what} {reference!r}: module {module.__name__} has no attribute {attribute!r}"
+        )
     return getattr(module, attribute)
 
 
@@ -81,5 +89,7 @@ def reference_spec(reference: str) -> TaskSpec:
         return gymnasium_spec(attribute)
     value = import_reference(reference, "task")
     if not isinstance(value, TaskSpec):
-        raise ConfigError(f"task {reference!r}: {attribute} is a {type(value).__name__}, not an rp1.envs.TaskSpec")
+        raise ConfigError(
+            f"task {reference!r}: {attribute} is a {type(value).__name__}, not an rp1.envs.TaskSpec"
+        )
     return value

@@ -10,6 +10,16 @@ The last observation entry is always the forward velocity of the step (m/s).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeVar
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import jax
+
+ArrayT = TypeVar("ArrayT", np.ndarray, "jax.Array")
+"""NumPy or JAX arrays: every function here runs on both and returns the kind it is given."""
+
 # Coefficients of SPEC §1, shared by the real environments and the model rewards.
 HALFCHEETAH_CTRL = 0.1
 ANT_CTRL = 0.5
@@ -23,33 +33,33 @@ HOPPER_Z_WEIGHT = 3.0
 SWIMMER_CTRL = 1e-4
 
 
-def _sq_norm(action):
+def _sq_norm(action: ArrayT) -> ArrayT:
     return (action * action).sum(-1)
 
 
-def halfcheetah_reward(next_obs, action):
+def halfcheetah_reward(next_obs: ArrayT, action: ArrayT) -> ArrayT:
     """``v_x − 0.1‖a‖²``."""
     return next_obs[..., -1] - HALFCHEETAH_CTRL * _sq_norm(action)
 
 
-def ant_healthy(next_obs):
+def ant_healthy(next_obs: ArrayT) -> ArrayT:
     """True where every entry is finite and the torso height ``obs[0]`` lies in [0.2, 1.0]."""
     finite = (abs(next_obs) < float("inf")).all(-1)
     z = next_obs[..., 0]
     return finite & (z >= ANT_Z_RANGE[0]) & (z <= ANT_Z_RANGE[1])
 
 
-def ant_reward(next_obs, action):
+def ant_reward(next_obs: ArrayT, action: ArrayT) -> ArrayT:
     """``v_x − 0.5‖a‖² + 1·healthy``: Gymnasium's Ant reward without the contact cost."""
     return next_obs[..., -1] - ANT_CTRL * _sq_norm(action) + ANT_HEALTHY * ant_healthy(next_obs)
 
 
-def ant_done(next_obs):
+def ant_done(next_obs: ArrayT) -> ArrayT:
     """Ant terminates once it is unhealthy (non-finite state or torso out of [0.2, 1.0])."""
     return ~ant_healthy(next_obs)
 
 
-def hopper_reward(next_obs, action):
+def hopper_reward(next_obs: ArrayT, action: ArrayT) -> ArrayT:
     """``v_x + 1 − 0.1‖a‖² − 3(z − 1.3)²`` with ``z = obs[0]``; Hopper never terminates."""
     z = next_obs[..., 0]
     return (
@@ -60,11 +70,11 @@ def hopper_reward(next_obs, action):
     )
 
 
-def swimmer_reward(next_obs, action):
+def swimmer_reward(next_obs: ArrayT, action: ArrayT) -> ArrayT:
     """``v_tip − 1e-4‖a‖²``."""
     return next_obs[..., -1] - SWIMMER_CTRL * _sq_norm(action)
 
 
-def never_done(next_obs):
+def never_done(next_obs: ArrayT) -> ArrayT:
     """All-False flags of shape ``[...]`` for tasks that never terminate."""
     return next_obs[..., 0] < float("-inf")  # False for every value, NaN included

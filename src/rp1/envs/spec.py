@@ -6,15 +6,15 @@ Gymnasium task"); the paper's tasks and Gymnasium ids become one too (:mod:`rp1.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import gymnasium as gym
 import numpy as np
 from gymnasium.spaces import Box
 
-from rp1.envs.task import Task
 from rp1.core.errors import ConfigError
+from rp1.envs.task import Task
 
 
 @dataclass(frozen=True)
@@ -35,12 +35,12 @@ class TaskSpec:
         POINT = TaskSpec(PointEnv, horizon=50, reward=lambda s, a: -(s[..., :2] ** 2).sum(-1))
     """
 
-    make_env: Callable[[], gym.Env]
+    make_env: Callable[..., gym.Env]
     horizon: int | None = None
     reward: Callable | None = None
     done: Callable | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         optional = {"reward": self.reward, "done": self.done}
         for field, value in {"make_env": self.make_env, **optional}.items():
             if not callable(value) and not (field in optional and value is None):
@@ -50,7 +50,11 @@ class TaskSpec:
 
 
 def build(
-    name: str, spec: TaskSpec, seed: int | None = None, horizon: int | None = None, render: tuple[int, int] | None = None
+    name: str,
+    spec: TaskSpec,
+    seed: int | None = None,
+    horizon: int | None = None,
+    render: tuple[int, int] | None = None,
 ) -> tuple[gym.Env, Task]:
     """The environment of ``spec`` limited to its horizon, and its :class:`Task` named ``name``.
 
@@ -64,7 +68,9 @@ def build(
     try:
         env = spec.make_env() if render is None else _make_rendering(name, spec, *render)
     except (gym.error.DependencyNotInstalled, ImportError) as err:
-        raise ConfigError(f"cannot make task {name!r}: a package it needs is missing ({err})") from None
+        raise ConfigError(
+            f"cannot make task {name!r}: a package it needs is missing ({err})"
+        ) from None
     try:
         limit = horizon or spec.horizon or getattr(env.spec, "max_episode_steps", None)
         if not limit:
@@ -78,6 +84,7 @@ def build(
         env.unwrapped.np_random = np.random.default_rng(seed)
         limited.action_space.seed(seed)
     space = env.action_space
+    assert isinstance(space, Box)  # checked by _check_spaces
     task = Task(
         name=name,
         obs_dim=obs_dim,
@@ -97,10 +104,14 @@ def _make_rendering(name: str, spec: TaskSpec, width: int, height: int) -> gym.E
     try:
         env = spec.make_env(render_mode="rgb_array", width=width, height=height)
     except TypeError as err:
-        raise ConfigError(f"task {name!r} cannot render: its environment takes no render_mode, width and height ({err})") from None
+        raise ConfigError(
+            f"task {name!r} cannot render: its environment takes no render_mode, width and height ({err})"
+        ) from None
     if env.render_mode != "rgb_array":
         env.close()
-        raise ConfigError(f"task {name!r} cannot render: its environment ignores render_mode='rgb_array'")
+        raise ConfigError(
+            f"task {name!r} cannot render: its environment ignores render_mode='rgb_array'"
+        )
     return env
 
 
@@ -109,9 +120,15 @@ def _check_spaces(name: str, env: gym.Env) -> tuple[int, int]:
     action space a 1-D ``Box`` with finite bounds."""
     obs, act = env.observation_space, env.action_space
     if not (isinstance(obs, Box) and len(obs.shape) == 1):
-        raise ConfigError(f"task {name!r} has observation space {obs}; rp1 needs a 1-D Box (a flat vector of numbers)")
+        raise ConfigError(
+            f"task {name!r} has observation space {obs}; rp1 needs a 1-D Box (a flat vector of numbers)"
+        )
     if not (isinstance(act, Box) and len(act.shape) == 1):
-        raise ConfigError(f"task {name!r} has action space {act}; rp1 needs continuous actions (a 1-D Box)")
+        raise ConfigError(
+            f"task {name!r} has action space {act}; rp1 needs continuous actions (a 1-D Box)"
+        )
     if not (np.isfinite(act.low).all() and np.isfinite(act.high).all()):
-        raise ConfigError(f"task {name!r} has unbounded actions ({act}); rp1 needs finite action bounds")
+        raise ConfigError(
+            f"task {name!r} has unbounded actions ({act}); rp1 needs finite action bounds"
+        )
     return int(obs.shape[0]), int(act.shape[0])

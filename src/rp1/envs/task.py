@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rp1.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from rp1.envs.rewards import ArrayT
 
 KNOWN, LEARNED = "known", "learned"
 RESOLVED_SOURCES = (KNOWN, LEARNED)
@@ -38,14 +42,14 @@ class Task:
     reward_fn: Callable | None = None
     done_fn: Callable | None = None
 
-    def reward(self, next_obs, action):
+    def reward(self, next_obs: ArrayT, action: ArrayT) -> ArrayT:
         """Reward of reaching ``next_obs`` with ``action``; shape ``[...]``. ``TypeError`` when the
         task has no reward function."""
         if self.reward_fn is None:
             raise TypeError(f"task {self.name} has no reward function")
         return self.reward_fn(next_obs, action)
 
-    def done(self, next_obs):
+    def done(self, next_obs: ArrayT) -> ArrayT:
         """Termination flag of ``next_obs``; shape ``[...]``, all False for non-terminating tasks.
         ``TypeError`` when the task has no termination function."""
         if self.done_fn is None:

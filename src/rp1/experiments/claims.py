@@ -18,7 +18,7 @@ import pandas as pd
 
 from rp1.config.methods import method_label
 from rp1.experiments.stats import significant
-from rp1.experiments.tables import RETURN, TableFrames, markdown_table, number
+from rp1.experiments.tables import RETURN, FrameRow, TableFrames, markdown_table, number
 from rp1.rundir.files import write_atomically
 
 CLAIMS: tuple[tuple[str, str, str], ...] = (
@@ -27,12 +27,28 @@ CLAIMS: tuple[tuple[str, str, str], ...] = (
     ("adaptive λ beats λ = 0 (Table 3)", "table3", "t (RP1 vs λ = 0)"),
     ("early stopping matters (Table 3)", "table3", "t (RP1 vs No EarlyStop)"),
     ("reward variance beats state variance (Table 2)", "table2", "t (Reward vs State)"),
-    ("PCA early stopping beats fixed phases of the same length, λ = 0 (control)", "table4", "t (λ = 0 vs matched Greedy)"),
-    ("PCA early stopping beats fixed phases of the same length, RP1 (control)", "table4", "t (RP1 vs matched No EarlyStop)"),
+    (
+        "PCA early stopping beats fixed phases of the same length, λ = 0 (control)",
+        "table4",
+        "t (λ = 0 vs matched Greedy)",
+    ),
+    (
+        "PCA early stopping beats fixed phases of the same length, RP1 (control)",
+        "table4",
+        "t (RP1 vs matched No EarlyStop)",
+    ),
     ("the bonus helps: λ = 0.5 beats λ = 0 (control)", "table4", "t (λ = 0.5 vs λ = 0)"),
     ("RP1's models are better than λ = 0's (test-set error)", "table_model", "t (RP1 vs λ = 0)"),
-    ("RP1's models are better than matched Greedy's (test-set error)", "table_model", "t (RP1 vs matched Greedy)"),
-    ("the bonus makes better models: λ = 0.5 vs λ = 0 (test-set error)", "table_model", "t (λ = 0.5 vs λ = 0)"),
+    (
+        "RP1's models are better than matched Greedy's (test-set error)",
+        "table_model",
+        "t (RP1 vs matched Greedy)",
+    ),
+    (
+        "the bonus makes better models: λ = 0.5 vs λ = 0 (test-set error)",
+        "table_model",
+        "t (λ = 0.5 vs λ = 0)",
+    ),
 )
 """(claim, table, comparison column of that table): what the paper says RP1's comparisons show."""
 
@@ -55,9 +71,10 @@ def claim_table(frames: dict[str, TableFrames | None]) -> pd.DataFrame:
     :data:`CLAIMS` order, then table order: :data:`CLAIM_COLUMNS`."""
     rows = []
     for claim, table, comparison in CLAIMS:
-        if frames.get(table) is None:
+        frame = frames.get(table)
+        if frame is None:
             continue
-        tests = frames[table].tests
+        tests = frame.tests
         for test in tests[tests["comparison"] == comparison].itertuples():
             rows.append(
                 (claim, test.task, test.scale, test.samples, verdict(test.t, test.p))
@@ -72,7 +89,7 @@ def value_text(value: float, quantity: str) -> str:
     return number(value, decimals=1) if quantity == RETURN else f"{value:.3g}"
 
 
-def cell_text(cells: pd.DataFrame, row, method: str, quantity: str) -> str:
+def cell_text(cells: pd.DataFrame, row: FrameRow, method: str, quantity: str) -> str:
     """``Method median [q25, q75]`` of one cell of ``cells`` (indexed by task, scale, samples and
     method), written by :func:`value_text`."""
     cell = cells.loc[(row.task, row.scale, row.samples, method)]
@@ -83,11 +100,14 @@ def cell_text(cells: pd.DataFrame, row, method: str, quantity: str) -> str:
 def claims_text(claims: pd.DataFrame, frames: dict[str, TableFrames | None]) -> str:
     """claims.md: the verdict table with both medians, t (p) and the probability of improvement."""
     index = ["task", "scale", "samples", "method"]
-    cells = {name: table.cells.set_index(index) for name, table in frames.items() if table is not None}
+    cells = {
+        name: table.cells.set_index(index) for name, table in frames.items() if table is not None
+    }
     table_of = {claim: table for claim, table, _ in CLAIMS}
     rows = []
     for row in claims.itertuples():
         table = frames[table_of[row.claim]]
+        assert table is not None  # a claim's row comes from a table with runs (claim_table)
         quantity = table.spec.quantity
         rows.append(
             [
@@ -99,11 +119,24 @@ def claims_text(claims: pd.DataFrame, frames: dict[str, TableFrames | None]) -> 
                 cell_text(cells[table.spec.name], row, row.method_a, quantity),
                 cell_text(cells[table.spec.name], row, row.method_b, quantity),
                 "—" if math.isnan(row.t) else f"{number(row.t)} (p = {row.p:.2g})",
-                "—" if math.isnan(row.pi_low) else f"{row.prob_improvement:.2f} [{row.pi_low:.2f}, {row.pi_high:.2f}]",
+                "—"
+                if math.isnan(row.pi_low)
+                else f"{row.prob_improvement:.2f} [{row.pi_low:.2f}, {row.pi_high:.2f}]",
                 "—" if math.isnan(row.detectable) else value_text(row.detectable, quantity),
             ]
         )
-    header = ["claim", "task", "scale", "samples", "verdict", "a", "b", "t (p)", "PI [95 % CI]", "detectable (80 %)"]
+    header = [
+        "claim",
+        "task",
+        "scale",
+        "samples",
+        "verdict",
+        "a",
+        "b",
+        "t (p)",
+        "PI [95 % CI]",
+        "detectable (80 %)",
+    ]
     return (
         "# The paper's claims and rp1's controls, task by task\n\n"
         "Each claim is a comparison of the report's tables, a against b: median [25th, 75th "

@@ -28,7 +28,7 @@ GPU_SHARE = 0.25
 class Executor(Protocol):
     """Where runs go: a context manager with :meth:`submit`, :meth:`wait` and :meth:`result`."""
 
-    def __enter__(self) -> "Executor": ...
+    def __enter__(self) -> Executor: ...
 
     def __exit__(self, *exc: object) -> None: ...
 
@@ -63,7 +63,9 @@ class Backend:
 def make_executor(backend: Backend) -> Executor:
     """The executor of ``backend``, with its settings checked (ConfigError if bad)."""
     if backend.name not in BACKENDS:
-        raise ConfigError(f"unknown backend {backend.name!r}; valid backends: {', '.join(BACKENDS)}")
+        raise ConfigError(
+            f"unknown backend {backend.name!r}; valid backends: {', '.join(BACKENDS)}"
+        )
     if backend.workers is not None and not 1 <= backend.workers <= MAX_WORKERS:
         raise ConfigError(f"--workers must be in [1, {MAX_WORKERS}], got {backend.workers}")
     if backend.name == "local":
@@ -90,14 +92,16 @@ class LocalExecutor:
         self._pool: ProcessPoolExecutor | None = None
         self._env: dict[str, str] = {}
 
-    def __enter__(self) -> "LocalExecutor":
+    def __enter__(self) -> LocalExecutor:
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._pool is None:
             return
         if exc[0] is not None:
-            for process in list(self._pool._processes.values()):  # the pool's own (no public way before Python 3.14)
+            for process in list(
+                self._pool._processes.values()
+            ):  # the pool's own (no public way before Python 3.14)
                 process.terminate()
         self._pool.shutdown(wait=True, cancel_futures=True)
 
@@ -117,8 +121,10 @@ class LocalExecutor:
     def _started_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
-                self.workers, mp_context=multiprocessing.get_context("spawn"),
-                initializer=start_local_worker, initargs=(self._env, os.getpid()),
+                self.workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=start_local_worker,
+                initargs=(self._env, os.getpid()),
             )
         return self._pool
 
@@ -142,11 +148,15 @@ class RayExecutor:
         self._owns_ray = False
         self._task: Any = None
 
-    def __enter__(self) -> "RayExecutor":
+    def __enter__(self) -> RayExecutor:
         import ray
 
         if not ray.is_initialized():
-            local = {} if self.address else {"num_cpus": self.workers or os.cpu_count(), "include_dashboard": False}
+            local: dict[str, Any] = (
+                {}
+                if self.address
+                else {"num_cpus": self.workers or os.cpu_count(), "include_dashboard": False}
+            )
             ray.init(address=self.address, log_to_driver=False, **local)
             self._owns_ray = True
         gpus = self.gpus_per_run

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import itertools
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import numpy as np
@@ -18,8 +19,14 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from rp1.config.methods import (
+    METHOD_TABLE,
+    MODEL_FREE,
+    adaptive_lambda,
+    method_label,
+    model_based_methods,
+)
 from rp1.experiments import stats
-from rp1.config.methods import METHOD_TABLE, MODEL_FREE, adaptive_lambda, method_label, model_based_methods
 from rp1.experiments.runs_table import DEFAULT_SCALE, scale_order
 from rp1.experiments.tables import MODEL_ERROR
 from rp1.rundir.files import CURVE, METRICS, write_atomically
@@ -27,7 +34,9 @@ from rp1.rundir.files import CURVE, METRICS, write_atomically
 GRID_POINTS = 200
 """Points of the common sample grid that curves are aligned on."""
 
-METHOD_COLORS: dict[str, str] = {method: f"C{i}" for i, method in enumerate((*(m.name for m in METHOD_TABLE), MODEL_FREE))}
+METHOD_COLORS: dict[str, str] = {
+    method: f"C{i}" for i, method in enumerate((*(m.name for m in METHOD_TABLE), MODEL_FREE))
+}
 """Matplotlib's default colour cycle over rp1's methods in the method table's order, then PPO."""
 OWN_COLORS = "Dark2"
 """The colour map whose colours the methods of one's own take, in the order they were added."""
@@ -66,8 +75,8 @@ def color(method: str) -> str:
     own = [name for name in model_based_methods() if name not in METHOD_COLORS]
     if method not in own:
         return "C9"
-    colors = matplotlib.colormaps[OWN_COLORS].colors
-    return matplotlib.colors.to_hex(colors[own.index(method) % len(colors)])
+    palette = matplotlib.colormaps[OWN_COLORS]  # qualitative: palette(k) is its k-th colour
+    return matplotlib.colors.to_hex(palette(own.index(method) % palette.N))
 
 
 def new_figure(
@@ -88,7 +97,12 @@ def save(figure: Figure, path: Path) -> Path:
     return path
 
 
-def plot_median_iqr(ax: Axes, metrics: pd.DataFrame, methods: tuple[str, ...], per_row=stats.best_so_far) -> None:
+def plot_median_iqr(
+    ax: Axes,
+    metrics: pd.DataFrame,
+    methods: tuple[str, ...],
+    per_row: stats.PerRow = stats.best_so_far,
+) -> None:
     """Median (line) and IQR (band) over runs of each method's ``per_row`` (by default the
     best-so-far evaluation return; :func:`stats.step_curves`).
 
@@ -143,10 +157,16 @@ def curve_figure(
     return save(figure, path)
 
 
-def model_error_figure(metrics: pd.DataFrame, methods: tuple[str, ...], title: str, path: Path) -> Path | None:
+def model_error_figure(
+    metrics: pd.DataFrame, methods: tuple[str, ...], title: str, path: Path
+) -> Path | None:
     """Median + IQR over runs of the test-set error of each method's latest fit against real
     samples (log scale), for the methods whose runs logged it; None when none did."""
-    logged = metrics[metrics["method"].isin(methods)].groupby("run").filter(lambda run: run[MODEL_ERROR].notna().any())
+    logged = (
+        metrics[metrics["method"].isin(methods)]
+        .groupby("run")
+        .filter(lambda run: run[MODEL_ERROR].notna().any())
+    )
     if logged.empty:
         return None
     figure, axes = new_figure()
@@ -194,7 +214,7 @@ def lambda_figure(summary: pd.DataFrame, tasks: tuple[str, ...], path: Path) -> 
     return save(figure, path)
 
 
-def plot_run_traces(ax: Axes, metrics: pd.DataFrame, x: str, y: str, **style) -> bool:
+def plot_run_traces(ax: Axes, metrics: pd.DataFrame, x: str, y: str, **style: Any) -> bool:
     """One thin trace per run of column ``y`` against ``x``, coloured by method, one legend entry
     per method and scale; says "no data" on the panel and returns False when ``y`` is empty."""
     rows = metrics.dropna(subset=[y])
@@ -263,8 +283,17 @@ def learning_curve_figure(metrics: pd.DataFrame, title: str, path: Path) -> Path
         return None
     figure, axes = new_figure()
     ax = axes[0, 0]
-    ax.plot(rows["samples"], rows["eval_return"], "o-", color="C0", markersize=3, label="evaluation return")
-    ax.step(rows["samples"], rows["eval_return"].cummax(), where="post", color="C3", label="best so far")
+    ax.plot(
+        rows["samples"],
+        rows["eval_return"],
+        "o-",
+        color="C0",
+        markersize=3,
+        label="evaluation return",
+    )
+    ax.step(
+        rows["samples"], rows["eval_return"].cummax(), where="post", color="C3", label="best so far"
+    )
     ax.set_xlabel("real samples")
     ax.set_ylabel("return (mean of the evaluation episodes)")
     ax.set_title(title)

@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from rp1.config.methods import MODEL_FREE, adaptive_lambda, model_based_methods
 from rp1.envs import path_name
 from rp1.experiments import figures, stats
-from rp1.config.methods import MODEL_FREE, adaptive_lambda, model_based_methods
+from rp1.experiments.claims import write_claims
 from rp1.experiments.paper import PAPER_LAMBDA_DIRECTION, TASKS
 from rp1.experiments.runs_table import LoadedRuns, load_runs, scale_order
-from rp1.experiments.claims import write_claims
 from rp1.experiments.tables import TABLES, markdown_table, table_frames, write_table_frames
 from rp1.rundir.files import write_atomically
 
@@ -25,7 +25,12 @@ CURVE_FIGURES: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
     ("fig1", "Figure 1: RP1 vs baselines", ("greedy", "vr", "rp1"), True),
     ("fig3", "Figure 3: state vs reward variance", ("rp1-statevar", "rp1"), False),
     ("fig_ablation", "Ablations", ("rp1-noadapt", "rp1-nopca", "rp1"), False),
-    ("fig_controls", "Controls: PCA vs phases of the same length; λ = 0.5", ("greedy-matched", "rp1-noadapt", "rp1-fixed05", "rp1-nopca-matched", "rp1"), False),
+    (
+        "fig_controls",
+        "Controls: PCA vs phases of the same length; λ = 0.5",
+        ("greedy-matched", "rp1-noadapt", "rp1-fixed05", "rp1-nopca-matched", "rp1"),
+        False,
+    ),
 )
 """(file prefix, title, methods, with PPO reference lines) of the per-task curve figures."""
 
@@ -122,7 +127,11 @@ def write_curve_figures(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Path
             references = ppo_references(runs) if with_ppo else ()
             paths.append(
                 figures.curve_figure(
-                    runs, methods, f"{title} — {task}", out / f"{prefix}_{path_name(task)}.png", references
+                    runs,
+                    methods,
+                    f"{title} — {task}",
+                    out / f"{prefix}_{path_name(task)}.png",
+                    references,
                 )
             )
     return [path for path in paths if path]
@@ -134,7 +143,10 @@ def write_model_figures(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Path
     methods = tuple(model_based_methods())
     paths = [
         figures.model_error_figure(
-            metrics[metrics["task"] == task], methods, f"World models on common data — {task}", out / f"fig_model_{path_name(task)}.png"
+            metrics[metrics["task"] == task],
+            methods,
+            f"World models on common data — {task}",
+            out / f"fig_model_{path_name(task)}.png",
         )
         for task in tasks
     ]
@@ -161,7 +173,9 @@ def write_lambda_analysis(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Pa
         ),
     )
     trend = trend.iloc[order].reset_index(drop=True)
-    write_atomically(out / "fig2_lambda_trend.csv", trend.to_csv(index=False).encode(), "report file")
+    write_atomically(
+        out / "fig2_lambda_trend.csv", trend.to_csv(index=False).encode(), "report file"
+    )
     write_atomically(out / "fig2_lambda.md", lambda_trend_text(trend).encode(), "report file")
     figure = figures.lambda_figure(summary, tasks, out / "fig2_lambda.png")
     written = [out / "fig2_lambda.csv", out / "fig2_lambda_trend.csv", out / "fig2_lambda.md"]
@@ -194,7 +208,9 @@ def lambda_trend_text(trend: pd.DataFrame) -> str:
             str(row.runs),
             f"{row.slope:+.3f}",
             "—" if math.isnan(row.t) else f"{row.t:.2f} (p = {row.p:.3g})",
-            {1: "positive", -1: "negative"}.get(paper_direction(row.task, row.method), "—"),
+            {1: "positive", -1: "negative", None: "—"}.get(
+                paper_direction(row.task, row.method), "—"
+            ),
             direction_verdict(row.task, row.method, row.slope, row.p),
         ]
         for row in trend.itertuples()
@@ -226,8 +242,10 @@ def write_diagnostics(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Path) 
 def quartile_text(summary: pd.DataFrame, column: str, fmt: str) -> pd.Series:
     """``median [q25, q75]`` of a :func:`stats.phase_summary` quantity, formatted by ``fmt``."""
     return summary.apply(
-        lambda row: f"{fmt.format(row[column])} "
-        f"[{fmt.format(row[column + '_q25'])}, {fmt.format(row[column + '_q75'])}]",
+        lambda row: (
+            f"{fmt.format(row[column])} "
+            f"[{fmt.format(row[column + '_q25'])}, {fmt.format(row[column + '_q75'])}]"
+        ),
         axis=1,
     )
 
@@ -244,7 +262,9 @@ def write_phase_summary(metrics: pd.DataFrame, out: Path) -> list[Path]:
         "phase cap": summary["caps"],
         "phases per run": quartile_text(summary, "phases_per_run", "{:,.6g}"),
         "samples per phase": quartile_text(summary, "phase_samples", "{:,.0f}"),
-        "median, trained phases": summary["trained_phase_samples"].map(lambda n: "—" if pd.isna(n) else f"{n:,.0f}"),
+        "median, trained phases": summary["trained_phase_samples"].map(
+            lambda n: "—" if pd.isna(n) else f"{n:,.0f}"
+        ),
         "stopped early": summary["stopped_early"].map(
             lambda share: "—" if pd.isna(share) else f"{share:.1%}"
         ),

@@ -16,10 +16,10 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from rp1.core.errors import ConfigError
 from rp1.config.methods import MODEL_FREE, run_cell
-from rp1.rundir.migrations import migrate
+from rp1.core.errors import ConfigError
 from rp1.rundir.files import METRIC_COLUMNS
+from rp1.rundir.migrations import migrate
 
 CONFIG_KEYS: tuple[str, ...] = ("task", "method", "seed", "budget")
 """Keys of ``config.json`` every run must have."""
@@ -95,9 +95,14 @@ def read_config(run_dir: Path) -> dict:
         "budget": config["budget"],
         "phase_cap": collect.get("phase_cap", math.nan) if isinstance(collect, dict) else collect,
     }
-    kinds = {"seed": int, "budget": int, "phase_cap": (int, float)}
+    kinds: dict[str, type | tuple[type, ...]] = {
+        "seed": int,
+        "budget": int,
+        "phase_cap": (int, float),
+    }
     wrong = [
-        f"{key} = {value!r}" for key, value in values.items()
+        f"{key} = {value!r}"
+        for key, value in values.items()
         if isinstance(value, bool) or not isinstance(value, kinds.get(key, str))
     ]
     if wrong:

@@ -9,6 +9,7 @@ updates 1, 2, …, all trained.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -80,7 +81,11 @@ def last_at(metrics: pd.DataFrame, timestep: float, column: str) -> pd.Series:
     """Per run, ``column`` of its last row with ``samples <= timestep`` where it has a value (e.g.
     the test-set error of the last fit made with at most that many real samples). A run counts only
     if it reached ``timestep`` (as in :func:`best_at`). A Series indexed by run."""
-    eligible = metrics[(metrics["samples"] <= timestep) & (metrics["reached"] >= timestep) & metrics[column].notna()]
+    eligible = metrics[
+        (metrics["samples"] <= timestep)
+        & (metrics["reached"] >= timestep)
+        & metrics[column].notna()
+    ]
     return eligible.sort_values(["run", "samples"], kind="stable").groupby("run")[column].last()
 
 
@@ -194,7 +199,13 @@ def probability_of_improvement(a: np.ndarray, b: np.ndarray, seed: int = 0) -> I
         method="percentile",
         rng=np.random.default_rng(seed),
     )
-    return Improvement(p, float(result.confidence_interval.low), float(result.confidence_interval.high))
+    return Improvement(
+        p, float(result.confidence_interval.low), float(result.confidence_interval.high)
+    )
+
+
+PerRow = Callable[[pd.DataFrame], np.ndarray]
+"""``per_row(run) -> [rows]``: a value at each row of one run (:func:`best_so_far`, :func:`latest`)."""
 
 
 def best_so_far(run: pd.DataFrame) -> np.ndarray:
@@ -203,13 +214,15 @@ def best_so_far(run: pd.DataFrame) -> np.ndarray:
     return np.fmax.accumulate(np.where(is_trained, returns, np.nan))
 
 
-def latest(column: str):
+def latest(column: str) -> PerRow:
     """``run -> [rows]``: one run's last value of ``column`` so far at each of its rows (NaN
     before the first)."""
     return lambda run: run[column].ffill().to_numpy(dtype=float)
 
 
-def step_curves(metrics: pd.DataFrame, grid: np.ndarray, per_row=best_so_far) -> np.ndarray:
+def step_curves(
+    metrics: pd.DataFrame, grid: np.ndarray, per_row: PerRow = best_so_far
+) -> np.ndarray:
     """Per run, ``per_row(run)`` (a value per row, e.g. :func:`best_so_far`) at each grid point
     (real samples), ``[runs, grid]``.
 
@@ -354,7 +367,10 @@ def phase_summary(metrics: pd.DataFrame) -> pd.DataFrame:
             quartiles(by_run.groupby(level=PHASE_GROUP), "phases_per_run"),
             quartiles(grouped["phase_samples"], "phase_samples"),
             grouped["stopped_early"].mean(),
-            phases[trained(phases)].groupby(PHASE_GROUP)["phase_samples"].median().rename("trained_phase_samples"),
+            phases[trained(phases)]
+            .groupby(PHASE_GROUP)["phase_samples"]
+            .median()
+            .rename("trained_phase_samples"),
         ],
         axis=1,
     )
@@ -365,5 +381,10 @@ def median_phase_lengths(metrics: pd.DataFrame, method: str = "rp1") -> dict[str
     """Per task, the median ``phase_samples`` of iterations ≥ 1 over ``method``'s rows of
     ``metrics`` (real samples): what :data:`rp1.config.methods.MATCHED_PHASE_LENGTH` holds for the
     committed small-scale runs."""
-    rows = metrics[(metrics["method"] == method) & trained(metrics)].dropna(subset=["phase_samples"])
-    return {task: float(length) for task, length in rows.groupby("task")["phase_samples"].median().items()}
+    rows = metrics[(metrics["method"] == method) & trained(metrics)].dropna(
+        subset=["phase_samples"]
+    )
+    return {
+        task: float(length)
+        for task, length in rows.groupby("task")["phase_samples"].median().items()
+    }

@@ -36,11 +36,25 @@ from collections import deque
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from rp1.experiments.executors import Backend, Executor, make_executor
-from rp1.experiments.sweep_plan import ELSEWHERE, RunJob, RunOutcome, SweepRequest, plan_sweep, with_options
+from rp1.experiments.sweep_plan import (
+    ELSEWHERE,
+    RunJob,
+    RunOutcome,
+    SweepRequest,
+    plan_sweep,
+    with_options,
+)
 from rp1.experiments.sweep_worker import one_line
 from rp1.outputs.writer import RunOptions
 
@@ -51,7 +65,9 @@ RUNNING_ELSEWHERE = 3
 they have ended: it skips what they finished)."""
 
 
-def run_sweep(request: SweepRequest, backend: Backend = Backend(), options: RunOptions | None = None) -> int:
+def run_sweep(
+    request: SweepRequest, backend: Backend = Backend(), options: RunOptions | None = None
+) -> int:
     """Do every run of ``request`` (:class:`~rp1.experiments.sweep_plan.SweepRequest`) on
     ``backend`` (:class:`~rp1.experiments.executors.Backend`): finished runs are skipped, runs with
     a checkpoint resumed, the rest started. ``options``: what every run logs besides
@@ -67,8 +83,12 @@ def run_sweep(request: SweepRequest, backend: Backend = Backend(), options: RunO
     if options is not None:
         jobs = with_options(jobs, options)
     todo = [job for job in jobs if job.action != "skip"]
-    outcomes = {(o.preset, o.seed): o for o in run_jobs(executor, todo, skipped=len(jobs) - len(todo))}
-    summary = [outcomes.get((job.cfg.preset, job.cfg.seed)) or job.outcome("skipped") for job in jobs]
+    outcomes = {
+        (o.preset, o.seed): o for o in run_jobs(executor, todo, skipped=len(jobs) - len(todo))
+    }
+    summary = [
+        outcomes.get((job.cfg.preset, job.cfg.seed)) or job.outcome("skipped") for job in jobs
+    ]
     print_summary(summary)
     statuses = {o.status for o in summary}
     return 1 if "failed" in statuses else RUNNING_ELSEWHERE if ELSEWHERE in statuses else 0
@@ -85,7 +105,9 @@ def run_jobs(executor: Executor, jobs: list[RunJob], skipped: int) -> list[RunOu
     queued = deque(jobs)
     in_flight: dict[Any, RunJob] = {}
     with executor, sweep_progress() as progress:
-        task = progress.add_task("sweep", total=len(jobs), **counts(outcomes, 0, len(queued), skipped))
+        task = progress.add_task(
+            "sweep", total=len(jobs), **counts(outcomes, 0, len(queued), skipped)
+        )
         limit = executor.prepare(len(jobs))
         while queued or in_flight:
             while queued and len(in_flight) < limit:
@@ -98,13 +120,21 @@ def run_jobs(executor: Executor, jobs: list[RunJob], skipped: int) -> list[RunOu
     return outcomes
 
 
-def counts(outcomes: list[RunOutcome], running: int, queued: int, skipped: int) -> dict[str, int]:
+def counts(outcomes: list[RunOutcome], running: int, queued: int, skipped: int) -> dict[str, Any]:
     """The fields of the progress line (``skipped``: runs planned as finished; a run another process
     finished since counts as done)."""
     failed = sum(o.status == "failed" for o in outcomes)
     elsewhere = sum(o.status == ELSEWHERE for o in outcomes)
     done = len(outcomes) - failed - elsewhere
-    return dict(completed=len(outcomes), done=done, failed=failed, elsewhere=elsewhere, running=running, queued=queued, skipped=skipped)
+    return dict(
+        completed=len(outcomes),
+        done=done,
+        failed=failed,
+        elsewhere=elsewhere,
+        running=running,
+        queued=queued,
+        skipped=skipped,
+    )
 
 
 def collect(executor: Executor, handle: Any, job: RunJob) -> RunOutcome:
@@ -139,12 +169,21 @@ def print_summary(outcomes: list[RunOutcome]) -> None:
     for o in outcomes:
         resumed = " (resumed)" if o.action == "resume" and o.status == "finished" else ""
         status = f"[{styles[o.status]}]{o.status}{resumed}[/]"
-        table.add_row(o.preset, str(o.seed), status, f"{o.wall_s:.0f} s" if o.wall_s else "", o.error, str(o.log))
+        table.add_row(
+            o.preset,
+            str(o.seed),
+            status,
+            f"{o.wall_s:.0f} s" if o.wall_s else "",
+            o.error,
+            str(o.log),
+        )
     console = Console()
     console.print(table)
     failed = sum(o.status == "failed" for o in outcomes)
     elsewhere = sum(o.status == ELSEWHERE for o in outcomes)
-    line = f"{len(outcomes) - failed - elsewhere} of {len(outcomes)} runs finished" + (f", [bold red]{failed} failed[/]" if failed else "")
+    line = f"{len(outcomes) - failed - elsewhere} of {len(outcomes)} runs finished" + (
+        f", [bold red]{failed} failed[/]" if failed else ""
+    )
     if elsewhere:
         line += f", [yellow]{elsewhere} running elsewhere[/] (owned by another process; rerun the sweep once it has ended)"
     console.print(line)

@@ -5,10 +5,10 @@ with a checkpoint, start the rest), all decided before any run starts."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
 
 from rp1.config import Config, env_config, resolve
 from rp1.core.errors import ConfigError
@@ -52,7 +52,9 @@ class RunJob:
         return self.run_dir / RUN_LOG
 
     def outcome(self, status: str, error: str = "", wall_s: float = 0.0) -> RunOutcome:
-        return RunOutcome(self.cfg.preset, self.cfg.seed, self.action, status, self.log, error, wall_s)
+        return RunOutcome(
+            self.cfg.preset, self.cfg.seed, self.action, status, self.log, error, wall_s
+        )
 
 
 ConfigSource = Callable[..., Config]
@@ -60,9 +62,13 @@ ConfigSource = Callable[..., Config]
 preset or :func:`rp1.config.env_config` of a (task, method)."""
 
 
-def config_sources(presets: Sequence[str], envs: Sequence[str] = (), methods: Sequence[str] = ("rp1",)) -> list[ConfigSource]:
+def config_sources(
+    presets: Sequence[str], envs: Sequence[str] = (), methods: Sequence[str] = ("rp1",)
+) -> list[ConfigSource]:
     """One source per preset, then one per (task, method) of ``envs`` × ``methods``."""
-    by_task = [partial(env_config, env, method) for env in envs for method in methods]
+    by_task: list[ConfigSource] = [
+        partial(env_config, env, method) for env in envs for method in methods
+    ]
     return [partial(resolve, name) for name in presets] + by_task
 
 
@@ -88,11 +94,18 @@ def plan_sweep(request: SweepRequest) -> list[RunJob]:
     before any starts."""
     sources = config_sources(request.presets, request.envs, request.methods)
     if not sources or not request.seeds:
-        raise ConfigError("a sweep needs at least one preset or task (--presets, --envs) and one seed")
+        raise ConfigError(
+            "a sweep needs at least one preset or task (--presets, --envs) and one seed"
+        )
     jobs: dict[tuple[str, int], RunJob] = {}
     for source in sources:
         for seed in request.seeds:
-            cfg = source(seed=seed, budget=request.budget, overrides=dict(request.overrides), scale=request.scale)
+            cfg = source(
+                seed=seed,
+                budget=request.budget,
+                overrides=dict(request.overrides),
+                scale=request.scale,
+            )
             job, note = planned(cfg, Path(request.out) / cfg.preset / f"seed{cfg.seed}")
             if note:
                 print(f"{job.run_dir}: {note.removeprefix('rp1: note: ')}")
@@ -114,7 +127,9 @@ def run_action(cfg: Config, run: RunDir) -> str:
     another config or a ``finished`` marker written under another config."""
     other = run.other_config(cfg.to_dict())
     if other:
-        raise ConfigError(f"{run.path} holds a run of another config ({other}); choose another --out or the same settings")
+        raise ConfigError(
+            f"{run.path} holds a run of another config ({other}); choose another --out or the same settings"
+        )
     if run.is_finished(cfg.to_dict()):
         return "skip"
     return "resume" if run.has_checkpoint() else "start"

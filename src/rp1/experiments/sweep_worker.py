@@ -11,16 +11,16 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Iterator, Mapping
 
+from rp1.cli.signals import exit_on_signals
 from rp1.experiments.figures import write_learning_curve
 from rp1.experiments.sweep_plan import ELSEWHERE, RunJob, RunOutcome, run_action
-from rp1.rundir.lock import RunInUse, RunLock
 from rp1.rundir.files import RunDir
-from rp1.cli.signals import exit_on_signals
+from rp1.rundir.lock import RunInUse, RunLock
 from rp1.train import run_training
 
 SINGLE_THREAD_XLA_FLAG = "--xla_cpu_multi_thread_eigen=false"
@@ -48,15 +48,29 @@ def execute_run(job: RunJob, stop_on_signals: bool = False) -> RunOutcome:
     except Exception as error:  # the file system cannot lock, the directory cannot be made
         return job.outcome("failed", one_line(error))
     try:
-        with output_to(job.log), exit_on_signals(STOPPED) if stop_on_signals else contextlib.nullcontext():
+        with (
+            output_to(job.log),
+            exit_on_signals(STOPPED) if stop_on_signals else contextlib.nullcontext(),
+        ):
             try:
                 job = replace(job, action=run_action(job.cfg, RunDir(job.run_dir)))
                 if job.action == "skip":  # finished by another process since planning
                     return job.outcome("skipped")
-                print(f"=== rp1 sweep: {job.action} {job.cfg.preset} seed {job.cfg.seed} at {datetime.now():%Y-%m-%d %H:%M:%S}")
-                if job.action == "start":  # what a run that died before its first checkpoint left (the log stays)
+                print(
+                    f"=== rp1 sweep: {job.action} {job.cfg.preset} seed {job.cfg.seed} at {datetime.now():%Y-%m-%d %H:%M:%S}"
+                )
+                if (
+                    job.action == "start"
+                ):  # what a run that died before its first checkpoint left (the log stays)
                     RunDir(job.run_dir).clear()
-                run_training(job.cfg, job.run_dir, resume=job.action == "resume", progress=False, options=job.options, lock=lock)
+                run_training(
+                    job.cfg,
+                    job.run_dir,
+                    resume=job.action == "resume",
+                    progress=False,
+                    options=job.options,
+                    lock=lock,
+                )
                 write_learning_curve(job.run_dir, job.cfg.preset)
             except Exception as error:
                 traceback.print_exc()
@@ -96,7 +110,10 @@ def worker_env(threads: int, environ: Mapping[str, str] = os.environ) -> dict[st
     thread pool keeps its size (``PJRT_NPROC``, else the CPUs the process may run on), which is
     what its results depend on: a sweep's run computes what ``rp1 train`` computes on the same
     machine (README "When two runs are bit-identical"). Variables set in ``environ`` win."""
-    wanted = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false", **{name: str(threads) for name in THREAD_VARIABLES}}
+    wanted = {
+        "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
+        **{name: str(threads) for name in THREAD_VARIABLES},
+    }
     env = {name: value for name, value in wanted.items() if name not in environ}
     xla_flags = environ.get("XLA_FLAGS", "")
     if threads == 1 and "xla_cpu_multi_thread_eigen" not in xla_flags:
@@ -112,7 +129,9 @@ def start_local_worker(env: dict[str, str], sweep_pid: int) -> None:
     SIGKILL), which stops its run as a signal does, or ends it between runs."""
     os.environ.update(env)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    threading.Thread(target=_terminate_when_orphaned, args=(sweep_pid,), name="rp1-parent", daemon=True).start()
+    threading.Thread(
+        target=_terminate_when_orphaned, args=(sweep_pid,), name="rp1-parent", daemon=True
+    ).start()
 
 
 def _terminate_when_orphaned(sweep_pid: int) -> None:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -23,7 +24,6 @@ from rp1.experiments import stats
 from rp1.experiments.paper import PAPER_MEDIANS, PAPER_T
 from rp1.experiments.runs_table import scale_order
 from rp1.rundir.files import write_atomically
-
 
 RETURN = "eval_return"
 MODEL_ERROR = "test_model_error_common"
@@ -152,7 +152,16 @@ CELL_COLUMNS: tuple[str, ...] = (
 )
 TTEST_COLUMNS: tuple[str, ...] = (
     *("task", "scale", "samples", "comparison", "method_a", "method_b", "n_a", "n_b"),
-    *("t", "p", "significant", "prob_improvement", "pi_low", "pi_high", "paper_t", "paper_significant"),
+    *(
+        "t",
+        "p",
+        "significant",
+        "prob_improvement",
+        "pi_low",
+        "pi_high",
+        "paper_t",
+        "paper_significant",
+    ),
     "detectable",
 )
 
@@ -197,7 +206,11 @@ def cell_table(bests: Bests, spec: TableSpec) -> pd.DataFrame:
     rows = []
     for (task, scale, timestep, method), values in bests.items():
         cell = stats.summarise(values)
-        paper = PAPER_MEDIANS.get((task, method, timestep), math.nan) if spec.quantity == RETURN else math.nan
+        paper = (
+            PAPER_MEDIANS.get((task, method, timestep), math.nan)
+            if spec.quantity == RETURN
+            else math.nan
+        )
         rows.append((task, scale, timestep, method, *cell, paper))
     return pd.DataFrame(rows, columns=list(CELL_COLUMNS))
 
@@ -247,14 +260,17 @@ def paper_note(value: float) -> str:
 BLANK = "—"
 """A Markdown cell without runs, in a row or column that has some."""
 
+FrameRow = Any
+"""A row of ``DataFrame.itertuples()``: a namedtuple with the frame's columns as fields."""
 
-def median_text(cell: tuple, digits: Callable[[float], str] = number) -> str:
+
+def median_text(cell: FrameRow, digits: Callable[[float], str] = number) -> str:
     """``median [q25, q75] (n seeds; paper x)``, values written by ``digits``."""
     note = f"({seeds(cell.n_seeds)}{paper_note(cell.paper_median)})"
     return f"{digits(cell.median)} [{digits(cell.q25)}, {digits(cell.q75)}] {note}"
 
 
-def iqm_text(cell: tuple, digits: Callable[[float], str] = number) -> str:
+def iqm_text(cell: FrameRow, digits: Callable[[float], str] = number) -> str:
     """``iqm [ci low, ci high] (n seeds)``, values written by ``digits``; no interval below 2 seeds."""
     if cell.n_seeds == 1:
         return f"{digits(cell.iqm)} (1 seed; no CI)"
@@ -266,7 +282,7 @@ def star(significant: bool | None) -> str:
     return "*" if significant else ""
 
 
-def t_text(test: tuple) -> str:
+def t_text(test: FrameRow) -> str:
     """``t*`` (``*`` where p < 0.05), p, the probability of improvement with its interval, and the
     paper's t; or why there is no test."""
     paper = (
@@ -286,7 +302,9 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
 
 
-def row_texts(found: dict, row: Row, keys: list[str], text) -> list[str]:
+def row_texts(
+    found: dict[tuple, FrameRow], row: Row, keys: list[str], text: Callable[[FrameRow], str]
+) -> list[str]:
     """``text`` of ``found[(*row, key)]`` for each key (a method or comparison), BLANK if none."""
     return [text(found[(*row, key)]) if (*row, key) in found else BLANK for key in keys]
 
@@ -308,7 +326,13 @@ def render(spec: TableSpec, bests: Bests, cells: pd.DataFrame, tests: pd.DataFra
         for row in rows
     ]
     iqms = [
-        [row[0], row[1], f"{row[2]:,}", *row_texts(cell, row, methods, partial(iqm_text, digits=digits))] for row in rows
+        [
+            row[0],
+            row[1],
+            f"{row[2]:,}",
+            *row_texts(cell, row, methods, partial(iqm_text, digits=digits)),
+        ]
+        for row in rows
     ]
     headers = ["task", "scale", "samples", *(h for m, h in spec.columns if m in shown)]
     return "\n".join(
@@ -343,7 +367,9 @@ class TableFrames(NamedTuple):
     tests: pd.DataFrame
 
 
-def table_frames(metrics: pd.DataFrame, spec: TableSpec, tasks: tuple[str, ...]) -> TableFrames | None:
+def table_frames(
+    metrics: pd.DataFrame, spec: TableSpec, tasks: tuple[str, ...]
+) -> TableFrames | None:
     """The table ``spec`` of ``metrics``; None when no cell has runs."""
     bests = collect_bests(metrics, spec, tasks)
     if not bests:

@@ -21,22 +21,22 @@ crc32(task)])``, never from any run's streams.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import jax
 import numpy as np
 
-from rp1.dynamics.normalizer import normalizer_init
+from rp1.agents.policy_files import read_policy
+from rp1.core.seeding import int_seed
 from rp1.dynamics.ensemble import STATE_CLIP
+from rp1.dynamics.normalizer import normalizer_init
 from rp1.dynamics.testset import SHIPPED, TestSet, write_test_set
 from rp1.envs import Task
 from rp1.envs import names as task_names
 from rp1.policy.networks import HIDDEN, host_actor, policy_init
-from rp1.agents.policy_files import read_policy
 from rp1.realenv import MeanAction, RealEnvs
 from rp1.realenv.episodes import collect, noisy_policy
-from rp1.core.seeding import int_seed
 
 SEED = 26
 """The root of the test sets' random streams (issue 26); runs never draw from it."""
@@ -58,17 +58,23 @@ def policy_path(task: str, name: str) -> Path:
     return POLICIES / f"{task}-{name}-seed100.msgpack"
 
 
-def behaviours(task: Task, weights: np.random.SeedSequence, policies: Sequence[MeanAction]) -> list[tuple[MeanAction, bool]]:
+def behaviours(
+    task: Task, weights: np.random.SeedSequence, policies: Sequence[MeanAction]
+) -> list[tuple[MeanAction, bool]]:
     """``(mean action, with collection noise)`` of every behaviour, in ``behaviour`` order; the
     untrained policy's weights drawn from ``weights``."""
-    untrained = policy_init(jax.random.PRNGKey(int_seed(weights)), task.obs_dim, task.act_dim, HIDDEN)
+    untrained = policy_init(
+        jax.random.PRNGKey(int_seed(weights)), task.obs_dim, task.act_dim, HIDDEN
+    )
     mixes = [(host_actor(untrained, normalizer_init(task.obs_dim, STATE_CLIP)), True)]
     for policy in policies:
         mixes += [(policy, False), (policy, True)]
     return mixes
 
 
-def build_test_set(task: str, policies: Sequence[MeanAction], episodes: int = EPISODES, seed: int = SEED) -> TestSet:
+def build_test_set(
+    task: str, policies: Sequence[MeanAction], episodes: int = EPISODES, seed: int = SEED
+) -> TestSet:
     """The test set of ``task`` from the untrained policy and ``policies`` (each ``obs [B,
     obs_dim] -> action [B, act_dim]``), ``episodes`` episodes per behaviour (module docstring)."""
     weights, resets, noise = np.random.SeedSequence([seed, zlib.crc32(task.encode())]).spawn(3)
@@ -80,12 +86,23 @@ def build_test_set(task: str, policies: Sequence[MeanAction], episodes: int = EP
             for _ in range(episodes):
                 std = noise_rng.uniform(0.0, NOISE_MAX) if noisy else 0.0
                 reset = reset_rng.integers(0, 2**31 - 1, size=1)
-                (episode,) = collect(real, noisy_policy(mean_action, std, noise_rng), reset).transitions(real.task)
-                parts.append((episode.obs, episode.act, episode.next_obs, np.full(len(episode.rew), index, np.int8)))
+                (episode,) = collect(
+                    real, noisy_policy(mean_action, std, noise_rng), reset
+                ).transitions(real.task)
+                parts.append(
+                    (
+                        episode.obs,
+                        episode.act,
+                        episode.next_obs,
+                        np.full(len(episode.rew), index, np.int8),
+                    )
+                )
     finally:
         real.close()
-    obs, act, next_obs, behaviour = (np.concatenate(column) for column in zip(*parts))
-    return TestSet(obs.astype(np.float32), act.astype(np.float32), next_obs.astype(np.float32), behaviour)
+    obs, act, next_obs, behaviour = (np.concatenate(column) for column in zip(*parts, strict=True))
+    return TestSet(
+        obs.astype(np.float32), act.astype(np.float32), next_obs.astype(np.float32), behaviour
+    )
 
 
 def build_shipped(task: str, out: Path) -> Path:

@@ -33,18 +33,20 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Callable, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import struct
 
 from rp1.core.errors import ConfigError
-from rp1.imagination.rollouts import Imagination, imagine, member_returns
 from rp1.core.nn import member_count
+from rp1.imagination.rollouts import Imagination, WorldModel, imagine, member_returns
 from rp1.policy.networks import DEFAULT_ACTION_STD, Policy
 from rp1.policy.ppo import PPOMetrics, PPOSettings, ppo_summary, ppo_update
 
@@ -55,8 +57,7 @@ STOP_WINDOW = 6
 BATCH_STEPS = 50_000
 
 
-@struct.dataclass
-class StopRule:
+class StopRule(struct.PyTreeNode):
     """State of ME-TRPO's stop rule over ``M`` members."""
 
     best_returns: jax.Array  # [M] best return of each member so far (−inf before any check)
@@ -77,7 +78,9 @@ def stop_rule_init(policy: Policy, members: int, window: int = STOP_WINDOW) -> S
     )
 
 
-def improved(best_returns: jax.Array, returns: jax.Array, share: float = IMPROVE_SHARE) -> jax.Array:
+def improved(
+    best_returns: jax.Array, returns: jax.Array, share: float = IMPROVE_SHARE
+) -> jax.Array:
     """True when in more than ``share`` of the members ``returns [M]`` beats ``best_returns [M]``."""
     return (returns > best_returns).mean() > share
 
@@ -102,7 +105,9 @@ def stop_rule_update(
 
 def restore_best(rule: StopRule, policy: Policy) -> Policy:
     """The saved best weights, or ``policy`` itself if no check was ever made."""
-    return jax.tree_util.tree_map(lambda b, p: jnp.where(rule.checks > 0, b, p), rule.best_policy, policy)
+    return jax.tree_util.tree_map(
+        lambda b, p: jnp.where(rule.checks > 0, b, p), rule.best_policy, policy
+    )
 
 
 @dataclass(frozen=True)
@@ -144,8 +149,7 @@ class PolicyTraining:
         return PolicyStepSettings(self.imagination, self.ppo)
 
 
-@struct.dataclass
-class TrainState:
+class TrainState(struct.PyTreeNode):
     """Everything one policy update reads and writes."""
 
     policy: Policy
@@ -169,7 +173,9 @@ class TrainInfo(NamedTuple):
     updates: int  # PPO updates made
     stopped: bool  # the stop rule ended training (False: ``max_updates`` reached)
     model_return: float  # mean over members of the returned policy's deterministic return
-    imagined_return: float  # last update's mean imagined task return per rollout (Σ_t r_sel, before it)
+    imagined_return: (
+        float  # last update's mean imagined task return per rollout (Σ_t r_sel, before it)
+    )
     bonus: float  # last update's mean bonus per valid step
     ppo: dict[str, float]  # the updates' PPO diagnostics (rp1.policy.ppo.ppo_summary)
 
@@ -187,7 +193,9 @@ class TrainInfo(NamedTuple):
         }
 
 
-TrainStep = Callable[[TrainState, Any, jax.Array, "jax.Array | float"], tuple[TrainState, StepMetrics]]
+TrainStep = Callable[
+    [TrainState, WorldModel, jax.Array, "jax.Array | float"], tuple[TrainState, StepMetrics]
+]
 """``step(state, model, start_obs [N, obs_dim], lam) -> (state, metrics)``: one compiled update."""
 
 
@@ -195,7 +203,7 @@ TrainStep = Callable[[TrainState, Any, jax.Array, "jax.Array | float"], tuple[Tr
 def _train_step(
     settings: PolicyStepSettings,
     state: TrainState,
-    model,
+    model: WorldModel,
     start_obs: jax.Array,
     lam: jax.Array | float,
     first_check: jax.Array | int,
@@ -228,16 +236,22 @@ def make_train_step(training: PolicyTraining) -> TrainStep:
     ``training.step_settings`` and shapes: a ``training`` that differs only in what the host loop
     reads, ``first_check`` or ``action_std`` reuses the compiled code."""
     return lambda state, model, start_obs, lam: _train_step(
-        training.step_settings, state, model, start_obs, lam, training.first_check, training.action_std
+        training.step_settings,
+        state,
+        model,
+        start_obs,
+        lam,
+        training.first_check,
+        training.action_std,
     )
 
 
 def train_policy(
     training: PolicyTraining,
-    model,
+    model: WorldModel,
     policy: Policy,
     opt_state: optax.OptState,
-    start_obs: jax.Array,
+    start_obs: jax.Array | np.ndarray,
     key: jax.Array,
     lam: float,
 ) -> tuple[Policy, optax.OptState, TrainInfo]:
@@ -258,7 +272,13 @@ def train_policy(
     if training.max_updates < 1:
         raise ConfigError(f"max_updates must be ≥ 1, got {training.max_updates}")
     start = jnp.asarray(start_obs[:n])
-    state = TrainState(policy, opt_state, stop_rule_init(policy, member_count(model.params)), key, jnp.zeros((), jnp.int32))
+    state = TrainState(
+        policy,
+        opt_state,
+        stop_rule_init(policy, member_count(model.params)),
+        key,
+        jnp.zeros((), jnp.int32),
+    )
     step = make_train_step(training)
     ppo: list[PPOMetrics] = []  # every update's, on the device until training ends
     for _ in range(training.max_updates):

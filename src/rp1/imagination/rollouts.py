@@ -33,25 +33,40 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Callable, NamedTuple
+from typing import Any, NamedTuple, Protocol, Self, cast
 
 import jax
 import jax.numpy as jnp
 
-from rp1.dynamics.ensemble import predict_all
-from rp1.dynamics.heads import predict_heads
-from rp1.dynamics.normalizer import standardize
-from rp1.envs.lookup import import_reference
-from rp1.envs.task import KNOWN, LEARNED, RESOLVED_SOURCES, Task
 from rp1.core.errors import ConfigError
 from rp1.core.nn import member_count
+from rp1.dynamics.ensemble import Ensemble, predict_all
+from rp1.dynamics.heads import predict_heads
+from rp1.dynamics.normalizer import Normalizer, standardize
+from rp1.envs.lookup import import_reference
+from rp1.envs.task import KNOWN, LEARNED, RESOLVED_SOURCES, Task
 from rp1.policy.networks import DEFAULT_ACTION_STD, Policy, act_mean, act_sample
 
 Predict = Callable[..., jax.Array]
 BonusFn = Callable[[jax.Array, jax.Array], jax.Array]
 """``bonus(rewards [M, N], next_norm [M, N, obs_dim]) -> u [N]``."""
+
+
+class WorldModel(Protocol):
+    """What imagining reads of a model (see the module docstring): ``params`` whose leaves carry
+    the member axis ``M``, the state normaliser ``obs_norm`` and ``replace`` (a ``flax.struct``
+    dataclass such as :class:`rp1.dynamics.Ensemble`)."""
+
+    @property
+    def params(self) -> Any: ...
+
+    @property
+    def obs_norm(self) -> Normalizer: ...
+
+    def replace(self, **updates: Any) -> Self: ...
 
 
 class Trajectory(NamedTuple):
@@ -115,10 +130,14 @@ def bonus_function(name: str) -> BonusFn:
     if name in BONUSES:
         return BONUSES[name]
     if ":" not in name:
-        raise ConfigError(f"unknown bonus {name!r}; valid bonuses: {', '.join(BONUSES)}, or package.module:function")
+        raise ConfigError(
+            f"unknown bonus {name!r}; valid bonuses: {', '.join(BONUSES)}, or package.module:function"
+        )
     bonus = import_reference(name, "bonus")
     if not callable(bonus):
-        raise ConfigError(f"bonus {name!r}: a {type(bonus).__name__}, not a function (rewards [M, N], next_norm [M, N, obs_dim]) -> [N]")
+        raise ConfigError(
+            f"bonus {name!r}: a {type(bonus).__name__}, not a function (rewards [M, N], next_norm [M, N, obs_dim]) -> [N]"
+        )
     return bonus
 
 
@@ -143,16 +162,29 @@ class Outcomes:
     reward: str = KNOWN
     done: str = KNOWN
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for what in ("reward", "done"):
             source = getattr(self, what)
             if source not in RESOLVED_SOURCES:
-                raise ConfigError(f"{what} must be one of {', '.join(RESOLVED_SOURCES)}, got {source!r}")
+                raise ConfigError(
+                    f"{what} must be one of {', '.join(RESOLVED_SOURCES)}, got {source!r}"
+                )
 
-    def __call__(self, model, obs: jax.Array, act: jax.Array, next_obs: jax.Array) -> tuple[jax.Array, jax.Array]:
-        heads = predict_heads(model, obs, act, next_obs) if LEARNED in (self.reward, self.done) else None
-        rewards = heads[0] if self.reward == LEARNED else self.task.reward(next_obs, act)
-        dones = heads[1] if self.done == LEARNED else self.task.done(next_obs)
+    def __call__(
+        self, model: WorldModel, obs: jax.Array, act: jax.Array, next_obs: jax.Array
+    ) -> tuple[jax.Array, jax.Array]:
+        # learned: the model must have heads (above), so it is an Ensemble
+        heads = (
+            predict_heads(cast(Ensemble, model), obs, act, next_obs)
+            if LEARNED in (self.reward, self.done)
+            else None
+        )
+        rewards = (
+            heads[0]
+            if heads is not None and self.reward == LEARNED
+            else self.task.reward(next_obs, act)
+        )
+        dones = heads[1] if heads is not None and self.done == LEARNED else self.task.done(next_obs)
         return rewards, dones
 
 
@@ -195,7 +227,9 @@ def make_imagination(
     )
 
 
-def advance(state: RolloutState, next_obs: jax.Array, done: jax.Array) -> tuple[RolloutState, jax.Array]:
+def advance(
+    state: RolloutState, next_obs: jax.Array, done: jax.Array
+) -> tuple[RolloutState, jax.Array]:
     """Move running rollouts to ``next_obs [..., obs_dim]`` and apply termination flags
     ``done [...]`` (of ``next_obs``).
 
@@ -207,7 +241,9 @@ def advance(state: RolloutState, next_obs: jax.Array, done: jax.Array) -> tuple[
     return RolloutState(jnp.where(alive[..., None], next_obs, state.obs), alive), done
 
 
-def predict_each_member(predict: Predict, model, obs: jax.Array, act: jax.Array) -> jax.Array:
+def predict_each_member(
+    predict: Predict, model: WorldModel, obs: jax.Array, act: jax.Array
+) -> jax.Array:
     """Member ``j`` predicts from its own ``obs[j], act[j]``: ``[M, ..., dim]`` -> ``[M, ..., obs_dim]``.
 
     The model is split into ``M`` one-member models (parameters ``[1, ...]``) and ``predict`` is
@@ -221,7 +257,7 @@ def predict_each_member(predict: Predict, model, obs: jax.Array, act: jax.Array)
 @partial(jax.jit, static_argnums=0)
 def imagine(
     imagination: Imagination,
-    model,
+    model: WorldModel,
     policy: Policy,
     start_obs: jax.Array,
     key: jax.Array,
@@ -242,7 +278,7 @@ def imagine(
     task, obs_norm = imagination.task, model.obs_norm
     rows = jnp.arange(start_obs.shape[0])
 
-    def step(state: RolloutState, step_key: jax.Array):
+    def step(state: RolloutState, step_key: jax.Array) -> tuple[RolloutState, Trajectory]:
         k_act, k_member = jax.random.split(step_key)
         act, logp = act_sample(policy, obs_norm, state.obs, k_act, action_std)
         act_env = clip_action(task, act)
@@ -280,7 +316,9 @@ def imagine(
 
 
 @partial(jax.jit, static_argnums=0)
-def member_returns(imagination: Imagination, model, policy: Policy, start_obs: jax.Array) -> jax.Array:
+def member_returns(
+    imagination: Imagination, model: WorldModel, policy: Policy, start_obs: jax.Array
+) -> jax.Array:
     """Return of the deterministic policy in each member separately: ``[M]`` (SPEC §4, stop rule).
 
     From every row of ``start_obs [N, obs_dim]``, member ``j`` alone drives the state for
@@ -292,7 +330,7 @@ def member_returns(imagination: Imagination, model, policy: Policy, start_obs: j
     task, obs_norm = imagination.task, model.obs_norm
     m = member_count(model.params)
 
-    def step(state: RolloutState, _):
+    def step(state: RolloutState, _xs: None) -> tuple[RolloutState, jax.Array]:
         act = clip_action(task, act_mean(policy, obs_norm, state.obs))  # [M, N, act_dim]
         next_obs = predict_each_member(imagination.predict, model, state.obs, act)
         rewards, dones = imagination.outcomes(model, state.obs, act, next_obs)

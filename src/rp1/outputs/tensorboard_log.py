@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rp1.core.errors import ConfigError
+
 EVENT_FILES = "events.out.tfevents.*"
 
 
@@ -52,9 +53,13 @@ class TensorBoardLog:
                 self._writer.add_summary(summary.scalar(column, float(value)), step)
         if row.get("lambda") is not None:
             self._lambdas.append(float(row["lambda"]))
-            self._writer.add_summary(summary.histogram("lambda_played", self._lambdas, "auto"), step)
+            self._writer.add_summary(
+                summary.histogram("lambda_played", self._lambdas, "auto"), step
+            )
 
-    def add_video(self, gif: bytes, size: tuple[int, int], step: int, tag: str = "best_policy") -> None:
+    def add_video(
+        self, gif: bytes, size: tuple[int, int], step: int, tag: str = "best_policy"
+    ) -> None:
         """An animated GIF of ``size = (width, height)`` at ``step``."""
         from tensorboardX.proto.summary_pb2 import Summary
 

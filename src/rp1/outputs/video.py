@@ -27,16 +27,17 @@ import sys
 import tempfile
 import threading
 import warnings
+from collections.abc import Callable, Iterator
 from io import BytesIO
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
 
 from rp1 import envs
-from rp1.core.errors import ConfigError, RenderError, StorageError
 from rp1.agents.policy_files import EvaluationEpisodes, TrainedPolicy
+from rp1.core.errors import ConfigError, RenderError, StorageError
 from rp1.rundir.files import TEMPORARY, check_writable_dir, write_atomically
 
 SUFFIXES = (".mp4", ".gif")
@@ -120,7 +121,10 @@ def _follow_first_body(env: gym.Env) -> None:
     began (the runner soon leaves the picture); make it track body 1 (the torso of the
     locomotion tasks) at the environment's own distance and angles."""
     renderer = getattr(env.unwrapped, "mujoco_renderer", None)
-    if renderer is None or renderer.camera_id not in (-1, None):  # not MuJoCo, or a camera was chosen
+    if renderer is None or renderer.camera_id not in (
+        -1,
+        None,
+    ):  # not MuJoCo, or a camera was chosen
         return
     import mujoco
 
@@ -134,20 +138,24 @@ def _render(env: gym.Env, task: str) -> np.ndarray:
     with _quiet_failed_viewers():  # the failed viewer is freed when the except block ends
         try:
             return np.asarray(env.render())
-        except Exception as err:  # OpenGL fails as ImportError, AttributeError, RuntimeError, … by backend
+        except (
+            Exception
+        ) as err:  # OpenGL fails as ImportError, AttributeError, RuntimeError, … by backend
             if hasattr(env.unwrapped, "mujoco_renderer"):
-                error: Exception = RenderError.of(f"cannot render {task} offscreen", os.environ.get("MUJOCO_GL", "glfw"), err)
+                error: Exception = RenderError.of(
+                    f"cannot render {task} offscreen", os.environ.get("MUJOCO_GL", "glfw"), err
+                )
             else:
                 error = ConfigError(f"task {task!r} cannot render ({type(err).__name__}: {err})")
     raise error
 
 
 @contextlib.contextmanager
-def _quiet_failed_viewers():
+def _quiet_failed_viewers() -> Iterator[None]:
     """A Gymnasium viewer whose OpenGL context could not be made fails again when it is freed
     (``OffScreenViewer.__del__``); keep that second failure off stderr."""
 
-    def hook(unraisable):
+    def hook(unraisable: sys.UnraisableHookArgs) -> None:
         if "Viewer.__del__" not in repr(unraisable.object):
             previous(unraisable)
 
@@ -165,17 +173,19 @@ class _EpisodeFrames(gym.Wrapper):
     """Records a frame after every reset and step; hands each finished episode to ``done(slot,
     frames)`` (an episode ends when it terminates or is truncated)."""
 
-    def __init__(self, env: gym.Env, task: str, slot: int, done: Callable[[int, list[np.ndarray]], None]):
+    def __init__(
+        self, env: gym.Env, task: str, slot: int, done: Callable[[int, list[np.ndarray]], None]
+    ) -> None:
         super().__init__(env)
         self.task, self.slot, self.done = task, slot, done
         self.frames: list[np.ndarray] = []
 
-    def reset(self, **kwargs: Any):
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         result = self.env.reset(**kwargs)
         self.frames = [_render(self.env, self.task)]
         return result
 
-    def step(self, action):
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         result = self.env.step(action)
         self.frames.append(_render(self.env, self.task))
         if result[2] or result[3]:
@@ -185,7 +195,10 @@ class _EpisodeFrames(gym.Wrapper):
 
 
 def render_episodes(
-    policy: TrainedPolicy, replay: EvaluationEpisodes, size: tuple[int, int], on_episode: Callable[[int, list[np.ndarray]], None]
+    policy: TrainedPolicy,
+    replay: EvaluationEpisodes,
+    size: tuple[int, int],
+    on_episode: Callable[[int, list[np.ndarray]], None],
 ) -> np.ndarray:
     """Run ``replay``'s episodes of ``policy`` again, rendering ``size = (width, height)`` frames:
     ``on_episode(k, frames)`` gets episode ``k``'s frames (``T_k + 1`` of ``[height, width, 3]``
@@ -206,7 +219,9 @@ def render_episodes(
     made: list[gym.Env] = []
 
     def make_env(task: str, seed: int | None, horizon: int) -> gym.Env:
-        made.append(_EpisodeFrames(make_rendering_env(task, seed, horizon, size), task, len(made), finished))
+        made.append(
+            _EpisodeFrames(make_rendering_env(task, seed, horizon, size), task, len(made), finished)
+        )
         return made[-1]
 
     real = replay.envs(policy.task, policy.horizon, make_env)
@@ -236,7 +251,7 @@ class VideoFile:
     encoder's cause (a full temporary directory, …), and nothing is left behind (the encoder
     writes into a temporary folder, which an exit on a signal removes too, :data:`rp1.rundir.files.TEMPORARY`)."""
 
-    def __init__(self, path: Path, fps: float, size: tuple[int, int]):
+    def __init__(self, path: Path, fps: float, size: tuple[int, int]) -> None:
         self.path, self.fps, self.size = Path(path), fps, size
         self.frames = 0
         self._gif: list[Any] = []
@@ -251,26 +266,57 @@ class VideoFile:
             self._tmp = tempfile.TemporaryDirectory(prefix="rp1-video-")
             TEMPORARY.add(self._tmp.name)
             command = [
-                imageio_ffmpeg.get_ffmpeg_exe(), "-y", "-f", "rawvideo", "-vcodec", "rawvideo", "-s", f"{self.size[0]}x{self.size[1]}",
-                "-pix_fmt", "rgb24", "-r", f"{self.fps:.2f}", "-i", "-", "-an", "-vcodec", "libx264", "-pix_fmt", "yuv420p",
-                "-crf", "25", "-v", "error", str(Path(self._tmp.name) / "video.mp4"),
+                imageio_ffmpeg.get_ffmpeg_exe(),
+                "-y",
+                "-f",
+                "rawvideo",
+                "-vcodec",
+                "rawvideo",
+                "-s",
+                f"{self.size[0]}x{self.size[1]}",
+                "-pix_fmt",
+                "rgb24",
+                "-r",
+                f"{self.fps:.2f}",
+                "-i",
+                "-",
+                "-an",
+                "-vcodec",
+                "libx264",
+                "-pix_fmt",
+                "yuv420p",
+                "-crf",
+                "25",
+                "-v",
+                "error",
+                str(Path(self._tmp.name) / "video.mp4"),
             ]  # what imageio_ffmpeg.write_frames runs, with ffmpeg's errors and exit code kept
             with _starting_ffmpeg():
-                self._ffmpeg = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            self._reader = threading.Thread(target=lambda: self._errors.append(self._ffmpeg.stderr.read()), daemon=True)
+                self._ffmpeg = subprocess.Popen(
+                    command,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                )
+            stderr = self._ffmpeg.stderr
+            assert stderr is not None  # a pipe (stderr=PIPE)
+            self._reader = threading.Thread(
+                target=lambda: self._errors.append(stderr.read()), daemon=True
+            )
             self._reader.start()
         return self
 
     def add(self, frame: np.ndarray) -> None:
         """Append one frame ``[height, width, 3]`` uint8."""
         if frame.shape != (self.size[1], self.size[0], 3):
-            raise ValueError(f"frame of shape {frame.shape}, expected {(self.size[1], self.size[0], 3)}")
+            raise ValueError(
+                f"frame of shape {frame.shape}, expected {(self.size[1], self.size[0], 3)}"
+            )
         self.frames += 1
         if self._ffmpeg is not None:
-            try:
+            assert self._ffmpeg.stdin is not None  # a pipe (stdin=PIPE)
+            with contextlib.suppress(BrokenPipeError):  # ffmpeg ended: __exit__ says why
                 self._ffmpeg.stdin.write(np.ascontiguousarray(frame, np.uint8).tobytes())
-            except BrokenPipeError:  # ffmpeg ended: __exit__ says why
-                pass
         else:
             self._gif.append(_gif_frame(frame))
 
@@ -279,7 +325,10 @@ class VideoFile:
             if self._ffmpeg is not None:
                 self._finish_ffmpeg(kind is None)
                 if kind is None:
-                    write_atomically(self.path, (Path(self._tmp.name) / "video.mp4").read_bytes(), "video")
+                    assert self._tmp is not None  # made with the ffmpeg process
+                    write_atomically(
+                        self.path, (Path(self._tmp.name) / "video.mp4").read_bytes(), "video"
+                    )
             elif kind is None and self._gif:
                 write_atomically(self.path, _encode_gif(self._gif, self.fps), "video")
         finally:
@@ -291,6 +340,9 @@ class VideoFile:
     def _finish_ffmpeg(self, complete: bool) -> None:
         """Let ffmpeg finish the file (``complete``) or stop it; StorageError naming the video and
         ffmpeg's last error line if it failed."""
+        assert (
+            self._ffmpeg is not None and self._ffmpeg.stdin is not None
+        )  # ffmpeg runs (__enter__)
         with contextlib.suppress(BrokenPipeError):
             self._ffmpeg.stdin.close()
         if not complete:
@@ -304,7 +356,7 @@ class VideoFile:
 
 
 @contextlib.contextmanager
-def _starting_ffmpeg():
+def _starting_ffmpeg() -> Iterator[None]:
     """Starting the ffmpeg process: without JAX's warning that forking a multithreaded process
     may deadlock (the child runs ffmpeg at once; nothing of this process runs in it)."""
     with warnings.catch_warnings():
@@ -326,7 +378,14 @@ def _gif_frame(frame: np.ndarray) -> Any:
 
 def _encode_gif(images: list[Any], fps: float) -> bytes:
     buffer = BytesIO()
-    images[0].save(buffer, format="GIF", save_all=True, append_images=images[1:], duration=round(1000 / fps), loop=0)
+    images[0].save(
+        buffer,
+        format="GIF",
+        save_all=True,
+        append_images=images[1:],
+        duration=round(1000 / fps),
+        loop=0,
+    )
     return buffer.getvalue()
 
 
@@ -374,8 +433,16 @@ def record(
     kept: list[np.ndarray] = []
 
     def add(k: int, frames: list[np.ndarray]) -> None:
-        for t, frame in enumerate(frames):  # the step makes every frame differ (a GIF merges equal ones)
-            frame = caption(frame, [title, f"episode {k + 1}/{replay.episodes} | step {t} | return {float(returns[k]):.1f}"])
+        for t, frame in enumerate(
+            frames
+        ):  # the step makes every frame differ (a GIF merges equal ones)
+            frame = caption(
+                frame,
+                [
+                    title,
+                    f"episode {k + 1}/{replay.episodes} | step {t} | return {float(returns[k]):.1f}",
+                ],
+            )
             video.add(frame)
             if keep_frames:
                 kept.append(frame)

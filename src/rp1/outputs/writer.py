@@ -27,11 +27,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rp1.agents.policy_files import (
+    BEST,
+    LAST,
+    PolicySnapshot,
+    TrainedPolicy,
+    read_policy,
+    write_policy,
+)
 from rp1.config import Config
 from rp1.envs import Task
-from rp1.agents.policy_files import BEST, LAST, PolicySnapshot, TrainedPolicy, read_policy, write_policy
-from rp1.rundir.files import POLICY_DIR, TENSORBOARD_DIR, VIDEO_DIR, config_hash
 from rp1.outputs.video import DEFAULT_SIZE
+from rp1.rundir.files import POLICY_DIR, TENSORBOARD_DIR, VIDEO_DIR, config_hash
 
 
 @dataclass(frozen=True)
@@ -56,7 +63,9 @@ class RunOptions:
             check_rendering(cfg.task, cfg.horizon, self.video_size)
 
 
-def trained_policy(snapshot: PolicySnapshot, cfg: Config, task: Task, row: dict[str, Any], **fields: Any) -> TrainedPolicy:
+def trained_policy(
+    snapshot: PolicySnapshot, cfg: Config, task: Task, row: dict[str, Any], **fields: Any
+) -> TrainedPolicy:
     """``snapshot`` of a run of ``cfg`` on ``task`` as a :class:`TrainedPolicy`, produced by the step
     of metrics ``row`` (its iteration, samples and evaluation); ``fields``: the rest of its fields
     (``config_hash`` at least)."""
@@ -88,7 +97,14 @@ class RunOutputs:
     """The outputs of a run of ``cfg`` on ``task`` in ``run_dir`` (see the module docstring);
     ``rows`` are the rows already checkpointed (``[]`` for a fresh run)."""
 
-    def __init__(self, run_dir: Path, cfg: Config, task: Task, rows: list[dict[str, Any]], options: RunOptions):
+    def __init__(
+        self,
+        run_dir: Path,
+        cfg: Config,
+        task: Task,
+        rows: list[dict[str, Any]],
+        options: RunOptions,
+    ):
         self.dir, self.cfg, self.task, self.options = Path(run_dir), cfg, task, options
         self.hash = config_hash(cfg.to_dict())
         last = self.dir / POLICY_DIR / f"{LAST}.msgpack"
@@ -97,7 +113,9 @@ class RunOutputs:
             self.kept_since = kept.kept_since
         else:  # a fresh run, or one an earlier rp1 (which kept no policies) checkpointed
             self.kept_since = rows[-1]["iteration"] + 1 if rows else 0
-        self.best: float | None = None  # of the checkpointed rows: a step repeated after a kill writes its files again
+        self.best: float | None = (
+            None  # of the checkpointed rows: a step repeated after a kill writes its files again
+        )
         for row in rows:
             if row["iteration"] >= self.kept_since and beats(row, self.best):
                 self.best = row["eval_return"]
@@ -112,7 +130,9 @@ class RunOutputs:
         """Keep the step's policy (``snapshot``, which ``row`` evaluated, if it did), and, as the
         options say, its video and the row's TensorBoard entries."""
         policy = self._trained_policy(snapshot, row)
-        write_policy(self.dir / POLICY_DIR / f"{LAST}.msgpack", dataclasses.replace(policy, which=LAST))
+        write_policy(
+            self.dir / POLICY_DIR / f"{LAST}.msgpack", dataclasses.replace(policy, which=LAST)
+        )
         new_best = beats(row, self.best)
         if new_best:
             policy = dataclasses.replace(policy, which=BEST)
@@ -130,7 +150,9 @@ class RunOutputs:
             self.tensorboard.close()
 
     def _trained_policy(self, snapshot: PolicySnapshot, row: dict[str, Any]) -> TrainedPolicy:
-        return trained_policy(snapshot, self.cfg, self.task, row, config_hash=self.hash, kept_since=self.kept_since)
+        return trained_policy(
+            snapshot, self.cfg, self.task, row, config_hash=self.hash, kept_since=self.kept_since
+        )
 
     def video_path(self, samples: int) -> Path:
         return self.dir / VIDEO_DIR / f"best_{samples}.mp4"
@@ -139,17 +161,28 @@ class RunOutputs:
         """Render the first episode of ``policy``'s evaluation to :meth:`video_path`; its frames."""
         from rp1.outputs.video import record
 
+        assert policy.snapshot.replay is not None  # a new best: its evaluation was recorded
         replay = policy.snapshot.replay.with_episodes(1)
-        return record(policy, replay, self.video_path(policy.samples), self.options.video_size, keep_frames=True)
+        return record(
+            policy,
+            replay,
+            self.video_path(policy.samples),
+            self.options.video_size,
+            keep_frames=True,
+        )
 
     def _log_video(self, frames: list[Any], samples: int) -> None:
         from rp1.outputs.video import frame_rate, gif_bytes
 
-        self.tensorboard.add_video(gif_bytes(frames, frame_rate(self.cfg.task)), self.options.video_size, samples)
+        assert self.tensorboard is not None  # called with a TensorBoard log only
+        self.tensorboard.add_video(
+            gif_bytes(frames, frame_rate(self.cfg.task)), self.options.video_size, samples
+        )
 
     def _replay_log(self, rows: list[dict[str, Any]]) -> None:
         """The TensorBoard log of the checkpointed ``rows``, with the videos of their bests that
         ``RUN/videos/`` holds (:mod:`rp1.outputs.tensorboard_log`)."""
+        assert self.tensorboard is not None  # called with a TensorBoard log only
         best = None
         for row in rows:
             self.tensorboard.add_row(row)

@@ -14,8 +14,8 @@ from rp1.policy.networks import (
 )
 from rp1.policy.ppo import (
     PPOBatch,
-    PPOSettings,
     PPOMetrics,
+    PPOSettings,
     discounted_returns,
     explained_variance,
     make_batch,
@@ -28,8 +28,8 @@ from rp1.policy.ppo import (
 
 __all__ = [
     "PPOBatch",
-    "PPOSettings",
     "PPOMetrics",
+    "PPOSettings",
     "Policy",
     "act_mean",
     "act_sample",

@@ -20,15 +20,15 @@ Example::
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from rp1.dynamics.normalizer import Normalizer, normalize
 from rp1.core.nn import Params, mlp_apply, mlp_init
+from rp1.dynamics.normalizer import Normalizer, normalize
 
 HIDDEN = (32, 32)  # SPEC §4, actor and critic alike
 DEFAULT_ACTION_STD = 0.5
@@ -36,8 +36,7 @@ ACTOR_OUT_SCALE = 0.01  # a near-zero initial mean: the first policy acts like p
 CRITIC_OUT_SCALE = 1.0
 
 
-@struct.dataclass
-class Policy:
+class Policy(struct.PyTreeNode):
     """Actor and critic parameters (two independent :mod:`rp1.core.nn` MLPs)."""
 
     actor: Params
@@ -57,7 +56,9 @@ def policy_init(
 
 def is_finite(policy: Policy) -> bool:
     """Whether every parameter of ``policy`` is finite (not inf or NaN: its training diverged)."""
-    return all(bool(np.isfinite(np.asarray(leaf)).all()) for leaf in jax.tree_util.tree_leaves(policy))
+    return all(
+        bool(np.isfinite(np.asarray(leaf)).all()) for leaf in jax.tree_util.tree_leaves(policy)
+    )
 
 
 @jax.jit

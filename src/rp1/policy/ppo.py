@@ -21,9 +21,10 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import NamedTuple, Sequence
+from typing import NamedTuple, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -64,11 +65,32 @@ class PPOSettings:
     value_coef: float = VALUE_COEF
     entropy_coef: float = ENTROPY_COEF
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.advantage not in ADVANTAGES:
-            raise ValueError(f"advantage must be one of {', '.join(ADVANTAGES)}, got {self.advantage!r}")
+            raise ValueError(
+                f"advantage must be one of {', '.join(ADVANTAGES)}, got {self.advantage!r}"
+            )
         if self.epochs < 1:
             raise ValueError(f"epochs must be >= 1, got {self.epochs}")
+
+
+class Rollouts(Protocol):
+    """What :func:`make_batch` reads of a batch of rollouts, fields with leading ``[H, N]``: an
+    imagined :class:`~rp1.imagination.Trajectory` or real :class:`~rp1.realenv.Episodes` (NumPy
+    arrays, JAX arrays inside :func:`ppo_update`)."""
+
+    @property
+    def obs(self) -> jax.Array: ...
+    @property
+    def act(self) -> jax.Array: ...
+    @property
+    def logp(self) -> jax.Array: ...
+    @property
+    def reward(self) -> jax.Array: ...
+    @property
+    def done(self) -> jax.Array: ...
+    @property
+    def valid(self) -> jax.Array: ...
 
 
 class PPOBatch(NamedTuple):
@@ -111,7 +133,7 @@ def discounted_returns(reward: jax.Array, done: jax.Array, gamma: float = GAMMA)
     discounted back (the reset at termination).
     """
 
-    def back(g_next, step):
+    def back(g_next: jax.Array, step: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
         r, d = step
         g = r + gamma * jnp.where(d, 0.0, g_next)
         return g, g
@@ -129,7 +151,9 @@ def normalize_returns(returns: jax.Array, valid: jax.Array) -> jax.Array:
     return (returns - mean) / (std + RETURN_STD_EPS)
 
 
-def make_batch(policy: Policy, obs_norm: Normalizer, traj, gamma: float = GAMMA) -> PPOBatch:
+def make_batch(
+    policy: Policy, obs_norm: Normalizer, traj: Rollouts, gamma: float = GAMMA
+) -> PPOBatch:
     """Targets for one update from a batch of rollouts with fields ``obs, act, logp, reward, done,
     valid`` with leading ``[H, N]`` (an imagined :class:`~rp1.imagination.Trajectory` or real
     :class:`~rp1.realenv.Episodes`): normalised returns and advantages under the current critic."""
@@ -182,7 +206,9 @@ def ppo_loss(
     mean_w = lambda x: (batch.weight * x).sum() / jnp.maximum(batch.weight.sum(), 1.0)  # noqa: E731
     logp = gaussian_log_prob(act_mean(policy, obs_norm, batch.obs), action_std, batch.act)
     ratio = jnp.exp(logp - batch.logp)
-    surrogate = jnp.minimum(ratio * batch.adv, jnp.clip(ratio, 1 - clip_eps, 1 + clip_eps) * batch.adv)
+    surrogate = jnp.minimum(
+        ratio * batch.adv, jnp.clip(ratio, 1 - clip_eps, 1 + clip_eps) * batch.adv
+    )
     policy_loss = -mean_w(surrogate)
     v = value(policy, obs_norm, batch.obs)
     value_loss = mean_w((v - batch.ret) ** 2)
@@ -204,7 +230,7 @@ def ppo_loss(
 def ppo_update(
     policy: Policy,
     opt_state: optax.OptState,
-    traj,
+    traj: Rollouts,
     obs_norm: Normalizer,
     action_std: jax.Array | float = DEFAULT_ACTION_STD,
     settings: PPOSettings = PPOSettings(),
@@ -229,7 +255,9 @@ def ppo_update(
     optimizer = make_policy_optimizer()  # its update reads the learning rate from opt_state
     per_epoch = settings.advantage == "per-epoch"
 
-    def epoch(carry, _):
+    def epoch(
+        carry: tuple[Policy, optax.OptState], _xs: None
+    ) -> tuple[tuple[Policy, optax.OptState], PPOMetrics]:
         params, state = carry
         targets = with_advantage(params, obs_norm, batch) if per_epoch else batch
         grads, _ = jax.grad(loss_fn, has_aux=True)(params, batch=targets)
@@ -241,7 +269,9 @@ def ppo_update(
         updates, state = optimizer.update(grads, state, params)
         return (optax.apply_updates(params, updates), state), metrics
 
-    (policy, opt_state), metrics = jax.lax.scan(epoch, (policy, opt_state), None, length=settings.epochs)
+    (policy, opt_state), metrics = jax.lax.scan(
+        epoch, (policy, opt_state), None, length=settings.epochs
+    )
     return policy, opt_state, jax.tree_util.tree_map(jnp.mean, metrics)
 
 
@@ -252,6 +282,9 @@ def ppo_summary(updates: Sequence[PPOMetrics]) -> dict[str, float]:
     device for all of them."""
     values = np.asarray(jax.device_get(list(updates)), np.float64)  # [updates, fields]
     summary = {}
-    for name, column in zip(PPOMetrics._fields, values.T):
-        summary[f"ppo_{name}_mean"], summary[f"ppo_{name}_last"] = float(column.mean()), float(column[-1])
+    for name, column in zip(PPOMetrics._fields, values.T, strict=True):
+        summary[f"ppo_{name}_mean"], summary[f"ppo_{name}_last"] = (
+            float(column.mean()),
+            float(column[-1]),
+        )
     return summary

@@ -38,8 +38,23 @@ The package: :mod:`~rp1.realenv.environments` (:class:`RealEnvs`, the slots and 
 """
 
 from rp1.realenv.environments import MP_CONTEXT, UNSEEDED, UNUSED, EnvGroup, MakeEnv, RealEnvs
-from rp1.realenv.episodes import ActFn, Episodes, MeanAction, collect, evaluate, mean_policy, noisy_policy
-from rp1.realenv.phases import STOP_BUDGET, STOP_CAP, STOP_PCA, CollectSettings, Phase, collect_phase
+from rp1.realenv.episodes import (
+    ActFn,
+    Episodes,
+    MeanAction,
+    collect,
+    evaluate,
+    mean_policy,
+    noisy_policy,
+)
+from rp1.realenv.phases import (
+    STOP_BUDGET,
+    STOP_CAP,
+    STOP_PCA,
+    CollectSettings,
+    Phase,
+    collect_phase,
+)
 
 __all__ = [
     "MP_CONTEXT",

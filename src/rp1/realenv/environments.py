@@ -3,8 +3,9 @@ processes (:class:`RealEnvs`); how an episode is seeded (:data:`UNSEEDED`, :data
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -37,13 +38,28 @@ class EnvGroup(gym.Env):
     for :class:`RealEnvs` (no autoreset). ``make_env(task_name, seed, horizon) -> env`` makes each
     environment (default: :func:`rp1.envs.make`'s)."""
 
+    observation_space: Box
+    action_space: Box
+
     def __init__(
-        self, task_name: str, offset: int, size: int, seed: int | None = None, horizon: int = 0, make_env: MakeEnv | None = None
-    ):
+        self,
+        task_name: str,
+        offset: int,
+        size: int,
+        seed: int | None = None,
+        horizon: int = 0,
+        make_env: MakeEnv | None = None,
+    ) -> None:
         make_env = make_env or make_task_env
-        self.envs = [make_env(task_name, None if seed is None else seed + offset + i, horizon) for i in range(size)]
+        self.envs = [
+            make_env(task_name, None if seed is None else seed + offset + i, horizon)
+            for i in range(size)
+        ]
         self.offset = offset
         single_obs, single_act = self.envs[0].observation_space, self.envs[0].action_space
+        assert isinstance(single_obs, Box) and isinstance(
+            single_act, Box
+        )  # as rp1.envs.make checks
         self.observation_space = Box(-np.inf, np.inf, (size, *single_obs.shape), np.float64)
         self.action_space = Box(
             np.broadcast_to(single_act.low, (size, *single_act.shape)),
@@ -53,16 +69,21 @@ class EnvGroup(gym.Env):
         self._obs = np.zeros(self.observation_space.shape)
         self._running = np.zeros(size, bool)
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        assert options is not None, "the episodes' seeds: options={'seeds': ...}"
         seeds = np.asarray(options["seeds"])[self.offset : self.offset + len(self.envs)]
         self._running = seeds != UNUSED
         self._obs = np.zeros(self.observation_space.shape)
-        for i, (env, s) in enumerate(zip(self.envs, seeds)):
+        for i, (env, s) in enumerate(zip(self.envs, seeds, strict=True)):
             if s != UNUSED:
                 self._obs[i] = env.reset(seed=None if s == UNSEEDED else int(s))[0]
         return self._obs.copy(), {}
 
-    def step(self, action: np.ndarray):
+    def step(  # type: ignore[override]  # batched: arrays where one environment returns scalars
+        self, action: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         size = len(self.envs)
         reward, terminated, truncated = np.zeros(size), np.zeros(size, bool), np.zeros(size, bool)
         for i in np.flatnonzero(self._running):
@@ -79,7 +100,7 @@ class EnvGroup(gym.Env):
         for env, generator in zip(self.envs, generators, strict=True):
             env.unwrapped.np_random = generator
 
-    def close(self):
+    def close(self) -> None:
         for env in self.envs:
             env.close()
 
@@ -94,17 +115,29 @@ class RealEnvs:
     reward, terminated, truncated)``, each ``[slots, …]``; ``task`` is the task's :class:`Task`."""
 
     def __init__(
-        self, task_name: str, slots: int, workers: int = 1, seed: int | None = None, horizon: int = 0, make_env: MakeEnv | None = None
-    ):
+        self,
+        task_name: str,
+        slots: int,
+        workers: int = 1,
+        seed: int | None = None,
+        horizon: int = 0,
+        make_env: MakeEnv | None = None,
+    ) -> None:
         size = slots // workers
         self.slots = slots
         probe, self.task = envs.make(task_name, horizon=horizon)
         probe.close()
-        groups = [partial(EnvGroup, task_name, w * size, size, seed, horizon, make_env) for w in range(workers)]
+        groups = [
+            partial(EnvGroup, task_name, w * size, size, seed, horizon, make_env)
+            for w in range(workers)
+        ]
+        self._env: EnvGroup | AsyncVectorEnv
         if workers == 1:
             self._env = groups[0]()
         else:
-            self._env = AsyncVectorEnv(groups, context=MP_CONTEXT, autoreset_mode=AutoresetMode.DISABLED)
+            self._env = AsyncVectorEnv(
+                groups, context=MP_CONTEXT, autoreset_mode=AutoresetMode.DISABLED
+            )
 
     def reset(self, seeds: np.ndarray) -> np.ndarray:
         obs, _ = self._env.reset(options={"seeds": seeds})
@@ -112,13 +145,16 @@ class RealEnvs:
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         shape = self._env.action_space.shape
+        assert shape is not None  # a Box
         obs, reward, terminated, truncated, _ = self._env.step(np.reshape(action, shape))
         flat = lambda x: np.reshape(x, (self.slots,))  # noqa: E731
         return np.reshape(obs, (self.slots, -1)), flat(reward), flat(terminated), flat(truncated)
 
     def _group(self) -> EnvGroup:
         if not isinstance(self._env, EnvGroup):
-            raise ValueError("the environments' random streams are reachable with workers == 1 only")
+            raise ValueError(
+                "the environments' random streams are reachable with workers == 1 only"
+            )
         return self._env
 
     def generators(self) -> list[np.random.Generator]:

@@ -5,7 +5,8 @@ returns (SPEC §7)."""
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -25,7 +26,9 @@ class Episodes(NamedTuple):
     under; steps after an episode ended are invalid (zeros)."""
 
     obs: np.ndarray  # [T, N, obs_dim] float32, state the action was taken in
-    act: np.ndarray  # [T, N, act_dim] float32, the policy's action before clipping (what logp refers to)
+    act: (
+        np.ndarray
+    )  # [T, N, act_dim] float32, the policy's action before clipping (what logp refers to)
     logp: np.ndarray  # [T, N] float32, log π(act | obs) (0 for a policy that reports none)
     reward: np.ndarray  # [T, N] float32, true env reward of the clipped action
     next_obs: np.ndarray  # [T, N, obs_dim] float32, state reached
@@ -60,7 +63,11 @@ class Episodes(NamedTuple):
         low, high = task.action_bounds
         return [
             Transitions(
-                self.obs[:n, k], np.clip(self.act[:n, k], low, high), self.reward[:n, k], self.next_obs[:n, k], self.done[:n, k]
+                self.obs[:n, k],
+                np.clip(self.act[:n, k], low, high),
+                self.reward[:n, k],
+                self.next_obs[:n, k],
+                self.done[:n, k],
             )
             for k, n in enumerate(self.lengths())
         ]
@@ -69,7 +76,9 @@ class Episodes(NamedTuple):
         """These episodes with only their first ``steps`` valid steps kept, counting episode by
         episode (the rest zeroed and invalid)."""
         lengths = self.lengths()
-        keep = np.clip(steps - (np.cumsum(lengths) - lengths), 0, lengths)  # [N] steps kept per episode
+        keep = np.clip(
+            steps - (np.cumsum(lengths) - lengths), 0, lengths
+        )  # [N] steps kept per episode
         valid = self.valid & (np.arange(self.valid.shape[0])[:, None] < keep)
         dropped = ~valid
         return Episodes(
@@ -83,7 +92,9 @@ class Episodes(NamedTuple):
         )
 
 
-def collect(real: RealEnvs, act_fn: ActFn, seeds: np.ndarray, max_steps: int | None = None) -> Episodes:
+def collect(
+    real: RealEnvs, act_fn: ActFn, seeds: np.ndarray, max_steps: int | None = None
+) -> Episodes:
     """Episodes ``k = 0 … len(seeds)−1``, reset with ``seeds[k]`` (or :data:`UNSEEDED`), in rounds
     of ``real.slots`` side by side, each at most ``max_steps`` steps (default: the horizon); each
     step calls ``act_fn`` once for all slots and steps the clipped actions. Returns
@@ -119,7 +130,7 @@ def collect(real: RealEnvs, act_fn: ActFn, seeds: np.ndarray, max_steps: int | N
 def mean_policy(mean_action: MeanAction) -> ActFn:
     """The deterministic policy ``a = mean(s)`` as an :data:`ActFn` (log-probabilities 0)."""
 
-    def act(obs, episode, t):
+    def act(obs: np.ndarray, episode: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray]:
         return np.asarray(mean_action(obs)), np.zeros(len(obs), np.float32)
 
     return act
@@ -129,7 +140,7 @@ def noisy_policy(mean_action: MeanAction, noise_std: float, rng: np.random.Gener
     """``a = mean(s) + noise_std·N(0, 1)`` (float64), the noise drawn from ``rng`` step by step
     (nothing drawn when ``noise_std == 0``), as an :data:`ActFn` (log-probabilities 0)."""
 
-    def act(obs, episode, t):
+    def act(obs: np.ndarray, episode: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray]:
         a = np.asarray(mean_action(obs), np.float64)
         if noise_std > 0:
             a = a + noise_std * rng.standard_normal(a.shape)
@@ -138,11 +149,15 @@ def noisy_policy(mean_action: MeanAction, noise_std: float, rng: np.random.Gener
     return act
 
 
-def evaluate(real: RealEnvs, act_fn: ActFn, count: int, seeds: np.ndarray | None = None) -> np.ndarray:
+def evaluate(
+    real: RealEnvs, act_fn: ActFn, count: int, seeds: np.ndarray | None = None
+) -> np.ndarray:
     """True returns ``[count]`` (float32) of ``count`` episodes of horizon H under ``act_fn`` (the
     deterministic policy, SPEC §7), in rounds of ``real.slots``; ``seeds [count]`` as in
     :func:`collect`, all :data:`UNSEEDED` when ``None``. Each round's returns are summed on their
     own (:meth:`Episodes.returns`), which fixes the float32 summation order."""
     seeds = np.full(count, UNSEEDED) if seeds is None else seeds
     rounds = range(0, count, real.slots)
-    return np.concatenate([collect(real, act_fn, seeds[first : first + real.slots]).returns() for first in rounds])
+    return np.concatenate(
+        [collect(real, act_fn, seeds[first : first + real.slots]).returns() for first in rounds]
+    )

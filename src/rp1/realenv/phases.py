@@ -64,7 +64,9 @@ def collect_phase(
     while samples < limit:
         std = rng.uniform(0.0, settings.noise_max)
         act_fn = noisy_policy(mean_action, std, rng)
-        (episode,) = collect(real, act_fn, np.array([UNSEEDED]), min(real.task.horizon, limit - samples)).transitions(real.task)
+        (episode,) = collect(
+            real, act_fn, np.array([UNSEEDED]), min(real.task.horizon, limit - samples)
+        ).transitions(real.task)
         episodes.append(episode)
         samples += len(episode.rew)
         if stopper.add(np.concatenate([episode.obs, episode.act], axis=1)):

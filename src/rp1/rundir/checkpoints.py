@@ -23,13 +23,21 @@ from flax import serialization
 T = TypeVar("T")
 
 
-def pack_checkpoint(meta: dict[str, Any], device: Any, host: dict[str, Any] | None = None) -> dict[str, Any]:
+def pack_checkpoint(
+    meta: dict[str, Any], device: Any, host: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The checkpoint of a state: ``meta`` (JSON-serialisable), the ``device`` pytree and the
     ``host`` arrays (nested dicts of NumPy arrays and numbers)."""
-    return {"meta": json.dumps(meta), "device": serialization.to_state_dict(device), "host": host or {}}
+    return {
+        "meta": json.dumps(meta),
+        "device": serialization.to_state_dict(device),
+        "host": host or {},
+    }
 
 
-def unpack_checkpoint(data: dict[str, Any], template: T) -> tuple[dict[str, Any], T, dict[str, Any]]:
+def unpack_checkpoint(
+    data: dict[str, Any], template: T
+) -> tuple[dict[str, Any], T, dict[str, Any]]:
     """``(meta, device, host)`` of a :func:`pack_checkpoint` dict; ``device`` takes ``template``'s
     structure (a state built the same way). Missing entries raise ``KeyError``, mismatched shapes
     ``ValueError``."""

@@ -47,8 +47,9 @@ import json
 import numbers
 import os
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from flax import serialization
 
@@ -133,7 +134,9 @@ class RunDir:
         marker = self.path / FINISHED
         if not marker.exists():
             return False
-        if config is not None and not self._marks(_read(marker, "finished marker").decode().strip(), config):
+        if config is not None and not self._marks(
+            _read(marker, "finished marker").decode().strip(), config
+        ):
             raise ConfigError(
                 f"{marker} marks a run of another config as finished; delete it, choose another --out or pass --overwrite"
             )
@@ -146,7 +149,11 @@ class RunDir:
         if marker == config_hash(config):
             return True
         stored = self.read_stored_config()
-        return stored is not None and marker == config_hash(stored) and migrate(stored, str(self.path / CONFIG)) == config
+        return (
+            stored is not None
+            and marker == config_hash(stored)
+            and migrate(stored, str(self.path / CONFIG)) == config
+        )
 
     def read_config(self) -> dict[str, Any] | None:
         """The stored config dict as this rp1 reads it (:func:`~rp1.rundir.migrations.migrate`), or
@@ -165,13 +172,19 @@ class RunDir:
         except ValueError as err:
             raise ConfigError(f"{file} is not valid JSON ({err})") from None
         if not isinstance(config, dict):
-            raise ConfigError(f"{file} does not hold a config (a JSON object), but a {type(config).__name__}")
+            raise ConfigError(
+                f"{file} does not hold a config (a JSON object), but a {type(config).__name__}"
+            )
         missing = [key for key in CONFIG_KEYS if key not in config]
         if missing:
-            raise ConfigError(f"{file} is not the config of an rp1 run (it lacks {', '.join(missing)}); rp1 leaves this directory alone")
+            raise ConfigError(
+                f"{file} is not the config of an rp1 run (it lacks {', '.join(missing)}); rp1 leaves this directory alone"
+            )
         return config
 
-    def prepare(self, config: dict[str, Any], resume: bool = False, overwrite: bool = False) -> dict[str, Any] | None:
+    def prepare(
+        self, config: dict[str, Any], resume: bool = False, overwrite: bool = False
+    ) -> dict[str, Any] | None:
         """Check that ``config`` may run here, write ``config.json`` and return the checkpointed
         agent state to continue from (``None``: start afresh).
 
@@ -196,7 +209,9 @@ class RunDir:
         """
         check_writable_dir(self.path)
         if resume and overwrite:
-            raise ConfigError("--resume and --overwrite exclude each other: continue the run or replace it")
+            raise ConfigError(
+                "--resume and --overwrite exclude each other: continue the run or replace it"
+            )
         saved = None
         if overwrite:
             self.read_stored_config()  # refuses a directory whose config.json is not rp1's
@@ -213,7 +228,9 @@ class RunDir:
         return saved
 
     def _run_files(self) -> list[str]:
-        return [name for name in (METRICS, str(CHECKPOINT), FINISHED) if (self.path / name).exists()]
+        return [
+            name for name in (METRICS, str(CHECKPOINT), FINISHED) if (self.path / name).exists()
+        ]
 
     def other_config(self, config: dict[str, Any]) -> str:
         """``""`` if the directory holds no config or one that reads as ``config``; else the first
@@ -235,8 +252,14 @@ class RunDir:
             )
         files = self._run_files()
         if files:
-            held = "this run" if (self.path / CONFIG).exists() else f"a run ({', '.join(files)}) without its {CONFIG}"
-            raise ConfigError(f"{self.path} already holds {held}; pass --resume to continue it or --overwrite to start afresh")
+            held = (
+                "this run"
+                if (self.path / CONFIG).exists()
+                else f"a run ({', '.join(files)}) without its {CONFIG}"
+            )
+            raise ConfigError(
+                f"{self.path} already holds {held}; pass --resume to continue it or --overwrite to start afresh"
+            )
 
     def _check_resume(self, config: dict[str, Any]) -> dict[str, Any] | None:
         stored = self.read_stored_config()
@@ -245,7 +268,9 @@ class RunDir:
             raise ConfigError(f"--resume: {self.path} holds a run of another config ({other})")
         if stored is None and not self.has_checkpoint():
             raise ConfigError(f"--resume: no run to resume in {self.path}")
-        if stored is not None and self.has_checkpoint():  # before reading a checkpoint of an older layout
+        if (
+            stored is not None and self.has_checkpoint()
+        ):  # before reading a checkpoint of an older layout
             check_continuable(stored, str(self.path / CONFIG))
         saved = self.load_checkpoint(config) if self.has_checkpoint() else None
         self.is_finished(config)
@@ -278,7 +303,10 @@ class RunDir:
         if not set(row) <= set(columns):
             self._replace_metrics(metric_columns([dict.fromkeys(columns), row]), [*written, row])
             return
-        with _storage("write", self.path / METRICS), open(self.path / METRICS, "a", newline="") as f:
+        with (
+            _storage("write", self.path / METRICS),
+            open(self.path / METRICS, "a", newline="") as f,
+        ):
             csv.DictWriter(f, columns).writerow(row)
             f.flush()
             os.fsync(f.fileno())
@@ -315,20 +343,30 @@ class RunDir:
             if not isinstance(saved, dict):
                 raise TypeError("its config is not a JSON object")
         except (ValueError, TypeError, KeyError) as err:  # not msgpack, or not {"config", "agent"}
-            raise ConfigError(f"checkpoint {file} is corrupt or not an rp1 checkpoint ({_cause(err)})") from None
+            raise ConfigError(
+                f"checkpoint {file} is corrupt or not an rp1 checkpoint ({_cause(err)})"
+            ) from None
         check_continuable(saved, f"checkpoint {file}")
         saved = migrate(saved, f"checkpoint {file}")
         if saved != config:
-            raise ConfigError(f"checkpoint {file} belongs to a run of another config ({config_diff(saved, config)})")
+            raise ConfigError(
+                f"checkpoint {file} belongs to a run of another config ({config_diff(saved, config)})"
+            )
         return agent
 
     def mark_finished(self) -> None:
         """Write the ``finished`` marker of the bound config, atomically."""
-        write_atomically(self.path / FINISHED, (config_hash(self._bound_config()) + "\n").encode(), "finished marker")
+        write_atomically(
+            self.path / FINISHED,
+            (config_hash(self._bound_config()) + "\n").encode(),
+            "finished marker",
+        )
 
     def _bound_config(self) -> dict[str, Any]:
         if self._config is None:
-            raise RuntimeError("RunDir.prepare() binds a config before checkpoints or markers are written")
+            raise RuntimeError(
+                "RunDir.prepare() binds a config before checkpoints or markers are written"
+            )
         return self._config
 
 
@@ -340,7 +378,11 @@ def check_writable_dir(path: str | os.PathLike, option: str = "--out") -> None:
     while not os.path.lexists(existing) and existing.parent != existing:
         existing = existing.parent
     if not existing.is_dir():
-        where = "is not a directory" if existing == path else f"lies under {existing}, which is not a directory"
+        where = (
+            "is not a directory"
+            if existing == path
+            else f"lies under {existing}, which is not a directory"
+        )
         raise ConfigError(f"{option} {path} {where}")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise ConfigError(f"{option} {path}: {existing} is not writable")
@@ -350,7 +392,9 @@ def config_hash(config: dict[str, Any]) -> str:
     """A SHA-256 of ``config``, independent of key order and of the schema number it is written
     with (``"schema"``), so that the markers and policy files of a run written before schemas were
     recorded still match its config."""
-    return hashlib.sha256(_canonical({k: v for k, v in config.items() if k != SCHEMA_KEY}).encode()).hexdigest()
+    return hashlib.sha256(
+        _canonical({k: v for k, v in config.items() if k != SCHEMA_KEY}).encode()
+    ).hexdigest()
 
 
 def _canonical(config: dict[str, Any]) -> str:
@@ -378,7 +422,12 @@ def _read(path: Path, what: str) -> bytes:
 def _written_by_rp1(name: str, patterns: tuple[str, ...]) -> bool:
     """Whether a file ``name`` is one of ``patterns`` or a temporary file of one (``.NAME.*.tmp``
     of :func:`_atomic_write`, ``NAME.tmp`` of an earlier rp1)."""
-    return any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(name, f".{p}.*.tmp") or fnmatch.fnmatchcase(name, f"{p}.tmp") for p in patterns)
+    return any(
+        fnmatch.fnmatchcase(name, p)
+        or fnmatch.fnmatchcase(name, f".{p}.*.tmp")
+        or fnmatch.fnmatchcase(name, f"{p}.tmp")
+        for p in patterns
+    )
 
 
 def metric_columns(rows: Iterable[dict[str, Any]]) -> list[str]:

@@ -41,10 +41,10 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Iterator
 
 from rp1.core.errors import ConfigError, StorageError
 
@@ -67,11 +67,15 @@ class Holder:
     since: str
 
     @classmethod
-    def this_process(cls) -> "Holder":
+    def this_process(cls) -> Holder:
         return cls(os.getpid(), socket.gethostname(), datetime.now().strftime("%Y-%m-%d %H:%M:%S"))
 
     def describe(self) -> str:
-        here = " (this process)" if (self.pid, self.host) == (os.getpid(), socket.gethostname()) else ""
+        here = (
+            " (this process)"
+            if (self.pid, self.host) == (os.getpid(), socket.gethostname())
+            else ""
+        )
         return f"pid {self.pid}{here} on host {self.host} since {self.since}"
 
 
@@ -80,11 +84,13 @@ class RunInUse(ConfigError):
 
     def __init__(self, run_dir: Path, holder: Holder | None):
         who = holder.describe() if holder else "another process"
-        super().__init__(f"{run_dir} is in use by {who}; wait until it ends (or stop it), then pass --resume to continue the run")
+        super().__init__(
+            f"{run_dir} is in use by {who}; wait until it ends (or stop it), then pass --resume to continue the run"
+        )
         self.holder = holder
 
 
-_HELD: dict[str, "RunLock"] = {}  # real path of a run directory -> the lock this process holds on it
+_HELD: dict[str, RunLock] = {}  # real path of a run directory -> the lock this process holds on it
 _REGISTRY = threading.Lock()
 
 
@@ -107,13 +113,13 @@ class RunLock:
     def held(self) -> bool:
         return self._fd is not None
 
-    def __enter__(self) -> "RunLock":
+    def __enter__(self) -> RunLock:
         return self.acquire()
 
     def __exit__(self, *exc: object) -> None:
         self.release()
 
-    def acquire(self) -> "RunLock":
+    def acquire(self) -> RunLock:
         """Take the lock; :class:`RunInUse` if another process or lock holds it, StorageError if
         the file system cannot lock or the directory cannot be made."""
         if self.held:
@@ -161,7 +167,9 @@ class RunLock:
             else:
                 if _is_at(fd, self.path):
                     return fd
-                os.close(fd)  # its holder removed it before we locked it: lock the one at the path now
+                os.close(
+                    fd
+                )  # its holder removed it before we locked it: lock the one at the path now
             time.sleep(RETRY_S)  # the holder is writing its name, or releasing
         raise RunInUse(self.run_dir, holder)
 
@@ -230,7 +238,9 @@ def read_holder(path: str | os.PathLike) -> Holder | None:
 
 
 def _write_holder(fd: int, holder: Holder, path: Path) -> None:
-    data = json.dumps({"pid": holder.pid, "host": holder.host, "since": holder.since}).encode() + b"\n"
+    data = (
+        json.dumps({"pid": holder.pid, "host": holder.host, "since": holder.since}).encode() + b"\n"
+    )
     try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, data, 0)

@@ -36,6 +36,7 @@ continued (see there).
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,13 +73,17 @@ class Added:
 
 ADDED = (
     Added("collect.min_val_rollouts", 2, 0),  # the literal ⌊n/3⌋ validation split
-    Added("modelfree.workers", 2, 1),  # no model-free method before: unused (the values it came with)
+    Added(
+        "modelfree.workers", 2, 1
+    ),  # no model-free method before: unused (the values it came with)
     Added("modelfree.envs", 2, 10),
     Added("modelfree.eval_every", 2, 5),
     Added("scale", 3, "paper"),  # a label (rp1 report counts such runs as paper scale)
     Added("lam.first_feedback", 3, "include"),  # the initial phase's G entered the bandit's window
     Added("horizon", 4, 0),  # the task's own
-    Added("model.reward", 5, "auto"),  # before heads: the task's function (a task without one failed)
+    Added(
+        "model.reward", 5, "auto"
+    ),  # before heads: the task's function (a task without one failed)
     Added("model.done", 5, "auto"),
     Added("model.head_hidden", 5, [200, 200]),  # no heads before: unused (the value it came with)
     Added("model.stop_on", 6, "any"),  # early stopping counted the dynamics and the heads
@@ -176,7 +181,11 @@ def continued_note(config: dict[str, Any], stored: dict[str, Any]) -> str:
     """One line for a command whose ``config`` continues the run of ``stored`` (as written) with
     other values than it asked for (:func:`continued`): which, as ``--set`` items; ``""`` if none."""
     wanted = dict(_dotted(config))
-    items = [f"{key}={_as_set(value)}" for key, value in filled(stored).items() if wanted.get(key, value) != value]
+    items = [
+        f"{key}={_as_set(value)}"
+        for key, value in filled(stored).items()
+        if wanted.get(key, value) != value
+    ]
     if not items:
         return ""
     return (
@@ -194,7 +203,7 @@ def _as_set(value: Any) -> str:
     return str(value)
 
 
-def _dotted(config: dict[str, Any], prefix: str = ""):
+def _dotted(config: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
     """``(dotted key, value)`` of every leaf of ``config`` but ``"schema"``."""
     for key, value in config.items():
         if isinstance(value, dict):

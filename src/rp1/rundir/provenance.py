@@ -99,7 +99,13 @@ def cpu_features(cpuinfo: str | os.PathLike = "/proc/cpuinfo") -> str:
             for line in f:
                 key, _, value = line.partition(":")
                 if key.strip() in CPU_EXTENSIONS:
-                    return " ".join(sorted(flag for flag in set(value.split()) if flag.startswith(CPU_EXTENSIONS[key.strip()])))
+                    return " ".join(
+                        sorted(
+                            flag
+                            for flag in set(value.split())
+                            if flag.startswith(CPU_EXTENSIONS[key.strip()])
+                        )
+                    )
     except OSError:
         pass
     return "unknown"
@@ -120,8 +126,17 @@ def record(run_dir: str | os.PathLike, iteration: int) -> str | None:
     last = entries[-1] if entries else None
     if last is not None and _compared(last) == here:
         return None
-    entry = {"from_iteration": iteration, "host": socket.gethostname(), "recorded": datetime.now().strftime("%Y-%m-%d %H:%M:%S"), **here}
-    write_atomically(file, (json.dumps({"environments": [*entries, entry]}, indent=2) + "\n").encode(), "environment record")
+    entry = {
+        "from_iteration": iteration,
+        "host": socket.gethostname(),
+        "recorded": datetime.now().strftime("%Y-%m-%d %H:%M:%S"),
+        **here,
+    }
+    write_atomically(
+        file,
+        (json.dumps({"environments": [*entries, entry]}, indent=2) + "\n").encode(),
+        "environment record",
+    )
     if iteration == 0:
         return None
     if last is None:
@@ -129,7 +144,9 @@ def record(run_dir: str | os.PathLike, iteration: int) -> str | None:
             f"rp1: warning: {run_dir} has no record of where iterations 0-{iteration - 1} ran (an earlier rp1 wrote "
             f"them); from iteration {iteration} on it runs on {summary(here)}"
         )
-    changed = "; ".join(_change(key, last, value) for key, value in here.items() if last.get(key) != value)
+    changed = "; ".join(
+        _change(key, last, value) for key, value in here.items() if last.get(key) != value
+    )
     return (
         f"rp1: warning: {run_dir} continues from iteration {iteration} in another environment than it ran in "
         f"({changed}): its metrics may differ from an uninterrupted run's from there on; recorded in {file}"
@@ -149,7 +166,9 @@ def _change(key: str, last: dict[str, Any], now: Any) -> str:
         return f"{key} not recorded -> {now!r}"
     if key == "cpu_features":
         was, here = set(str(last[key]).split()), set(str(now).split())
-        return f"{key} " + " ".join([*(f"-{f}" for f in sorted(was - here)), *(f"+{f}" for f in sorted(here - was))])
+        return f"{key} " + " ".join(
+            [*(f"-{f}" for f in sorted(was - here)), *(f"+{f}" for f in sorted(here - was))]
+        )
     return f"{key} {last[key]!r} -> {now!r}"
 
 
@@ -194,11 +213,20 @@ def _commit() -> str:
     root = Path(rp1.__file__).resolve().parent.parent.parent
     git = ["git", "-C", str(root)]
     try:
-        top = subprocess.run([*git, "rev-parse", "--show-toplevel"], capture_output=True, text=True, timeout=10)
+        top = subprocess.run(
+            [*git, "rev-parse", "--show-toplevel"], capture_output=True, text=True, timeout=10
+        )
         if top.returncode != 0 or Path(top.stdout.strip()).resolve() != root:
             return "unknown"
-        head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True).stdout.strip()
-        clean = subprocess.run([*git, "diff", "--quiet", "HEAD", "--", "src"], capture_output=True, timeout=30).returncode == 0
+        head = subprocess.run(
+            [*git, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        clean = (
+            subprocess.run(
+                [*git, "diff", "--quiet", "HEAD", "--", "src"], capture_output=True, timeout=30
+            ).returncode
+            == 0
+        )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return head if clean else f"{head}-modified"
