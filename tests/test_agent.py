@@ -49,6 +49,7 @@ def tiny(method: str, budget: int, **extra):
     return resolve(f"halfcheetah-{method}", seed=0, budget=budget, overrides={**TINY, **extra})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", METHOD_TABLE, ids=lambda method: method.name)
 def test_one_iteration_per_method_writes_a_full_row(method, tmp_path):
     # α = 0: whole 300-sample phases, so the row count does not depend on the data (or the CPU)
@@ -214,6 +215,7 @@ def test_step_returns_a_new_state_and_leaves_its_input_as_it_was():
     agent.close()
 
 
+@pytest.mark.slow
 def test_small_scale_greedy_collects_full_phases():
     """Scale changes sizes only: Greedy (no early stopping) still collects 3,000-sample phases."""
     cfg = resolve("halfcheetah-greedy", seed=0, scale="small", overrides={"eval_episodes": "1"})

@@ -77,6 +77,7 @@ def small_store() -> TransitionStore:
     return linear_store(60)  # 2,000 training and 1,000 validation transitions
 
 
+@pytest.mark.slow
 def test_learns_a_linear_system_far_better_than_no_change_and_members_differ(small_store):
     model, _, result = run_fit(small_store, max_epochs=40)
     val = small_store.val
@@ -107,6 +108,7 @@ def test_stops_well_before_the_cap_on_an_easy_problem():
     assert np.all(stale >= result.val_history[:-5].min(0))
 
 
+@pytest.mark.slow
 def test_stop_on_dynamics_ends_a_fit_with_heads_by_the_dynamics_history_alone():
     """``stop_on="dynamics"`` stops after ``patience`` checks in which no member's dynamics
     improved, whatever the heads do; ``"any"`` runs the same compiled steps (the same dynamics
@@ -190,6 +192,7 @@ def test_padding_rows_do_not_affect_the_fit(small_store):
     )
 
 
+@pytest.mark.slow
 def test_compiles_the_epoch_function_once_per_size_bucket(monkeypatch):
     traces = count_traces(
         monkeypatch, FIT_MODULE, "train_epochs", static_argnames=("lr", "batch_size", "epochs")

@@ -146,6 +146,7 @@ def test_load_policy_acts_as_the_runs_own_policy(case, tmp_path, monkeypatch):
         np.testing.assert_allclose(single, np.clip(action[0], low, high), rtol=2e-3, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("crash", ["in a step", "before the checkpoint"])
 def test_resumed_run_keeps_the_uninterrupted_runs_policy_files(case, crash, tmp_path, monkeypatch):

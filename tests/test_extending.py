@@ -104,6 +104,7 @@ def no_registered_methods(monkeypatch):
     monkeypatch.setattr(method_table, "_REGISTERED", {})
 
 
+@pytest.mark.slow
 def test_a_method_of_ones_own_has_presets_trains_and_is_reported(own_method, tmp_path):
     """RP1_METHODS=extension_examples:RANGE: the presets <task>-rp1-range are the row's config,
     ``--method`` takes it, a tiny run trains with it (the bandit's λ, the bonus of its own), and
@@ -202,6 +203,7 @@ def test_rp1_methods_that_name_no_row_are_one_line_before_any_command(
     one_error(code, err, 2, fragment)
 
 
+@pytest.mark.slow
 def test_another_process_knows_the_methods_rp1_methods_names():
     """``rp1 presets`` in a process of its own (as ``rp1 train`` and a sweep's workers are): the
     variable is all it needs."""

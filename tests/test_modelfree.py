@@ -103,6 +103,7 @@ def collect_sequential(task_name: str, act_one, seeds: np.ndarray) -> Episodes:
     return batch
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["halfcheetah", "ant"])
 def test_vectorised_collector_matches_sequential_for_any_workers(task):
     agent = ModelFreeAgent(

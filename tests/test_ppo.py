@@ -289,6 +289,7 @@ def test_host_actor_matches_the_jitted_actor():
     np.testing.assert_allclose(host_actor(policy, norm)(obs[0]), want[0], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("advantage", ["fixed", "per-epoch"])
 def test_advantage_is_fixed_per_update_or_recomputed_each_epoch(advantage):
     """SPEC §4: ``fixed`` trains every epoch on A = R̂ − V_old(s) from the critic before the

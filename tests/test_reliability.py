@@ -103,6 +103,7 @@ def test_out_that_is_a_file_or_lies_under_one_is_refused(finished_run, tmp_path,
     assert file.read_text() == "mine"
 
 
+@pytest.mark.slow
 def test_permissions_are_obeyed_read_only_out_exit_2_unreadable_checkpoint_exit_1(
     finished_run, copied_run, tmp_path
 ):
@@ -169,6 +170,7 @@ def test_metrics_that_cannot_be_written_is_one_line_exit_1_and_keeps_the_checkpo
     assert (copied_run / CHECKPOINT).read_bytes() == checkpoint and metrics.is_dir()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 def test_full_disk_during_a_checkpoint_is_one_line_and_keeps_the_last_checkpoint(
     finished_run, tmp_path, monkeypatch, capsys
@@ -209,6 +211,7 @@ def killed_before_first_checkpoint(out: Path) -> None:
     (out / CHECKPOINT.with_name(CHECKPOINT.name + ".tmp")).write_bytes(b"\x85\xa4meta")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag", ["--resume", "--overwrite"])
 def test_run_killed_before_its_first_checkpoint_can_continue_or_restart(
     flag, finished_run, tmp_path, capsys
@@ -280,6 +283,7 @@ def test_finished_marker_of_another_config_does_not_skip_a_sweep_run(finished_ru
         plan_sweep(SweepRequest([PRESET], [0], tmp_path, budget=3000, overrides=overrides))
 
 
+@pytest.mark.slow
 def test_overwrite_replaces_the_run_and_its_finished_marker(
     copied_run, finished_run, tmp_path, capsys
 ):
@@ -360,6 +364,7 @@ def test_ctrl_c_while_the_command_starts_is_one_line_and_130(monkeypatch, capsys
 # --- the compilation cache (defect 11) -----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_import_creates_no_cache_directory_a_run_creates_it_user_only(tmp_path):
     cache = tmp_path / "cache"
     script = (

@@ -501,6 +501,7 @@ def test_phase_statistics_use_the_runs_own_cap(tmp_path):
     assert [path.name for path in diagnostics] == ["diag_hopper.png"]
 
 
+@pytest.mark.slow
 def test_full_report_writes_valid_pngs_and_links_them(tmp_path):
     runs = tmp_path / "runs"
     methods = [method.name for method in METHOD_TABLE if method.in_paper]

@@ -21,6 +21,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_resumed_run_equals_uninterrupted_run(case, tmp_path, monkeypatch):
     preset, budget, sets = CASES[case]

@@ -16,6 +16,7 @@ from rp1.rundir.files import CHECKPOINT, CONFIG, ENVIRONMENT, FINISHED, METRICS
 # --- temporary files are created exclusively, never through a planted link (defect 4) ----------
 
 
+@pytest.mark.slow
 def test_temporary_files_are_not_written_through_planted_links(tmp_path):
     """Links at the names a temporary file once had (``NAME.tmp``), pointing at a file of the
     user's: a run and a report write their files and leave the target alone."""
@@ -218,6 +219,7 @@ def odd_runs(finished_run: Path, root: Path) -> dict[str, str]:
     return notes
 
 
+@pytest.mark.slow
 def test_odd_runs_are_left_out_of_a_report_with_a_note_and_no_warnings(
     finished_run, tmp_path, capsys
 ):
@@ -299,6 +301,7 @@ def test_a_directory_whose_config_json_is_not_rp1s_is_refused_untouched(tmp_path
         assert snapshot(out) == before
 
 
+@pytest.mark.slow
 def test_overwrite_deletes_only_the_files_rp1_wrote(copied_run, capsys):
     mine = {
         "notes.txt": "mine",
@@ -351,6 +354,7 @@ def test_divergence_is_one_line_exit_1_without_a_nan_row_and_the_checkpoint_kept
 # --- a run's task module is not imported from the working directory (defect 9) ------------------
 
 
+@pytest.mark.slow
 def test_python_m_rp1_evaluate_does_not_import_a_task_module_from_the_working_directory(
     copied_run, tmp_path
 ):
@@ -412,6 +416,7 @@ def failing_encoder(tmp_path, monkeypatch):
     return temporary
 
 
+@pytest.mark.slow
 def test_a_failed_video_encode_is_one_line_exit_1_and_leaves_nothing(
     failing_encoder, finished_run, tmp_path, capsys
 ):

@@ -115,6 +115,7 @@ def test_local_sweep_runs_resumes_then_skips(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "report" / "fig1_halfcheetah.png").exists()
 
 
+@pytest.mark.slow
 def test_failed_run_is_reported_and_the_others_finish(tmp_path, capsys):
     broken = RunDir(tmp_path / "halfcheetah-greedy" / "seed1")
     broken.prepare(tiny_config("halfcheetah-greedy", 1).to_dict(), resume=False)

@@ -60,6 +60,7 @@ def run(tmp_path_factory):
     return run_training(config(), tmp_path_factory.mktemp("runs") / "run", progress=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", [".mp4", ".gif"])
 def test_evaluate_video_has_a_frame_per_state_at_the_requested_size(
     suffix, video_extra, gl, run, tmp_path, capsys
@@ -75,6 +76,7 @@ def test_evaluate_video_has_a_frame_per_state_at_the_requested_size(
     assert frames.shape == (2 * (HORIZON + 1), 120, 160, 3)
 
 
+@pytest.mark.slow
 def test_rendering_gives_the_evaluations_returns(gl, run):
     from rp1.evaluation import evaluate_run
     from rp1.outputs.video import render_episodes
@@ -88,6 +90,7 @@ def test_rendering_gives_the_evaluations_returns(gl, run):
     assert frames == dict.fromkeys(range(3), (HORIZON + 1, 48, 64, 3))
 
 
+@pytest.mark.slow
 def test_train_video_renders_every_new_best(video_extra, gl, tmp_path):
     from rp1.outputs.video import read_video
 
@@ -144,6 +147,7 @@ def test_no_opengl_one_line_exit_1_nothing_written(video_extra, run, tmp_path, c
     assert not (tmp_path / "train").exists()
 
 
+@pytest.mark.slow
 def test_unusable_mujoco_gl_one_line_exit_1(run, tmp_path):
     """MuJoCo >= 4 sets up OpenGL for MUJOCO_GL when it is imported: a backend it cannot use is
     one line too, before anything runs."""
