@@ -35,6 +35,24 @@ TINY = {
     "eval_episodes": "2",
 }
 
+EVALUATED_CASES = {
+    # 4 iterations (α = 0: phases of 300 samples), every one evaluated
+    "rp1": ("halfcheetah-rp1", 1200, {**TINY, "collect.alpha": "0"}),
+    # 5 updates of 2 episodes in 2 slots, evaluated after updates 2, 4 and 5
+    "modelfree": (
+        "halfcheetah-modelfree",
+        1000,
+        {
+            "policy.hidden": "16,16",
+            "policy.batch_steps": "200",
+            "modelfree.envs": "2",
+            "eval_episodes": "2",
+            "modelfree.eval_every": "2",
+        },
+    ),
+}
+"""Tiny runs whose every few steps are evaluated, by name: ``(preset, budget, --set overrides)``."""
+
 COMPARED = (
     "jax",
     "jaxlib",

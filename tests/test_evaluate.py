@@ -13,27 +13,11 @@ import numpy as np
 import pytest
 
 import rp1
-from helpers import TINY, Crash, crash_after_steps, crash_before_checkpoint, snapshot
+from helpers import EVALUATED_CASES as CASES
+from helpers import Crash, crash_after_steps, crash_before_checkpoint, snapshot
 from helpers import run_cli_output as run_cli
 from rp1.config import resolve
 from rp1.train import run_training
-
-CASES = {
-    # 4 iterations (α = 0: phases of 300 samples), every one evaluated
-    "rp1": ("halfcheetah-rp1", 1200, {**TINY, "collect.alpha": "0"}),
-    # 5 updates of 2 episodes in 2 slots, evaluated after updates 2, 4 and 5
-    "modelfree": (
-        "halfcheetah-modelfree",
-        1000,
-        {
-            "policy.hidden": "16,16",
-            "policy.batch_steps": "200",
-            "modelfree.envs": "2",
-            "eval_episodes": "2",
-            "modelfree.eval_every": "2",
-        },
-    ),
-}
 
 
 def config(case: str, **extra: str):

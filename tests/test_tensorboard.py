@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import TINY, Crash, crash_after_steps, crash_before_checkpoint, read_events
+from helpers import EVALUATED_CASES as CASES
+from helpers import Crash, crash_after_steps, crash_before_checkpoint, read_events
 from rp1.cli import main
 from rp1.config import resolve
 from rp1.outputs.writer import RunOptions
@@ -20,20 +21,6 @@ from rp1.train import run_training
 
 pytest.importorskip("tensorboardX", reason='the tb extra: pip install "ready-policy-one[tb]"')
 
-CASES = {
-    "rp1": ("halfcheetah-rp1", 1200, {**TINY, "collect.alpha": "0"}),
-    "modelfree": (
-        "halfcheetah-modelfree",
-        1000,
-        {
-            "policy.hidden": "16,16",
-            "policy.batch_steps": "200",
-            "modelfree.envs": "2",
-            "eval_episodes": "2",
-            "modelfree.eval_every": "2",
-        },
-    ),
-}
 TB = RunOptions(tensorboard=True)
 
 
