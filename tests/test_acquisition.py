@@ -183,10 +183,11 @@ def test_bandit_window_keeps_the_last_previous_feedbacks():
 
 def test_bandit_credits_a_drawn_arm_with_its_probability():
     bandit = ExpWeights(arms=(0.0, 0.5), lr=0.2, eps=0.2, decay=0.9, seed=3)
+    # softmax (0.25, 0.75) -> p = 0.8·softmax + 0.1 = (0.3, 0.7)
     bandit.scores[:] = [
         0.0,
         np.log(3.0),
-    ]  # softmax (0.25, 0.75) -> p = 0.8·softmax + 0.1 = (0.3, 0.7)
+    ]
     bandit.update(1.0)  # window [1]
     drawn = bandit.arms.index(bandit.sample())
     bandit.update(3.0, norm=0.5)  # ĝ = (3 − 1) / 0.5 = 4

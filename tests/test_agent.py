@@ -125,9 +125,8 @@ def test_lambda_schedules(tmp_path):
     assert lam[0] == 0.0  # the first outer iteration uses λ = 0
     assert set(lam) <= set(ARMS) and len(set(lam)) > 1
     rows = read_rows(rp1)
-    assert rows[0]["g_hat"] == "" and all(
-        r["g_hat"] != "" for r in rows[1:]
-    )  # iteration 0 feeds no Ĝ
+    # iteration 0 feeds no Ĝ
+    assert rows[0]["g_hat"] == "" and all(r["g_hat"] != "" for r in rows[1:])
 
 
 def feedback_run(first_g: float, first_feedback: str = "exclude"):

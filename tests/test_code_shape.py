@@ -35,6 +35,5 @@ def test_every_commands_help_has_its_paragraphs_on_single_lines():
     for info in app.registered_commands:
         paragraphs = info.help.split("\n\n")
         assert all("\n" not in paragraph for paragraph in paragraphs), info.help
-        assert paragraphs[0].endswith(".") and len(paragraphs[0]) <= 100, paragraphs[
-            0
-        ]  # the command list's line
+        # the command list's line
+        assert paragraphs[0].endswith(".") and len(paragraphs[0]) <= 100, paragraphs[0]

@@ -97,9 +97,8 @@ def test_the_report_pools_a_run_by_the_method_its_config_ran():
     )
     assert run_cell(config("hopper-greedy", **{"collect.phase_cap": "600"})) == "greedy-matched"
     assert run_cell(config("hopper-rp1-fixed05")) == "rp1-fixed05"
-    assert (
-        run_cell(config("hopper-rp1", **{"model.hidden": "8"})) == "rp1"
-    )  # a size is not a method
+    # a size is not a method
+    assert run_cell(config("hopper-rp1", **{"model.hidden": "8"})) == "rp1"
     assert run_cell(config("hopper-rp1", **{"collect.alpha": "0.001"})) == "rp1"
     assert [m.name for m in METHOD_TABLE if run_cell(config(f"ant-{m.name}")) != m.name] == []
 
@@ -149,9 +148,10 @@ def test_the_test_set_errors_equal_a_hand_computation():
     obs_std, delta_std = (
         np.sqrt(np.maximum(np.asarray(n.var), 1e-4)) for n in (model.obs_norm, model.delta_norm)
     )
+    # [M, N, 2]
     predicted_norm = (
         norm(model.obs_norm, data.obs, 3.0) + y * delta_std + np.asarray(model.delta_norm.mean)
-    )  # [M, N, 2]
+    )
     run_mse = ((predicted_norm - norm(model.obs_norm, data.next_obs, 3.0)) ** 2).mean(axis=(1, 2))
     predicted = predicted_norm * obs_std + np.asarray(model.obs_norm.mean)
     scale_mean, scale_std = data.next_obs.mean(0), np.sqrt(np.maximum(data.next_obs.var(0), 1e-4))
@@ -259,9 +259,8 @@ def test_the_report_compares_world_models_by_their_last_fit_lower_is_better(tmp_
     frames = table_frames(metrics, spec, ("hopper",))
     cells = frames.cells.set_index(["samples", "method"])
     assert cells.loc[(10_000, "rp1"), "median"] == pytest.approx(0.215)  # the last fits' errors
-    assert (
-        cells.loc[(10_000, "rp1"), "paper_median"] != cells.loc[(10_000, "rp1"), "paper_median"]
-    )  # NaN: no paper value
+    # NaN: no paper value
+    assert cells.loc[(10_000, "rp1"), "paper_median"] != cells.loc[(10_000, "rp1"), "paper_median"]
     test = frames.tests.set_index(["samples", "comparison"]).loc[(10_000, "t (RP1 vs λ = 0)")]
     assert test.t > 0 and test.prob_improvement == 1.0 and test.detectable > 0
     claims = claim_table({"table_model": frames}).set_index("claim")

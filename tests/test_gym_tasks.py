@@ -145,9 +145,8 @@ def test_own_task_modelfree_through_the_python_api(tmp_path):
 def test_rp1_on_own_task_with_its_reward_function(tmp_path):
     run_dir = tiny_run(tmp_path, POINT, "rp1", 600)  # phases of at most 300 samples
     assert_finished_with_evaluations(run_dir, 2)
-    assert all(
-        np.isfinite(float(r["model_return"])) for r in read_rows(run_dir)[1:]
-    )  # imagined with its reward
+    # imagined with its reward
+    assert all(np.isfinite(float(r["model_return"])) for r in read_rows(run_dir)[1:])
 
 
 @pytest.mark.slow
@@ -167,9 +166,8 @@ def test_rp1_on_pendulum_learns_reward_and_done_and_resumes_identically_after_a_
     assert cfg.horizon == 50
     reference = run_training(cfg, tmp_path / "reference", progress=False)
     assert_finished_with_evaluations(reference, 4)
-    assert all(
-        np.isfinite(float(r["model_return"])) for r in read_rows(reference)[1:]
-    )  # imagined with the learned reward
+    # imagined with the learned reward
+    assert all(np.isfinite(float(r["model_return"])) for r in read_rows(reference)[1:])
 
     crash_after_steps(monkeypatch, 2)
     with pytest.raises(Crash):

@@ -75,9 +75,8 @@ def test_lambda_zero_trains_on_the_drawn_members_task_reward(setup, cheetah):
     expected = cheetah.reward(drawn, clip_action(cheetah, traj.act))
     np.testing.assert_allclose(traj.reward, expected, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(traj.task_reward, expected, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(
-        traj.obs[1:], drawn[:-1], rtol=1e-5, atol=1e-5
-    )  # moved to the drawn state
+    # moved to the drawn state
+    np.testing.assert_allclose(traj.obs[1:], drawn[:-1], rtol=1e-5, atol=1e-5)
 
 
 def test_lambda_one_trains_on_the_reward_variance_bonus(setup, cheetah):
@@ -94,9 +93,8 @@ def test_lambda_one_trains_on_the_reward_variance_bonus(setup, cheetah):
 def test_state_variance_bonus_is_summed_member_variance_of_normalised_states(setup, cheetah):
     model = setup[0]
     traj, _ = run(setup, cheetah, 1.0, bonus="state")
-    z = np.asarray(
-        standardize(model.obs_norm, all_members_next(model, cheetah, traj))
-    )  # [H, M, N, d]
+    # [H, M, N, d]
+    z = np.asarray(standardize(model.obs_norm, all_members_next(model, cheetah, traj)))
     expected = z.var(axis=1).sum(-1)
     np.testing.assert_allclose(traj.reward, expected, rtol=1e-4, atol=1e-6)
 
@@ -197,9 +195,8 @@ def test_termination_masks_every_reward_after_the_first_done(ant):
         jax.random.key(6),
         0.5,
     )
-    z_next = 0.5 - np.cumsum(
-        0.04 * (np.asarray(traj.member) + 1), axis=0
-    )  # [H, N] as if never stopped
+    # [H, N] as if never stopped
+    z_next = 0.5 - np.cumsum(0.04 * (np.asarray(traj.member) + 1), axis=0)
     first = np.argmax(z_next < 0.2, axis=0)  # every rollout sinks within 12 steps
     assert np.all((z_next < 0.2).any(axis=0))
     t = np.arange(steps)[:, None]

@@ -74,9 +74,8 @@ def test_reward_head_predicts_halfcheetahs_reward_on_held_out_transitions():
     env, task = envs.make("halfcheetah")
     env.close()
     store = TransitionStore(task.obs_dim, task.act_dim)
-    store.add_phase(
-        real_transitions("halfcheetah", 30, seed=0)
-    )  # 3,000 transitions, 10 rollouts for validation
+    # 3,000 transitions, 10 rollouts for validation
+    store.add_phase(real_transitions("halfcheetah", 30, seed=0))
     model = fitted_model(store, task.obs_dim, task.act_dim)
     test = Transitions(
         *(np.concatenate(x) for x in zip(*real_transitions("halfcheetah", 10, seed=1), strict=True))

@@ -342,9 +342,8 @@ def test_the_fixture_resumes_finishes_and_keeps_its_rows(resumed):
     assert [
         {k: r[k] for k in old[0]} for r in rows(run_dir / METRICS)[:3]
     ] == old  # timing columns too; columns added since come last
-    diagnostics = [
-        r["ppo_approx_kl_mean"] for r in rows(run_dir / METRICS)
-    ]  # a column the old rp1 did not write
+    # a column the old rp1 did not write
+    diagnostics = [r["ppo_approx_kl_mean"] for r in rows(run_dir / METRICS)]
     assert diagnostics[:3] == [""] * 3 and all(diagnostics[3:]), diagnostics
     assert [int(r["iteration"]) for r in rows(run_dir / METRICS)] == list(
         range(len(rows(FIXTURE / "uninterrupted.csv")))

@@ -57,9 +57,8 @@ def test_tiny_run_two_updates_writes_metrics(tmp_path):
         ("1", "400", "400"),
         ("2", "800", "400"),
     ]
-    assert rows[0]["eval_return"] == "" and np.isfinite(
-        float(rows[1]["eval_return"])
-    )  # eval at the budget
+    # eval at the budget
+    assert rows[0]["eval_return"] == "" and np.isfinite(float(rows[1]["eval_return"]))
     assert all(float(r["steps_per_s"]) > 0 for r in rows)
     for column in ("lambda", "model_return", "model_error", "val_loss", "residual", "model_epochs"):
         assert all(r[column] == "" for r in rows), column

@@ -54,11 +54,12 @@ def test_improved_requires_strictly_beating_the_best():
         ([T, F, T, T, F, F, F, F, F, T, T], 8, 3),  # 5 failures after the improvement at check 3
         ([T, F, F, F, F, F, T], 5, 0),  # the earliest possible stop: the 6th check
         ([F, F, F, F, F, F, F, T, F, F, F, F, F], 12, 7),  # leading failures never stop training
+        # only 4 failures after the last improvement
         (
             [T, T, T, F, F, F, F, T, F, F, F, F],
             None,
             7,
-        ),  # only 4 failures after the last improvement
+        ),
     ],
 )
 def test_stop_rule_on_scripted_improvement_flags(flags, stop_at, best):
@@ -156,9 +157,8 @@ def test_train_policy_stops_by_the_rule_and_restores_the_best_update(threefry_pa
         [info.model_return, info.imagined_return, info.bonus, info.ppo["ppo_loss_last"]]
     ).all()
 
-    last, _, info = train(
-        *fresh(1e-2), max_updates=60, restore_best=False
-    )  # the reference's no-op restore
+    # the reference's no-op restore
+    last, _, info = train(*fresh(1e-2), max_updates=60, restore_best=False)
     assert info.stopped and info.updates == len(history)
     for got, want in zip(
         jax.tree_util.tree_leaves(last), jax.tree_util.tree_leaves(history[-1][0]), strict=True

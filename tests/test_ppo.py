@@ -277,9 +277,8 @@ def test_host_actor_matches_the_jitted_actor():
 
     key = jax.random.PRNGKey(3)
     policy = policy_init(key, 5, 2, hidden=(16, 16))
-    policy = policy.replace(
-        actor=jax.tree_util.tree_map(lambda p: p * 50, policy.actor)
-    )  # saturate some
+    # saturate some
+    policy = policy.replace(actor=jax.tree_util.tree_map(lambda p: p * 50, policy.actor))
     obs = np.random.default_rng(0).normal(size=(64, 5)) * 4
     norm = normalizer_update(normalizer_init(5, clip=3.0), obs[:32])
     want = np.asarray(act_mean(policy, norm, obs))

@@ -67,9 +67,8 @@ def test_phase_fills_the_cap_with_clipped_noisy_actions(real):
     )
     assert [len(e.rew) for e in phase.episodes] == [100, 100, 50] and phase.samples == 250
     acts = np.concatenate([e.act for e in phase.episodes])
-    assert (
-        np.abs(acts).max() == 1.0 and np.isin(acts, (-1.0, 1.0)).mean() > 0.1
-    )  # noise up to std 3, clipped
+    # noise up to std 3, clipped
+    assert np.abs(acts).max() == 1.0 and np.isin(acts, (-1.0, 1.0)).mean() > 0.1
     assert phase.residual is None  # α = 0: no residual computed
     replay = np.random.default_rng(0)
     for episode in phase.episodes:

@@ -229,9 +229,8 @@ def test_odd_runs_are_left_out_of_a_report_with_a_note_and_no_warnings(
     notes = odd_runs(finished_run, root)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        warnings.simplefilter(
-            "ignore", DeprecationWarning
-        )  # libraries' own (matplotlib 3.8 on a newer pyparsing)
+        # libraries' own (matplotlib 3.8 on a newer pyparsing)
+        warnings.simplefilter("ignore", DeprecationWarning)
         code, _, err = run_cli_output(["report", root, "--out", out], capsys)
     assert code == 0 and err == [], err
     index = (out / "index.md").read_text()
@@ -242,9 +241,8 @@ def test_odd_runs_are_left_out_of_a_report_with_a_note_and_no_warnings(
             left_out,
         )
     assert "all-nan: no usable metrics rows — left out" in left_out
-    assert (
-        "| halfcheetah | paper | rp1 | 2 | 0, 4 |" in index
-    )  # the sound run and what is sound of one-inf
+    # the sound run and what is sound of one-inf
+    assert "| halfcheetah | paper | rp1 | 2 | 0, 4 |" in index
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")

@@ -122,9 +122,8 @@ def test_failed_run_is_reported_and_the_others_finish(tmp_path, capsys):
     broken.checkpoint_path.parent.mkdir()
     broken.checkpoint_path.write_bytes(b"a corrupted checkpoint")
 
-    assert (
-        tiny_sweep(tmp_path, presets=["halfcheetah-greedy"], workers=1) == 1
-    )  # one worker: it survives the failure
+    # one worker: it survives the failure
+    assert tiny_sweep(tmp_path, presets=["halfcheetah-greedy"], workers=1) == 1
     assert RunDir(tmp_path / "halfcheetah-greedy" / "seed0").is_finished()
     assert not broken.is_finished()
     assert "Traceback" in (broken.path / "log.txt").read_text()

@@ -233,9 +233,8 @@ def evaluate_run(
         assert size is not None  # set with the video above
         record(policy, replay, Path(video), size, returns)
     mean, std = returns_summary(returns)
-    replayed = (
-        seed is None and policy.eval_return is not None
-    )  # the episodes of a recorded evaluation
+    # the episodes of a recorded evaluation
+    replayed = seed is None and policy.eval_return is not None
     return Evaluation(
         Path(run_dir),
         policy,

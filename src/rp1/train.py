@@ -145,12 +145,10 @@ def drive(
             run.append_metrics(row)
             outputs.after_step(agent.policy_snapshot(state), row)
             run.save_checkpoint(agent.checkpoint(state))
-            ret = (
-                _fmt(row["eval_return"], ".1f") if row.get("eval_return") is not None else ret
-            )  # the latest evaluation
-            rate = _fmt(
-                row.get("steps_per_s"), ",.0f"
-            )  # real env steps per second while collecting
+            # the latest evaluation
+            ret = _fmt(row["eval_return"], ".1f") if row.get("eval_return") is not None else ret
+            # real env steps per second while collecting
+            rate = _fmt(row.get("steps_per_s"), ",.0f")
             bar.update(
                 task,
                 completed=min(state.samples, cfg.budget),

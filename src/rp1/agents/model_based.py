@@ -110,9 +110,8 @@ class AgentState:
         """A copy whose host-side parts (generators, bandit, store, rows) can change without
         touching this state; the JAX parts (learner, start states) are immutable and shared. The
         copy's bandit draws from the copy's ``rngs["bandit"]``."""
-        rngs, bandit = copy.deepcopy(
-            (self.rngs, self.bandit)
-        )  # one memo: the generator stays shared
+        # one memo: the generator stays shared
+        rngs, bandit = copy.deepcopy((self.rngs, self.bandit))
         # the store replaces its arrays when it grows, never writes into them: a shallow copy will do
         return replace(
             self, store=copy.copy(self.store), rngs=rngs, bandit=bandit, rows=list(self.rows)

@@ -54,14 +54,16 @@ BEST, LAST = "best", "last"
 WHICH = (BEST, LAST)
 
 EVALUATORS: dict[str, tuple[Callable[[Policy, Normalizer], MeanAction], type]] = {
+    # model-based agents: the NumPy actor, returns as float64
     "host-float64": (
         host_actor,
         np.float64,
-    ),  # model-based agents: the NumPy actor, returns as float64
+    ),
+    # model-free PPO: the compiled actor on float32 states, float32 returns
     "device-float32": (
         device_actor,
         np.float32,
-    ),  # model-free PPO: the compiled actor on float32 states, float32 returns
+    ),
 }
 """How an agent evaluates a policy: its deterministic actor and the dtype of the returns (which
 fixes the last digits of their mean and std)."""

@@ -16,9 +16,8 @@ class RunState(Protocol):
     """What the driver reads of an agent's state."""
 
     samples: int  # real environment steps collected so far
-    rows: list[
-        dict[str, Any]
-    ]  # the metrics row of every step so far (rp1.rundir.files.METRIC_COLUMNS)
+    # the metrics row of every step so far (rp1.rundir.files.METRIC_COLUMNS)
+    rows: list[dict[str, Any]]
 
 
 S = TypeVar("S", bound=RunState)

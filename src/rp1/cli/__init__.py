@@ -181,9 +181,8 @@ def train(o: Options) -> None:
             options=options,
             lock=lock,
         )
-        curve = write_learning_curve(
-            out, cfg.preset
-        )  # by the owner: no other process draws it meanwhile
+        # by the owner: no other process draws it meanwhile
+        curve = write_learning_curve(out, cfg.preset)
     if not o.quiet:
         typer.echo(run_summary(out, curve))
 

@@ -124,16 +124,13 @@ class ModelConfig:
     patience: int = PATIENCE
     max_epochs: int = ranged(MAX_EPOCHS, at_least=1, at_most=10**5)
     max_train_samples: int = ranged(store.MAX_TRAIN_SAMPLES, at_least=1, at_most=10**8)
-    reward: str = ranged(
-        "auto", choices=SOURCES
-    )  # auto | known | learned (README "What the model learns")
+    # auto | known | learned (README "What the model learns")
+    reward: str = ranged("auto", choices=SOURCES)
     done: str = ranged("auto", choices=SOURCES)  # auto | known | learned
-    head_hidden: tuple[int, ...] = ranged(
-        heads.HIDDEN, **WIDTHS
-    )  # the learned reward / termination heads
-    stop_on: str = STOP_ON_CHOICES[
-        0
-    ]  # any | dynamics: what early stopping counts with learned heads (fit.STOP_ON_CHOICES)
+    # the learned reward / termination heads
+    head_hidden: tuple[int, ...] = ranged(heads.HIDDEN, **WIDTHS)
+    # any | dynamics: what early stopping counts with learned heads (fit.STOP_ON_CHOICES)
+    stop_on: str = STOP_ON_CHOICES[0]
 
 
 @dataclass(frozen=True)
@@ -175,12 +172,10 @@ class LambdaConfig:
     window: int = ranged(bandit.WINDOW, at_least=1, at_most=10**4)
     weighting: str = bandit.WEIGHTING
     baseline: str = bandit.BASELINE  # previous (the paper) | including (the reference): Ĝ's mean
-    first_feedback: str = ranged(
-        "exclude", choices=FIRST_FEEDBACK
-    )  # "include": the initial phase's G enters the window (ref)
-    g_normalizers: str = ranged(
-        "all", choices=G_NORMALIZERS
-    )  # G measured with every normaliser refreshed | inputs: delta's not yet
+    # "include": the initial phase's G enters the window (ref)
+    first_feedback: str = ranged("exclude", choices=FIRST_FEEDBACK)
+    # G measured with every normaliser refreshed | inputs: delta's not yet
+    g_normalizers: str = ranged("all", choices=G_NORMALIZERS)
 
 
 @dataclass(frozen=True)

@@ -150,9 +150,8 @@ def validate(cfg: Config) -> Config:
     _check(
         0.0 in lam.arms or lam.mode == "fixed", "lam.arms must contain 0 (the first iteration's λ)"
     )
-    _check_one_of(
-        "scale", cfg.scale, tuple(SCALES)
-    )  # the scales are the presets' (rp1.config.presets)
+    # the scales are the presets' (rp1.config.presets)
+    _check_one_of("scale", cfg.scale, tuple(SCALES))
     col = cfg.collect
     mf = cfg.modelfree
     _check(

@@ -53,10 +53,11 @@ BATCH_SIZE = 1024
 CHECK_EVERY = 5  # epochs between validations
 PATIENCE = 5  # checks without improvement before stopping
 MAX_EPOCHS = 2000
+# what counts as an improvement for early stopping (fit's stop_on)
 STOP_ON_CHOICES = (
     "any",
     "dynamics",
-)  # what counts as an improvement for early stopping (fit's stop_on)
+)
 
 
 class NonFiniteLossError(FloatingPointError):

@@ -265,6 +265,7 @@ class VideoFile:
 
             self._tmp = tempfile.TemporaryDirectory(prefix="rp1-video-")
             TEMPORARY.add(self._tmp.name)
+            # what imageio_ffmpeg.write_frames runs, with ffmpeg's errors and exit code kept
             command = [
                 imageio_ffmpeg.get_ffmpeg_exe(),
                 "-y",
@@ -290,7 +291,7 @@ class VideoFile:
                 "-v",
                 "error",
                 str(Path(self._tmp.name) / "video.mp4"),
-            ]  # what imageio_ffmpeg.write_frames runs, with ffmpeg's errors and exit code kept
+            ]
             with _starting_ffmpeg():
                 self._ffmpeg = subprocess.Popen(
                     command,
@@ -340,9 +341,8 @@ class VideoFile:
     def _finish_ffmpeg(self, complete: bool) -> None:
         """Let ffmpeg finish the file (``complete``) or stop it; StorageError naming the video and
         ffmpeg's last error line if it failed."""
-        assert (
-            self._ffmpeg is not None and self._ffmpeg.stdin is not None
-        )  # ffmpeg runs (__enter__)
+        # ffmpeg runs (__enter__)
+        assert self._ffmpeg is not None and self._ffmpeg.stdin is not None
         with contextlib.suppress(BrokenPipeError):
             self._ffmpeg.stdin.close()
         if not complete:

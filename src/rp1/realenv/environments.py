@@ -57,9 +57,8 @@ class EnvGroup(gym.Env):
         ]
         self.offset = offset
         single_obs, single_act = self.envs[0].observation_space, self.envs[0].action_space
-        assert isinstance(single_obs, Box) and isinstance(
-            single_act, Box
-        )  # as rp1.envs.make checks
+        # as rp1.envs.make checks
+        assert isinstance(single_obs, Box) and isinstance(single_act, Box)
         self.observation_space = Box(-np.inf, np.inf, (size, *single_obs.shape), np.float64)
         self.action_space = Box(
             np.broadcast_to(single_act.low, (size, *single_act.shape)),

@@ -26,9 +26,8 @@ class Episodes(NamedTuple):
     under; steps after an episode ended are invalid (zeros)."""
 
     obs: np.ndarray  # [T, N, obs_dim] float32, state the action was taken in
-    act: (
-        np.ndarray
-    )  # [T, N, act_dim] float32, the policy's action before clipping (what logp refers to)
+    # [T, N, act_dim] float32, the policy's action before clipping (what logp refers to)
+    act: np.ndarray
     logp: np.ndarray  # [T, N] float32, log π(act | obs) (0 for a policy that reports none)
     reward: np.ndarray  # [T, N] float32, true env reward of the clipped action
     next_obs: np.ndarray  # [T, N, obs_dim] float32, state reached
@@ -76,9 +75,8 @@ class Episodes(NamedTuple):
         """These episodes with only their first ``steps`` valid steps kept, counting episode by
         episode (the rest zeroed and invalid)."""
         lengths = self.lengths()
-        keep = np.clip(
-            steps - (np.cumsum(lengths) - lengths), 0, lengths
-        )  # [N] steps kept per episode
+        # [N] steps kept per episode
+        keep = np.clip(steps - (np.cumsum(lengths) - lengths), 0, lengths)
         valid = self.valid & (np.arange(self.valid.shape[0])[:, None] < keep)
         dropped = ~valid
         return Episodes(

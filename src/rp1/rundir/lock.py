@@ -167,9 +167,8 @@ class RunLock:
             else:
                 if _is_at(fd, self.path):
                     return fd
-                os.close(
-                    fd
-                )  # its holder removed it before we locked it: lock the one at the path now
+                # its holder removed it before we locked it: lock the one at the path now
+                os.close(fd)
             time.sleep(RETRY_S)  # the holder is writing its name, or releasing
         raise RunInUse(self.run_dir, holder)
 

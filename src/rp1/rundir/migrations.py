@@ -73,17 +73,15 @@ class Added:
 
 ADDED = (
     Added("collect.min_val_rollouts", 2, 0),  # the literal ⌊n/3⌋ validation split
-    Added(
-        "modelfree.workers", 2, 1
-    ),  # no model-free method before: unused (the values it came with)
+    # no model-free method before: unused (the values it came with)
+    Added("modelfree.workers", 2, 1),
     Added("modelfree.envs", 2, 10),
     Added("modelfree.eval_every", 2, 5),
     Added("scale", 3, "paper"),  # a label (rp1 report counts such runs as paper scale)
     Added("lam.first_feedback", 3, "include"),  # the initial phase's G entered the bandit's window
     Added("horizon", 4, 0),  # the task's own
-    Added(
-        "model.reward", 5, "auto"
-    ),  # before heads: the task's function (a task without one failed)
+    # before heads: the task's function (a task without one failed)
+    Added("model.reward", 5, "auto"),
     Added("model.done", 5, "auto"),
     Added("model.head_hidden", 5, [200, 200]),  # no heads before: unused (the value it came with)
     Added("model.stop_on", 6, "any"),  # early stopping counted the dynamics and the heads
