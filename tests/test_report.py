@@ -345,6 +345,28 @@ def test_duplicate_runs_keep_the_one_that_reached_most(tmp_path):
     assert len(loaded.notes) == 1 and loaded.notes[0].startswith("a/ant-rp1/seed0")
 
 
+def test_of_duplicates_that_reached_as_many_samples_the_one_logging_more_metrics_is_kept(tmp_path):
+    """A run made again to log a metric added since replaces the older copy, wherever its path
+    sorts; copies equal in both keep the first by path, and each note says why its run went."""
+    samples, returns = [3_000, 6_000], [1.0, 2.0]
+    write_run(tmp_path / "a", "ant", "rp1", 0, samples, returns, test_model_error=[math.nan] * 2)
+    write_run(tmp_path / "b", "ant", "rp1", 0, samples, returns, test_model_error=[math.nan, 0.3])
+    write_run(tmp_path / "c", "ant", "rp1", 0, samples, returns, test_model_error=[math.nan] * 2)
+    write_run(tmp_path / "a", "hopper", "rp1", 0, samples, returns)
+    write_run(tmp_path / "b", "hopper", "rp1", 0, samples, returns)
+    loaded = load_runs(tmp_path)
+    assert set(loaded.metrics["run"]) == {"b/ant-rp1/seed0", "a/hopper-rp1/seed0"}
+    fewer, equal = "as many samples, fewer metrics logged", "as many samples and metrics"
+    assert sorted(loaded.notes) == [
+        f"{run}: duplicate of {kept} (same task, scale, method, seed; {why}) — left out"
+        for run, kept, why in [
+            ("a/ant-rp1/seed0", "b/ant-rp1/seed0", fewer),
+            ("b/hopper-rp1/seed0", "a/hopper-rp1/seed0", f"{equal}; the first by path kept"),
+            ("c/ant-rp1/seed0", "b/ant-rp1/seed0", fewer),
+        ]
+    ]
+
+
 def test_no_runs_is_a_config_error_a_bad_config_is_left_out_with_a_note(tmp_path):
     with pytest.raises(ConfigError, match="no run directories"):
         write_report(tmp_path, tmp_path / "out")

@@ -190,24 +190,39 @@ def load_run(root: Path, run_dir: Path) -> tuple[pd.DataFrame, list[str]]:
     return metrics.assign(**header)[[*header, *metrics.columns]], notes
 
 
+def completeness(run: pd.DataFrame) -> tuple[float, int]:
+    """How much of a run there is: real samples reached, then the number of columns holding a value
+    (a run made again to log a metric added since has more)."""
+    return float(run["reached"].iloc[0]), int(run.notna().any().sum())
+
+
 def drop_duplicates(runs: list[pd.DataFrame]) -> tuple[list[pd.DataFrame], list[str]]:
-    """Keep, per (task, method, seed), the run that reached the most samples; say which went."""
-    best: dict[tuple, pd.DataFrame] = {}
-    notes = []
+    """Keep, per (task, scale, method, seed), the most complete run (:func:`completeness`: most
+    samples reached, then most columns logged; the first of ``runs`` where both are equal); say
+    which went and why."""
+    groups: dict[tuple, list[pd.DataFrame]] = {}
     for run in runs:
-        key = tuple(run[column].iloc[0] for column in RUN_KEY)
-        kept = best.setdefault(key, run)
-        if kept is run:
-            continue
-        winner, loser = (
-            (run, kept) if run["reached"].iloc[0] > kept["reached"].iloc[0] else (kept, run)
-        )
-        best[key] = winner
-        notes.append(
-            f"{loser['run'].iloc[0]}: duplicate of {winner['run'].iloc[0]} "
-            f"(same task, scale, method, seed; fewer samples) — left out"
-        )
-    return list(best.values()), notes
+        groups.setdefault(tuple(run[column].iloc[0] for column in RUN_KEY), []).append(run)
+    kept, notes = [], []
+    for group in groups.values():
+        winner = max(group, key=completeness)  # the first of the maximal ones
+        kept.append(winner)
+        reached, logged = completeness(winner)
+        for loser in group:
+            if loser is winner:
+                continue
+            loser_reached, loser_logged = completeness(loser)
+            if loser_reached < reached:
+                why = "fewer samples"
+            elif loser_logged < logged:
+                why = "as many samples, fewer metrics logged"
+            else:
+                why = "as many samples and metrics; the first by path kept"
+            notes.append(
+                f"{loser['run'].iloc[0]}: duplicate of {winner['run'].iloc[0]} "
+                f"(same task, scale, method, seed; {why}) — left out"
+            )
+    return kept, notes
 
 
 def load_runs(root: Path) -> LoadedRuns:
