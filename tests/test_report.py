@@ -445,6 +445,42 @@ def test_claims_read_each_comparison_as_holds_does_not_hold_or_inconclusive(tmp_
     assert verdict(2.0, float("nan")) == "inconclusive" and verdict(-3.0, 0.01) == "does not hold"
 
 
+def test_phase_length_claims_compare_each_matched_control_with_its_3000_sample_method(tmp_path):
+    """Table 5: matched Greedy against Greedy and matched No EarlyStop against No EarlyStop, each
+    a claim of its own; a pair without runs on both sides has no claim."""
+    bests = {
+        ("greedy", 3_000): [0.0, 1.0, -1.0],
+        ("greedy-matched", 300): [70.0, 71.0, 69.0],
+        ("rp1-nopca", 3_000): [5.0, 6.0, 4.0],
+        ("rp1-nopca-matched", 600): [6.0, 4.0, 5.0],
+        ("rp1", 3_000): [50.0, 52.0, 51.0],  # in no comparison of Table 5
+    }
+    spec = next(spec for spec in TABLES if spec.name == "table5")
+
+    def claims_of(root: Path, methods: list[str]) -> pd.DataFrame:
+        for (method, cap), values in bests.items():
+            for seed, best in enumerate(values if method in methods else []):
+                write_run(root, "hopper", method, seed, [3_000, 9_000], [best - 5, best], cap=cap)
+        metrics = load_runs(root).metrics
+        return claim_table({"table5": table_frames(metrics, spec, report_tasks(metrics))})
+
+    claims = claims_of(tmp_path / "all", [method for method, _ in bests])
+    assert claims.set_index(["claim", "samples"])["verdict"].to_dict() == {
+        (
+            "phases of the matched length beat 3,000-sample phases, Greedy (control)",
+            10_000,
+        ): "holds",
+        (
+            "phases of the matched length beat 3,000-sample phases, No EarlyStop (control)",
+            10_000,
+        ): "inconclusive",
+    }
+    greedy = claims[claims["method_b"] == "greedy"].iloc[0]
+    assert (greedy.method_a, greedy.t) == ("greedy-matched", pytest.approx(70 / np.sqrt(2 / 3)))
+    claims = claims_of(tmp_path / "some", ["greedy", "rp1-nopca", "rp1-nopca-matched"])
+    assert list(claims["method_b"]) == ["rp1-nopca"]
+
+
 def test_lambda_trend_tests_one_slope_per_run(tmp_path):
     # Trained returns (iterations ≥ 1) 0, 1, 3, 6 then λ 0.1, 0.3, 0.5: changes 1, 2, 3 of the
     # range 6, a slope of (1/6) / 0.2 = 5/6 per unit λ; seed 1: changes 2, 2, 8 of 12 at the same

@@ -28,6 +28,16 @@ CLAIMS: tuple[tuple[str, str, str], ...] = (
     ("early stopping matters (Table 3)", "table3", "t (RP1 vs No EarlyStop)"),
     ("reward variance beats state variance (Table 2)", "table2", "t (Reward vs State)"),
     (
+        "phases of the matched length beat 3,000-sample phases, Greedy (control)",
+        "table5",
+        "t (matched Greedy vs Greedy)",
+    ),
+    (
+        "phases of the matched length beat 3,000-sample phases, No EarlyStop (control)",
+        "table5",
+        "t (matched No EarlyStop vs No EarlyStop)",
+    ),
+    (
         "PCA early stopping beats fixed phases of the same length, λ = 0 (control)",
         "table4",
         "t (λ = 0 vs matched Greedy)",

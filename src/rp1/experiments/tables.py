@@ -119,6 +119,21 @@ TABLES: tuple[TableSpec, ...] = (
         ),
     ),
     TableSpec(
+        "table5",
+        "Table 5: controls beyond the paper — phases of the task's matched length against the paper's 3,000 samples, without early stopping",
+        (10_000, 100_000),
+        (
+            ("greedy", "Greedy"),
+            ("greedy-matched", "Greedy (matched)"),
+            ("rp1-nopca", "No EarlyStop"),
+            ("rp1-nopca-matched", "No EarlyStop (matched)"),
+        ),
+        (
+            ("t (matched Greedy vs Greedy)", "greedy-matched", "greedy"),
+            ("t (matched No EarlyStop vs No EarlyStop)", "rp1-nopca-matched", "rp1-nopca"),
+        ),
+    ),
+    TableSpec(
         "table_model",
         "World models on common data: one-step error on the task's test set (beyond the paper)",
         (10_000, 100_000),
