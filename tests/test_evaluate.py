@@ -103,7 +103,8 @@ def test_load_policy_acts_as_the_runs_own_policy(case, tmp_path, monkeypatch):
         return evaluate(real, act, count, seeds)
 
     monkeypatch.setattr(rp1.agents.policy_files, "evaluate", recording)
-    run = run_training(config(case), tmp_path / "run", progress=False)
+    # no grid: every evaluation recorded is then a metrics row's
+    run = run_training(config(case, **{"eval.every": "0"}), tmp_path / "run", progress=False)
     monkeypatch.undo()
 
     rows = [r for r in metrics(run) if r["eval_return"]]

@@ -40,7 +40,8 @@ FIXTURE_SETS = {  # the fixture's config (fixtures/before_stop_on/make.py)
 OLD_VALUES = {
     "lam.baseline": "including",
     "lam.g_normalizers": "inputs",
-}  # 3fab089's, unlike today's defaults
+    "eval.every": "0",
+}  # 3fab089's, unlike today's defaults (no evaluation grid)
 MADE_IN = json.loads((FIXTURE / "made_in.json").read_text())
 """An environment in which the fixture's metrics are written (fixtures/before_stop_on/make.py)."""
 
@@ -89,7 +90,7 @@ def test_every_config_key_has_a_migration_entry():
     ].schema == SCHEMA
 
 
-KEYS_PER_SCHEMA = {1: 34, 2: 38, 3: 40, 4: 41, 5: 44, 6: 45, 7: 49}
+KEYS_PER_SCHEMA = {1: 34, 2: 38, 3: 40, 4: 41, 5: 44, 6: 45, 7: 49, 8: 50}
 """How many keys each schema had when it was released: a new key goes to a new schema (SCHEMA + 1),
 which needs no line here."""
 
@@ -354,8 +355,8 @@ def test_the_fixture_resumes_finishes_and_keeps_its_rows(resumed):
         and config["model.stop_on"] == "any"
         and config["model.reward"] == "learned"
     )
-    assert {k: config[k] for k in ("lam.baseline", "lam.g_normalizers", "policy.advantage", "policy.restore_best")} == {
-        **OLD_VALUES, "policy.advantage": "fixed", "policy.restore_best": True,
+    assert {k: config[k] for k in ("lam.baseline", "lam.g_normalizers", "policy.advantage", "policy.restore_best", "eval.every")} == {
+        **OLD_VALUES, "policy.advantage": "fixed", "policy.restore_best": True, "eval.every": 0,
     }  # fmt: skip
     environments = json.loads((run_dir / "environment.json").read_text())["environments"]
     assert [e["from_iteration"] for e in environments] == [3]

@@ -8,15 +8,16 @@ import pytest
 
 from helpers import TINY, Crash, crash_after_steps, metrics_without_timing
 from rp1.config import resolve
+from rp1.rundir.files import EVALUATIONS
 from rp1.train import run_training
 
 CASES = {
     # α = 0 keeps the number of iterations independent of the data: 4 phases of 300 samples
-    "rp1": ("halfcheetah-rp1", 1200, {**TINY, "collect.alpha": "0"}),
+    "rp1": ("halfcheetah-rp1", 1200, {**TINY, "collect.alpha": "0", "eval.every": "200"}),
     "modelfree": (
         "halfcheetah-modelfree",
         3000,
-        {**TINY, "policy.batch_steps": "500", "modelfree.envs": "5"},
+        {**TINY, "policy.batch_steps": "500", "modelfree.envs": "5", "eval.every": "400"},
     ),
 }
 
@@ -38,6 +39,9 @@ def test_resumed_run_equals_uninterrupted_run(case, tmp_path, monkeypatch):
     reference = metrics_without_timing(tmp_path / "reference")
     assert len(reference) > 2  # the crash came before the end
     assert metrics_without_timing(tmp_path / "resumed") == reference
+    grid = (tmp_path / "reference" / EVALUATIONS).read_text()
+    assert grid.count("\n") > 3  # the header and grid points both before and after the crash
+    assert (tmp_path / "resumed" / EVALUATIONS).read_text() == grid
 
 
 @pytest.mark.parametrize("case", list(CASES))

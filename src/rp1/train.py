@@ -116,6 +116,8 @@ def drive(
     if warning:
         print(warning, file=sys.stderr, flush=True)
     run.write_metrics(state.rows)
+    if cfg.eval.every:
+        run.write_evaluations(state.evaluations)
     last = state.rows[-1] if state.rows else {}
     outputs = RunOutputs(run.path, cfg, agent.task, state.rows, options or RunOptions())
     with (
@@ -141,8 +143,10 @@ def drive(
             rate=_fmt(last.get("steps_per_s"), ",.0f"),
         )
         while state.samples < cfg.budget:
+            evaluated = len(state.evaluations)
             state, row = agent.step(state)
             run.append_metrics(row)
+            run.append_evaluations(state.evaluations[evaluated:])
             outputs.after_step(agent.policy_snapshot(state), row)
             run.save_checkpoint(agent.checkpoint(state))
             # the latest evaluation

@@ -10,7 +10,8 @@ of Algorithm 3); its ``model_error`` is G of the untrained model, which by defau
 the bandit's window (``lam.first_feedback``, SPEC §6). Every later iteration fits the ensemble,
 trains the policy in it with λ, evaluates it in the real env and collects a phase. On a paper task
 every fit is also scored on the task's fixed test set (:mod:`rp1.dynamics.testset`), which no run
-trains on: ``test_model_error`` and ``test_model_error_common``.
+trains on: ``test_model_error`` and ``test_model_error_common``. The policy that collects a phase
+is also evaluated at every point of the evaluation grid the phase covers (:mod:`rp1.agents.grid`).
 
 Randomness: one ``SeedSequence(cfg.seed)`` spawns an independent stream per consumer
 (:data:`STREAMS`, :mod:`rp1.core.seeding`). The JAX key lives in the :class:`Learner`; every NumPy
@@ -36,6 +37,7 @@ from flax import struct
 
 from rp1 import envs
 from rp1.acquisition import ExpWeights
+from rp1.agents.grid import evaluate_on_grid
 from rp1.agents.policy_files import EvaluationEpisodes, PolicySnapshot, returns_summary
 from rp1.config import Config
 from rp1.config.settings import (
@@ -104,6 +106,7 @@ class AgentState:
     rngs: dict[str, np.random.Generator]
     bandit: ExpWeights | None
     rows: list[dict[str, Any]] = field(default_factory=list)
+    evaluations: list[dict[str, Any]] = field(default_factory=list)  # the grid's (rp1.agents.grid)
     evaluated: PolicySnapshot | None = None  # the policy the last step evaluated (not checkpointed)
 
     def copy(self) -> AgentState:
@@ -114,7 +117,12 @@ class AgentState:
         rngs, bandit = copy.deepcopy((self.rngs, self.bandit))
         # the store replaces its arrays when it grows, never writes into them: a shallow copy will do
         return replace(
-            self, store=copy.copy(self.store), rngs=rngs, bandit=bandit, rows=list(self.rows)
+            self,
+            store=copy.copy(self.store),
+            rngs=rngs,
+            bandit=bandit,
+            rows=list(self.rows),
+            evaluations=list(self.evaluations),
         )
 
 
@@ -129,6 +137,8 @@ class ModelBasedAgent:
         self.eval_real = RealEnvs(
             cfg.task, 1, seed=int_seed(self.streams["eval_env"]), horizon=cfg.horizon
         )
+        # the grid's episodes are all seeded (rp1.agents.grid): its environments' streams stay unused
+        self.grid_real = RealEnvs(cfg.task, 1, horizon=cfg.horizon)
         # the environments' generators as seeded; a state's copies of them drive the environments
         self._seeded = {
             "env": self.real.generators()[0],
@@ -146,6 +156,7 @@ class ModelBasedAgent:
         """Close the environments."""
         self.real.close()
         self.eval_real.close()
+        self.grid_real.close()
 
     # --- state ---------------------------------------------------------------------------------
 
@@ -198,6 +209,7 @@ class ModelBasedAgent:
             "rngs": {k: g.bit_generator.state for k, g in s.rngs.items()},
             "bandit": s.bandit.state_dict() if s.bandit else None,
             "rows": s.rows,
+            "evaluations": s.evaluations,
         }
         return pack_checkpoint(
             meta, s.learner, {"store": s.store.state_dict(), "start_obs": s.start_obs}
@@ -220,6 +232,7 @@ class ModelBasedAgent:
             meta["lam"],
             meta["rows"],
         )
+        s.evaluations = meta.get("evaluations", [])  # none in a checkpoint from before the grid
         s.store = TransitionStore.from_state_dict(host["store"])
         s.start_obs = np.asarray(host["start_obs"])
         return s
@@ -247,6 +260,15 @@ class ModelBasedAgent:
             self.real, mean_action, s.rngs["noise"], self.collecting, budget=cfg.budget - s.samples
         )
         row["collect_s"] = time.perf_counter() - t
+        s.evaluations = s.evaluations + evaluate_on_grid(
+            s.evaluated,
+            self.grid_real,
+            cfg.seed,
+            cfg.eval.every,
+            cfg.eval_episodes,
+            (s.samples, s.samples + phase.samples),
+            s.iteration,
+        )
         row |= self._absorb(s, phase)
         row["g_hat"] = self.feed_bandit(s, row["model_error"], row.get("val_loss"))
         if s.bandit is not None:  # the probabilities the next λ was drawn from

@@ -16,7 +16,8 @@ does not depend on ``workers``. Per real step the policy is one jitted call over
 Every update writes a metrics row (``samples`` = real steps so far, ``steps_per_s`` = real steps
 per second of collection, the update's PPO diagnostics, :func:`~rp1.policy.ppo.ppo_summary`);
 every ``eval_every`` updates and after the last one the row also holds the mean true return of
-``eval_episodes`` deterministic episodes. Model columns stay empty.
+``eval_episodes`` deterministic episodes. Model columns stay empty. The policy that collects a batch
+is also evaluated at every point of the evaluation grid the batch covers (:mod:`rp1.agents.grid`).
 
 Example::
 
@@ -37,6 +38,7 @@ import numpy as np
 import optax
 from flax import struct
 
+from rp1.agents.grid import evaluate_on_grid
 from rp1.agents.policy_files import EvaluationEpisodes, PolicySnapshot, returns_summary
 from rp1.config import Config
 from rp1.config.settings import ppo_settings
@@ -100,6 +102,7 @@ class ModelFreeState:
     samples: int  # real env steps collected
     learner: PolicyLearner
     rows: list[dict[str, Any]] = field(default_factory=list)
+    evaluations: list[dict[str, Any]] = field(default_factory=list)  # the grid's (rp1.agents.grid)
 
 
 class ModelFreeAgent:
@@ -138,7 +141,13 @@ class ModelFreeAgent:
         Environments hold no state between updates (every episode is reset with its own seed), so
         none is saved."""
         return pack_checkpoint(
-            {"update": s.update, "samples": s.samples, "rows": s.rows}, s.learner
+            {
+                "update": s.update,
+                "samples": s.samples,
+                "rows": s.rows,
+                "evaluations": s.evaluations,
+            },
+            s.learner,
         )
 
     def restore(self, data: dict[str, Any]) -> ModelFreeState:
@@ -146,6 +155,7 @@ class ModelFreeAgent:
         s = self.initial_state()
         meta, s.learner, _ = unpack_checkpoint(data, s.learner)
         s.update, s.samples, s.rows = meta["update"], meta["samples"], meta["rows"]
+        s.evaluations = meta.get("evaluations", [])  # none in a checkpoint from before the grid
         return s
 
     # --- one update ----------------------------------------------------------------------------
@@ -190,11 +200,21 @@ class ModelFreeAgent:
         (also appended to the new state's ``rows``); ``state`` is left as it was."""
         cfg = self.cfg
         start = time.perf_counter()
-        s = replace(state, rows=list(state.rows))  # the learner is immutable
+        # the learner is immutable
+        s = replace(state, rows=list(state.rows), evaluations=list(state.evaluations))
         seeds = episode_seeds(cfg.seed, TRAIN_STREAM, s.update, self.episodes)
         batch = collect(self.real, self.sampling(s), seeds).first_steps(cfg.budget - s.samples)
         collect_s = time.perf_counter() - start
         steps = int(batch.valid.sum())
+        s.evaluations += evaluate_on_grid(
+            self.policy_snapshot(s),
+            self.real,
+            cfg.seed,
+            cfg.eval.every,
+            cfg.eval_episodes,
+            (s.samples, s.samples + steps),
+            s.update,
+        )
 
         t = time.perf_counter()
         learner = s.learner

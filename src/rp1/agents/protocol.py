@@ -18,6 +18,8 @@ class RunState(Protocol):
     samples: int  # real environment steps collected so far
     # the metrics row of every step so far (rp1.rundir.files.METRIC_COLUMNS)
     rows: list[dict[str, Any]]
+    # every evaluation of the grid so far (rp1.agents.grid; rp1.rundir.files.EVALUATION_COLUMNS)
+    evaluations: list[dict[str, Any]]
 
 
 S = TypeVar("S", bound=RunState)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from rp1.config.schema import CollectConfig, Config, LambdaConfig
+from rp1.config.schema import CollectConfig, Config, EvalConfig, LambdaConfig
 from rp1.core.errors import ConfigError
 from rp1.envs.lookup import import_reference
 
@@ -91,6 +91,9 @@ METHOD_TABLE: tuple[Method, ...] = (
 MODEL_FREE = "modelfree"
 MODEL_FREE_LABEL = "PPO"
 MODEL_FREE_BUDGETS = (1_000_000, 5_000_000, 10_000_000)
+MODEL_FREE_EVAL_EVERY = 50_000
+"""``eval.every`` of model-free runs: one grid evaluation per PPO update of the paper's 50,000-step
+batches (its policy changes no more often; a 1,000-sample grid would evaluate more than it trains)."""
 QUICK = "quick"
 """The suffix of the presets ``<task>-quick`` (:func:`rp1.config.presets.quick_config`), which no
 method may be named."""
@@ -239,6 +242,7 @@ def modelfree_config(task: str, preset: str) -> Config:
         method=MODEL_FREE,
         budget=MODEL_FREE_BUDGETS[0],
         lam=LambdaConfig(mode="fixed"),
+        eval=EvalConfig(every=MODEL_FREE_EVAL_EVERY),
     )
 
 

@@ -193,6 +193,20 @@ class ModelFreeConfig:
 
 
 @dataclass(frozen=True)
+class EvalConfig:
+    """The evaluation grid, the same for every method (``rp1 report``'s fair metrics).
+
+    At every multiple of ``every`` real samples, the policy that collected that sample is
+    evaluated with ``eval_episodes`` fresh deterministic episodes, whatever the method's phase
+    length, into ``evaluations.csv`` (:mod:`rp1.agents.grid`); ``0`` turns the grid off. Grid
+    episodes are reset from seeds of their own (the same for every method at a grid point), so
+    every other result of a run is what it is without the grid.
+    """
+
+    every: int = ranged(1000, at_least=0, at_most=10**9)
+
+
+@dataclass(frozen=True)
 class Config:
     """Everything a run needs; ``config.json`` of a run directory is :meth:`to_dict` of this.
 
@@ -215,6 +229,7 @@ class Config:
     collect: CollectConfig = field(default_factory=CollectConfig)
     lam: LambdaConfig = field(default_factory=LambdaConfig)
     modelfree: ModelFreeConfig = field(default_factory=ModelFreeConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-serialisable dict (tuples become lists), led by the config schema it is

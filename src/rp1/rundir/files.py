@@ -5,6 +5,7 @@ Layout::
     RUN/
       config.json            the full resolved config
       metrics.csv            one row per outer iteration, flushed as it goes
+      evaluations.csv        one row per point of the evaluation grid (rp1.agents.grid), likewise
       checkpoint/state.msgpack   the config and everything needed to continue identically
       finished               written when the run reached its budget; holds the config's hash
       learning_curve.png     drawn at the end
@@ -23,7 +24,8 @@ The checkpoint also holds the metric rows written so far, so a resumed run rewri
 checkpoint is replaced atomically, so a kill at any moment leaves the last one valid. Every file
 but ``metrics.csv`` is replaced atomically, and ``metrics.csv`` grows by whole rows (its first
 lines are replaced atomically), so a reader that takes no lock sees no half-written file but a last
-row still being written (``rp1.experiments.runs_table`` leaves it out).
+row still being written (``rp1.experiments.runs_table`` leaves it out). ``evaluations.csv`` has the
+fixed columns :data:`EVALUATION_COLUMNS`, is kept in the checkpoint too and written the same way.
 
 A stored config (``config.json``, the checkpoint's copy) is read through
 :func:`rp1.rundir.migrations.migrate`: a config written by an earlier rp1 gets each key it lacks with the
@@ -84,11 +86,17 @@ its columns were open; the last two: the world model's error on its task's test 
 :mod:`rp1.dynamics.testset`, empty off the paper's tasks); every other key a run's rows hold
 follows (:func:`metric_columns`)."""
 
+EVALUATION_COLUMNS = ("samples", "trained_on", "iteration", "eval_return", "eval_std")
+"""The columns of ``evaluations.csv``: the grid point (real samples), the real samples the policy in
+force there was trained on, the iteration (model-free: PPO updates) that produced it, and the mean
+and std of its evaluation's returns (:func:`rp1.agents.grid.evaluate_on_grid`)."""
+
 # Wall-clock measurements: the only columns that differ between identical runs.
 TIMING_COLUMNS = ("steps_per_s", "fit_s", "policy_s", "collect_s", "wall_s")
 
 CONFIG = "config.json"
 METRICS = "metrics.csv"
+EVALUATIONS = "evaluations.csv"
 CHECKPOINT = Path("checkpoint") / "state.msgpack"
 FINISHED = "finished"
 CURVE = "learning_curve.png"
@@ -98,7 +106,7 @@ TENSORBOARD_DIR = "tensorboard"  # event files with --tensorboard
 OUTPUT_DIRS = (POLICY_DIR, VIDEO_DIR, TENSORBOARD_DIR)
 ENVIRONMENT = "environment.json"
 RUN_FILES = {
-    ".": (CONFIG, METRICS, FINISHED, CURVE, ENVIRONMENT),
+    ".": (CONFIG, METRICS, EVALUATIONS, FINISHED, CURVE, ENVIRONMENT),
     str(CHECKPOINT.parent): (CHECKPOINT.name,),
     POLICY_DIR: ("best.msgpack", "last.msgpack"),
     VIDEO_DIR: ("best_[0-9]*.mp4",),
@@ -293,7 +301,7 @@ class RunDir:
     def write_metrics(self, rows: list[dict[str, Any]]) -> None:
         """Replace ``metrics.csv`` by ``rows`` with a column for each of their keys
         (:func:`metric_columns`), atomically (used when starting or resuming)."""
-        self._replace_metrics(metric_columns(rows), [_clean(r) for r in rows])
+        self._replace_csv(METRICS, metric_columns(rows), [_clean(r) for r in rows])
 
     def append_metrics(self, row: dict[str, Any]) -> None:
         """Append one row and flush it to disk; if it has a key the file has no column for, the
@@ -301,13 +309,26 @@ class RunDir:
         row = _clean(row)
         columns, written = self._read_metrics()
         if not set(row) <= set(columns):
-            self._replace_metrics(metric_columns([dict.fromkeys(columns), row]), [*written, row])
+            self._replace_csv(
+                METRICS, metric_columns([dict.fromkeys(columns), row]), [*written, row]
+            )
             return
-        with (
-            _storage("write", self.path / METRICS),
-            open(self.path / METRICS, "a", newline="") as f,
-        ):
-            csv.DictWriter(f, columns).writerow(row)
+        self._append_csv(METRICS, columns, [row])
+
+    def write_evaluations(self, rows: list[dict[str, Any]]) -> None:
+        """Replace ``evaluations.csv`` by the grid's ``rows`` (:data:`EVALUATION_COLUMNS`),
+        atomically (used when starting or resuming)."""
+        self._replace_csv(EVALUATIONS, list(EVALUATION_COLUMNS), [_clean(r) for r in rows])
+
+    def append_evaluations(self, rows: list[dict[str, Any]]) -> None:
+        """Append the grid's ``rows`` to ``evaluations.csv`` (written by :meth:`write_evaluations`)
+        and flush them to disk."""
+        if rows:
+            self._append_csv(EVALUATIONS, list(EVALUATION_COLUMNS), [_clean(r) for r in rows])
+
+    def _append_csv(self, name: str, columns: list[str], rows: list[dict[str, Any]]) -> None:
+        with _storage("write", self.path / name), open(self.path / name, "a", newline="") as f:
+            csv.DictWriter(f, columns).writerows(rows)
             f.flush()
             os.fsync(f.fileno())
 
@@ -320,12 +341,12 @@ class RunDir:
             reader = csv.DictReader(f)
             return list(reader.fieldnames or []), list(reader)
 
-    def _replace_metrics(self, columns: list[str], rows: list[dict[str, Any]]) -> None:
+    def _replace_csv(self, name: str, columns: list[str], rows: list[dict[str, Any]]) -> None:
         text = io.StringIO(newline="")
         writer = csv.DictWriter(text, columns)
         writer.writeheader()
         writer.writerows(rows)
-        write_atomically(self.path / METRICS, text.getvalue().encode(), "metrics")
+        write_atomically(self.path / name, text.getvalue().encode(), name.removesuffix(".csv"))
 
     def save_checkpoint(self, state: dict[str, Any]) -> None:
         """Write ``state`` (nested dicts of arrays, numbers, strings) with the config it belongs

@@ -16,6 +16,7 @@ schema keys added
 6      ``model.stop_on`` (e3ee337)
 7      ``lam.baseline``, ``lam.g_normalizers``, ``policy.advantage``, ``policy.restore_best``
        (d9d9625); from here on written as ``"schema": 7``
+8      ``eval.every``: the evaluation grid
 ====== =========================================================================================
 
 Reading a stored config (:func:`migrate`) fills each key it lacks with the value that reproduces
@@ -42,7 +43,7 @@ from typing import Any
 
 from rp1.core.errors import ConfigError
 
-SCHEMA = 7
+SCHEMA = 8
 """The schema this rp1 writes."""
 
 SCHEMA_KEY = "schema"
@@ -89,6 +90,7 @@ ADDED = (
     Added("lam.g_normalizers", 7, "inputs"),  # G measured before the delta normaliser's refresh
     Added("policy.advantage", 7, "fixed"),
     Added("policy.restore_best", 7, True),
+    Added("eval.every", 8, 0),  # no evaluation grid
 )
 """One entry per key added since schema 1, oldest first."""
 

@@ -43,7 +43,7 @@ from typing import Any
 import rp1
 from rp1.rundir.files import ENVIRONMENT, write_atomically
 
-PACKAGES = ("jax", "jaxlib", "numpy", "mujoco", "gymnasium", "optax")
+PACKAGES = ("jax", "jaxlib", "flax", "numpy", "mujoco", "gymnasium", "optax")
 """The libraries whose versions a run's numbers depend on."""
 CPU_EXTENSIONS = {
     "flags": ("sse", "ssse3", "pni", "avx", "fma", "f16c", "xop", "amx"),
