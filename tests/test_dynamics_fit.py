@@ -1,4 +1,4 @@
-"""Fitting the ensemble: learning, early stopping, compiles, G, the NaN path (SPEC §3, §6)."""
+"""Fitting the ensemble: learning, early stopping, compiles, G, the NaN path (algorithm.md §3, §6)."""
 
 import importlib
 
@@ -195,7 +195,10 @@ def test_padding_rows_do_not_affect_the_fit(small_store):
 @pytest.mark.slow
 def test_compiles_the_epoch_function_once_per_size_bucket(monkeypatch):
     traces = count_traces(
-        monkeypatch, FIT_MODULE, "train_epochs", static_argnames=("lr", "batch_size", "epochs")
+        monkeypatch,
+        FIT_MODULE,
+        "train_epochs",
+        static_argnames=("lr", "batch_size", "epochs", "dealing"),
     )
     stores = [linear_store(n, seed=n) for n in (40, 100, 180, 200)]  # 2k, 5k, 9k, 10k transitions
     model = model_for(stores[0])
@@ -283,3 +286,68 @@ def test_rejects_empty_validation_set():
     store.add_phase(linear_episodes(np.random.default_rng(0), 2, 0.0), min_val=0)  # ⌊2/3⌋ = 0
     with pytest.raises(ValueError, match="validation set is empty"):
         run_fit(store, max_epochs=5)
+
+
+# --- the round-robin dealing (the authors' ensemble training) -------------------------------
+
+
+def member(tree, j: int):
+    """Member ``j``'s slice of a tree stacked over members."""
+    return jax.tree_util.tree_map(lambda x: x[j], tree)
+
+
+def test_round_robin_gives_each_member_the_gradient_of_its_own_minibatch(small_store):
+    """In a round, member ``j`` steps on minibatch ``round · M + j − first`` alone; members before
+    ``first`` get no minibatch in the epoch's first round and step with a zero gradient (from a
+    fresh Adam state: no change)."""
+    model = model_for(small_store)
+    train = jax.device_put(small_store.train_set(np.random.default_rng(0)))
+    weights, opt = FIT_MODULE.model_weights(model), init_model_opt_state(model)
+    optimizer = FIT_MODULE.make_model_optimizer()
+    batches = jnp.arange(8 * 256).reshape(8, 256)[::-1]  # minibatch k: rows of block 7 − k
+    first = 2
+    (new, _), (_, rows) = FIT_MODULE._round_update(
+        optimizer, model, train, batches, jnp.int32(8), jnp.int32(first), (weights, opt), 0
+    )
+    assert rows.tolist() == [0, 0, 256, 256, 256]
+    for j in range(5):
+        if j < first:
+            jax.tree_util.tree_map(np.testing.assert_array_equal, member(new, j), member(weights, j))
+            continue
+        alone, _, _ = FIT_MODULE._member_step(
+            optimizer, model, train, member(weights, j), member(opt, j), batches[j - first], True
+        )
+        other, _, _ = FIT_MODULE._member_step(
+            optimizer, model, train, member(weights, j), member(opt, j), batches[j], True
+        )
+        got, want, wrong = (np.asarray(w.dynamics[0][0]) for w in (member(new, j), alone, other))
+        # Adam's first step moves each weight by about lr = 1e-3: equal to a hundredth of it
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+        assert np.abs(got - wrong).max() > 1e-4
+
+
+def test_round_robin_steps_once_per_round_and_carries_the_member_over_epochs(small_store):
+    """2,000 rows in minibatches of 256: 8 per epoch for 5 members. Epoch 1 steps once (minibatches
+    0–4; 5–7 dropped with their incomplete round) and deals to member 3 next; epoch 2 steps twice
+    (members 3, 4, then a full round). The shuffle dealing steps every member on every minibatch."""
+    counts = {
+        dealing: np.asarray(
+            run_fit(small_store, max_epochs=2, patience=100, dealing=dealing)[1][0].count
+        )
+        for dealing in ("round-robin", "shuffle")
+    }
+    assert counts["round-robin"].tolist() == [3] * 5
+    assert counts["shuffle"].tolist() == [16] * 5
+
+
+@pytest.mark.slow
+def test_round_robin_learns_the_linear_system(small_store):
+    model, _, result = run_fit(small_store, max_epochs=100, dealing="round-robin")
+    val = small_store.val
+    no_change = float(
+        np.mean((normalize(model.obs_norm, val.obs) - normalize(model.obs_norm, val.next_obs)) ** 2)
+    )
+    assert result.val_loss < no_change / 10
+    assert np.isfinite(result.train_losses).all()
+    with pytest.raises(ValueError, match="dealing"):
+        run_fit(small_store, dealing="dealt")

@@ -1,8 +1,8 @@
-"""The run configuration: typed, frozen sections with the paper's values as defaults (SPEC §9).
+"""The run configuration: typed, frozen sections with the paper's values as defaults (algorithm.md §9).
 
 A :class:`Config` is what a run is: ``config.json`` of a run directory is :meth:`Config.to_dict`.
 Build one with :func:`rp1.config.resolve` (a preset) or :func:`rp1.config.env_config` (any task
-and a method); the methods of SPEC §8 differ only in their :class:`LambdaConfig`, early stopping
+and a method); the methods of algorithm.md §8 differ only in their :class:`LambdaConfig`, early stopping
 α and bonus type (:mod:`rp1.config.methods`).
 
 One place per default: every value is written once. Where a library function has a default of its
@@ -13,11 +13,12 @@ Library functions never read a :class:`Config`: the agents build their settings 
 (:mod:`rp1.config.settings`). Values that no field exposes (PPO's γ and clip ε, the stop rule's
 70 % and 6 checks) are constants of their modules only.
 
-One place per range: a field declares the values it may take with its default (:func:`ranged`),
-and :func:`rp1.config.validate` checks what the fields declare. rp1's limits (``at_most``) are far
-above the paper's scale (5 members of [1024, 1024], 50,000-step batches, 10⁷ samples). What the
-fit's, PPO's and the bandit's settings check themselves (:mod:`rp1.config.settings`) is not
-declared again here.
+One place per range and meaning: a field declares the values it may take and what it means with
+its default (:func:`ranged`), :func:`rp1.config.validate` checks what the fields declare, and
+``rp1 config`` (:mod:`rp1.config.reference`) and the documentation's configuration page print
+them. rp1's limits (``at_most``) are far above the paper's scale (5 members of [1024, 1024],
+50,000-step batches, 10⁷ samples). The fit, PPO and the bandit check their settings again
+themselves (:mod:`rp1.config.settings`), for callers that use them without a config.
 """
 
 from __future__ import annotations
@@ -30,7 +31,15 @@ from typing import Any
 
 from rp1.acquisition import bandit, pca
 from rp1.dynamics import ensemble, heads, store
-from rp1.dynamics.fit import BATCH_SIZE, CHECK_EVERY, MAX_EPOCHS, PATIENCE, STOP_ON_CHOICES
+from rp1.dynamics.fit import (
+    BATCH_SIZE,
+    CHECK_EVERY,
+    DEALINGS,
+    MAX_EPOCHS,
+    PATIENCE,
+    SHUFFLE,
+    STOP_ON_CHOICES,
+)
 from rp1.dynamics.fit import LEARNING_RATE as MODEL_LEARNING_RATE
 from rp1.envs.task import SOURCES
 from rp1.imagination import policy_training, rollouts
@@ -43,6 +52,8 @@ LAMBDA_MODES = ("adaptive", "fixed")
 
 RANGE = "rp1.range"
 """The key of a field's metadata that holds the values it may take (:func:`ranged`)."""
+DOC = "rp1.doc"
+"""The key of a field's metadata that holds its one-line meaning (:func:`ranged`, :func:`described`)."""
 
 
 @dataclass(frozen=True)
@@ -69,12 +80,14 @@ def ranged(
     within: Interval | None = None,
     choices: tuple[str, ...] | None = None,
     layers: int | None = None,
+    doc: str = "",
 ) -> Any:
-    """A field with ``default`` and the values it may take, which :func:`rp1.config.validate`
-    checks (for a tuple: every item): at least ``at_least``; above ``above``; at most ``at_most``,
-    rp1's limit, where a larger value could only exhaust memory or time; in ``within``; one of
-    ``choices``; ``layers``: a tuple of 1 to ``layers`` hidden layer widths. The range is the
-    field's metadata (:data:`RANGE`, :func:`declared_range`), not part of ``config.json``."""
+    """A field with ``default``, the values it may take, which :func:`rp1.config.validate`
+    checks (for a tuple: every item), and ``doc``, its meaning in one line: at least ``at_least``;
+    above ``above``; at most ``at_most``, rp1's limit, where a larger value could only exhaust
+    memory or time; in ``within``; one of ``choices``; ``layers``: a tuple of 1 to ``layers``
+    hidden layer widths. Range and meaning are the field's metadata (:data:`RANGE`,
+    :func:`declared_range`; :data:`DOC`, :func:`field_doc`), not part of ``config.json``."""
     declared = {
         "at_least": at_least,
         "above": above,
@@ -84,8 +97,14 @@ def ranged(
         "layers": layers,
     }
     return field(
-        default=default, metadata={RANGE: {k: v for k, v in declared.items() if v is not None}}
+        default=default,
+        metadata={RANGE: {k: v for k, v in declared.items() if v is not None}, DOC: doc},
     )
+
+
+def described(doc: str) -> Any:
+    """A field without a default (a config's ``preset``, ``task``, ``method``) that means ``doc``."""
+    return field(metadata={DOC: doc})
 
 
 def declared_range(section: type, name: str) -> dict[str, Any]:
@@ -93,6 +112,12 @@ def declared_range(section: type, name: str) -> dict[str, Any]:
     arguments that were given, by name; ``{}`` if none)."""
     (f,) = (f for f in fields(section) if f.name == name)
     return dict(f.metadata.get(RANGE, {}))
+
+
+def field_doc(section: type, name: str) -> str:
+    """The one-line meaning field ``name`` of ``section`` declares (``""`` if none)."""
+    (f,) = (f for f in fields(section) if f.name == name)
+    return str(f.metadata.get(DOC, ""))
 
 
 MAX_LAYERS = 16
@@ -114,82 +139,179 @@ WIDTHS = LayerWidths(at_least=1, at_most=16384, layers=MAX_LAYERS)
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """World model and its fitting (SPEC §3)."""
+    """World model and its fitting (algorithm.md §3)."""
 
-    members: int = ranged(ensemble.MEMBERS, at_least=1, at_most=100)
-    hidden: tuple[int, ...] = ranged(ensemble.HIDDEN, **WIDTHS)
-    lr: float = ranged(MODEL_LEARNING_RATE, above=0)
-    batch_size: int = ranged(BATCH_SIZE, at_most=10**6)
-    check_every: int = CHECK_EVERY
-    patience: int = PATIENCE
-    max_epochs: int = ranged(MAX_EPOCHS, at_least=1, at_most=10**5)
-    max_train_samples: int = ranged(store.MAX_TRAIN_SAMPLES, at_least=1, at_most=10**8)
-    # auto | known | learned (README "What the model learns")
-    reward: str = ranged("auto", choices=SOURCES)
-    done: str = ranged("auto", choices=SOURCES)  # auto | known | learned
+    members: int = ranged(ensemble.MEMBERS, at_least=1, at_most=100, doc="ensemble members M")
+    hidden: tuple[int, ...] = ranged(
+        ensemble.HIDDEN, **WIDTHS, doc="hidden layer widths of every member"
+    )
+    lr: float = ranged(MODEL_LEARNING_RATE, above=0, doc="the fit's Adam learning rate")
+    batch_size: int = ranged(
+        BATCH_SIZE, at_least=1, at_most=10**6, doc="rows per minibatch of the fit"
+    )
+    check_every: int = ranged(CHECK_EVERY, at_least=1, doc="epochs between validation checks")
+    patience: int = ranged(
+        PATIENCE, at_least=1, doc="checks without improvement after which the fit stops"
+    )
+    max_epochs: int = ranged(MAX_EPOCHS, at_least=1, at_most=10**5, doc="epochs a fit runs at most")
+    max_train_samples: int = ranged(
+        store.MAX_TRAIN_SAMPLES,
+        at_least=1,
+        at_most=10**8,
+        doc="training rows a fit uses at most (a uniform subsample beyond)",
+    )
+    # auto | known | learned (algorithm.md §11)
+    reward: str = ranged(
+        "auto",
+        choices=SOURCES,
+        doc="reward inside the model: known (the task's function), learned (a head) or auto",
+    )
+    done: str = ranged(
+        "auto",
+        choices=SOURCES,
+        doc="termination inside the model: known, learned or auto (as model.reward)",
+    )
     # the learned reward / termination heads
-    head_hidden: tuple[int, ...] = ranged(heads.HIDDEN, **WIDTHS)
+    head_hidden: tuple[int, ...] = ranged(
+        heads.HIDDEN, **WIDTHS, doc="hidden layer widths of the learned reward/termination heads"
+    )
     # any | dynamics: what early stopping counts with learned heads (fit.STOP_ON_CHOICES)
-    stop_on: str = STOP_ON_CHOICES[0]
+    stop_on: str = ranged(
+        STOP_ON_CHOICES[0],
+        choices=STOP_ON_CHOICES,
+        doc="with learned heads, what the fit's early stopping counts: any improvement or dynamics",
+    )
+    # shuffle | round-robin (the authors'): how minibatches reach the members (rp1.dynamics.fit)
+    dealing: str = ranged(
+        SHUFFLE,
+        choices=DEALINGS,
+        doc="how minibatches reach the members: shuffle (each its own) or round-robin (the authors')",
+    )
 
 
 @dataclass(frozen=True)
 class PolicyConfig:
-    """Policy, PPO inside the model and the stop rule (SPEC §4)."""
+    """Policy, PPO inside the model and the stop rule (algorithm.md §4)."""
 
-    hidden: tuple[int, ...] = ranged(networks.HIDDEN, **WIDTHS)
-    action_std: float = ranged(networks.DEFAULT_ACTION_STD, above=0)
-    lr: float = ranged(ppo.LEARNING_RATE, above=0)
-    batch_steps: int = ranged(policy_training.BATCH_STEPS, at_most=10**7)
-    epochs: int = ranged(ppo.EPOCHS, at_most=1000)
-    max_updates: int = ranged(policy_training.MAX_UPDATES, at_least=1, at_most=10**5)
-    first_check: int = ranged(policy_training.FIRST_CHECK, at_least=1)
-    advantage: str = ppo.ADVANTAGE  # fixed (once per update, SPEC) | per-epoch (the reference)
-    restore_best: bool = True  # false: keep the last weights when training stops (the reference)
+    hidden: tuple[int, ...] = ranged(
+        networks.HIDDEN, **WIDTHS, doc="hidden layer widths of the actor and of the critic"
+    )
+    action_std: float = ranged(
+        networks.DEFAULT_ACTION_STD, above=0, doc="the policy's fixed action std while training"
+    )
+    lr: float = ranged(ppo.LEARNING_RATE, above=0, doc="PPO's Adam learning rate")
+    batch_steps: int = ranged(
+        policy_training.BATCH_STEPS,
+        at_most=10**7,
+        doc="imagined steps per PPO update, at least one horizon (model-free: real steps)",
+    )
+    epochs: int = ranged(
+        ppo.EPOCHS, at_least=1, at_most=1000, doc="full-batch Adam steps per PPO update"
+    )
+    max_updates: int = ranged(
+        policy_training.MAX_UPDATES,
+        at_least=1,
+        at_most=10**5,
+        doc="PPO updates in the model per outer iteration, at most",
+    )
+    first_check: int = ranged(
+        policy_training.FIRST_CHECK, at_least=1, doc="the update from which the stop rule checks"
+    )
+    advantage: str = ranged(
+        ppo.ADVANTAGE,
+        choices=ppo.ADVANTAGES,
+        doc="PPO's advantage once per update (fixed, the paper) or every epoch (the authors')",
+    )
+    restore_best: bool = ranged(
+        True, doc="restore the stop rule's best weights (false: keep the last, as the authors')"
+    )
 
 
 @dataclass(frozen=True)
 class CollectConfig:
-    """Real-data collection and its early stopping (SPEC §5); ``alpha = 0`` turns it off."""
+    """Real-data collection and its early stopping (algorithm.md §5); ``alpha = 0`` turns it off."""
 
-    phase_cap: int = ranged(3000, at_least=1, at_most=10**8)
-    alpha: float = ranged(5e-4, at_least=0)
-    noise_max: float = ranged(3.0, at_least=0)
-    share: float = ranged(pca.SHARE, within=Interval(0, 1, open_low=True))
-    min_val_rollouts: int = ranged(store.MIN_VAL_ROLLOUTS, at_least=0)  # 0: the literal ⌊n/3⌋ split
+    phase_cap: int = ranged(
+        3000, at_least=1, at_most=10**8, doc="real samples a collection phase holds at most"
+    )
+    alpha: float = ranged(
+        5e-4, at_least=0, doc="PCA early stopping's threshold α on the residual; 0 turns it off"
+    )
+    noise_max: float = ranged(
+        3.0, at_least=0, doc="collection noise: each episode's std is drawn from U(0, noise_max)"
+    )
+    share: float = ranged(
+        pca.SHARE,
+        within=Interval(0, 1, open_low=True),
+        doc="share of the singular values the PCA test's principal subspace keeps",
+    )
+    min_val_rollouts: int = ranged(
+        store.MIN_VAL_ROLLOUTS,
+        at_least=0,
+        doc="validation rollouts per phase at least (0: the literal ⌊n/3⌋ split)",
+    )
 
 
 @dataclass(frozen=True)
 class LambdaConfig:
-    """How λ is chosen (SPEC §6): ``adaptive`` (exponential weights) or ``fixed`` at ``value``."""
+    """How λ is chosen (algorithm.md §6): ``adaptive`` (exponential weights) or ``fixed`` at ``value``."""
 
-    mode: str = ranged("adaptive", choices=LAMBDA_MODES)
-    value: float = ranged(0.0, within=Interval(0, 1))
-    arms: tuple[float, ...] = ranged(bandit.ARMS, within=Interval(0, 1))
-    lr: float = ranged(bandit.LEARNING_RATE, above=0)
-    eps: float = bandit.EPS
-    decay: float = bandit.DECAY
-    window: int = ranged(bandit.WINDOW, at_least=1, at_most=10**4)
-    weighting: str = bandit.WEIGHTING
-    baseline: str = bandit.BASELINE  # previous (the paper) | including (the reference): Ĝ's mean
+    mode: str = ranged(
+        "adaptive",
+        choices=LAMBDA_MODES,
+        doc="λ chosen by the bandit (adaptive) or fixed at lam.value",
+    )
+    value: float = ranged(0.0, within=Interval(0, 1), doc="λ when lam.mode is fixed")
+    arms: tuple[float, ...] = ranged(
+        bandit.ARMS, within=Interval(0, 1), doc="the λ values the bandit chooses from"
+    )
+    lr: float = ranged(bandit.LEARNING_RATE, above=0, doc="the bandit's step size η")
+    eps: float = ranged(bandit.EPS, within=Interval(0, 1), doc="share of arms drawn uniformly (ε)")
+    decay: float = ranged(
+        bandit.DECAY, within=Interval(0, 1), doc="factor on the arm scores per update"
+    )
+    window: int = ranged(
+        bandit.WINDOW, at_least=1, at_most=10**4, doc="previous G values in Ĝ's running mean"
+    )
+    weighting: str = ranged(
+        bandit.WEIGHTING,
+        choices=bandit.WEIGHTINGS,
+        doc="an arm's credit divided by its probability (the paper) or exp-score (the authors')",
+    )
+    # previous (the paper) | including (the reference): Ĝ's mean
+    baseline: str = ranged(
+        bandit.BASELINE,
+        choices=bandit.BASELINES,
+        doc="Ĝ's running mean: of the previous G (the paper) or including this one (the authors')",
+    )
     # "include": the initial phase's G enters the window (ref)
-    first_feedback: str = ranged("exclude", choices=FIRST_FEEDBACK)
+    first_feedback: str = ranged(
+        "exclude",
+        choices=FIRST_FEEDBACK,
+        doc="whether the initial random phase's G enters the window (include: the authors')",
+    )
     # G measured with every normaliser refreshed | inputs: delta's not yet
-    g_normalizers: str = ranged("all", choices=G_NORMALIZERS)
+    g_normalizers: str = ranged(
+        "all",
+        choices=G_NORMALIZERS,
+        doc="G measured with every normaliser refreshed, or inputs: before the delta normaliser",
+    )
 
 
 @dataclass(frozen=True)
 class ModelFreeConfig:
-    """PPO in the real env (SPEC §8, ``modelfree``); the policy's hyperparameters are ``policy``'s.
+    """PPO in the real env (algorithm.md §8, ``modelfree``); the policy's hyperparameters are ``policy``'s.
 
     ``envs`` episodes run side by side (the batch of every policy call; results depend on it and on
     the seed, not on ``workers``); ``workers`` processes step them (1: in this process). The policy
     is evaluated after every ``eval_every`` updates and after the last one.
     """
 
-    workers: int = ranged(1, at_least=1, at_most=1024)
-    envs: int = ranged(100, at_least=1, at_most=10**4)
-    eval_every: int = ranged(5, at_least=1)
+    workers: int = ranged(
+        1, at_least=1, at_most=1024, doc="processes that step the environments (1: this one)"
+    )
+    envs: int = ranged(100, at_least=1, at_most=10**4, doc="episodes run side by side")
+    eval_every: int = ranged(5, at_least=1, doc="PPO updates between evaluations")
 
 
 @dataclass(frozen=True)
@@ -203,7 +325,12 @@ class EvalConfig:
     every other result of a run is what it is without the grid.
     """
 
-    every: int = ranged(1000, at_least=0, at_most=10**9)
+    every: int = ranged(
+        1000,
+        at_least=0,
+        at_most=10**9,
+        doc="real samples between points of the evaluation grid (evaluations.csv); 0: no grid",
+    )
 
 
 @dataclass(frozen=True)
@@ -215,15 +342,26 @@ class Config:
     path component, :func:`rp1.envs.path_name`).
     """
 
-    preset: str
-    task: str
-    method: str
-    scale: str = "paper"
-    seed: int = 0  # in [0, rp1.config.validation.SEED_LIMIT), checked there
-    budget: int = ranged(100_000, at_least=1, at_most=10**9)
-    horizon: int = ranged(0, at_least=0, at_most=10**6)
-    bonus: str = rollouts.BONUS
-    eval_episodes: int = ranged(10, at_least=1, at_most=10**4)
+    preset: str = described("the preset's name, or <task>-<method> (set by --preset or --env)")
+    task: str = described("the task: a paper task, a Gymnasium id or package.module:attribute")
+    method: str = described("the method (algorithm.md §8; set by the preset or --method)")
+    scale: str = ranged("paper", doc="sizes of networks and batches: paper or small (--scale)")
+    # in [0, rp1.config.validation.SEED_LIMIT), checked there
+    seed: int = ranged(0, doc="the seed every random stream of the run is spawned from")
+    budget: int = ranged(
+        100_000,
+        at_least=1,
+        at_most=10**9,
+        doc="real samples to collect; model-based: at least collect.phase_cap",
+    )
+    horizon: int = ranged(0, at_least=0, at_most=10**6, doc="steps per episode; 0: the task's own")
+    bonus: str = ranged(
+        rollouts.BONUS,
+        doc="the exploration bonus: reward or state variance, or package.module:function",
+    )
+    eval_episodes: int = ranged(
+        10, at_least=1, at_most=10**4, doc="deterministic episodes per evaluation"
+    )
     model: ModelConfig = field(default_factory=ModelConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     collect: CollectConfig = field(default_factory=CollectConfig)

@@ -1,8 +1,20 @@
-"""Fitting the ensemble with per-member early stopping (SPEC §2–§3).
+"""Fitting the ensemble with per-member early stopping (algorithm.md §2–§3).
 
 One compiled call trains all members for ``check_every`` epochs: a ``lax.scan`` over epochs of a
-``lax.scan`` over minibatches, members ``vmap``-ped, each with its own shuffle of the training rows
-and its own Adam state. Between calls, Python checks the validation losses, keeps each member's
+``lax.scan`` over minibatches, members ``vmap``-ped, each with its own Adam state. How an epoch's
+minibatches reach the members is the *dealing* (:data:`DEALINGS`):
+
+- ``shuffle`` (the algorithm page's choice, default): every member trains on every row, in its own
+  shuffle, one Adam step per minibatch;
+- ``round-robin`` (the authors' code): one shared shuffle per epoch, its minibatches dealt to the
+  members in turn, and one Adam step of all members per ``M`` minibatches (each member on its own
+  minibatch), so each member sees a different ``1/M`` of the rows per epoch, for ``1/M`` of the
+  arithmetic. As in the authors' code, the member to deal to carries over from one epoch to the next
+  within a fit, the minibatches of an epoch's last incomplete round are dropped (their losses were
+  discarded there), and a member without a minibatch in a round still takes its Adam step, with a
+  zero gradient (as the authors' optimiser stepped zeroed gradients).
+
+Between calls, Python checks the validation losses, keeps each member's
 best weights and decides when to stop. Datasets come padded to size buckets
 (:mod:`rp1.dynamics.store`), so the compiled call is reused while the data grows.
 
@@ -48,7 +60,7 @@ from rp1.dynamics.normalizer import normalize, normalizer_fit, normalizer_update
 from rp1.dynamics.parts import ModelParts
 from rp1.dynamics.store import Dataset
 
-LEARNING_RATE = 1e-3  # SPEC §3
+LEARNING_RATE = 1e-3  # algorithm.md §3
 BATCH_SIZE = 1024
 CHECK_EVERY = 5  # epochs between validations
 PATIENCE = 5  # checks without improvement before stopping
@@ -58,6 +70,9 @@ STOP_ON_CHOICES = (
     "any",
     "dynamics",
 )
+SHUFFLE, ROUND_ROBIN = "shuffle", "round-robin"
+DEALINGS = (SHUFFLE, ROUND_ROBIN)
+"""How an epoch's minibatches reach the members (the module docstring)."""
 
 
 class NonFiniteLossError(FloatingPointError):
@@ -66,10 +81,11 @@ class NonFiniteLossError(FloatingPointError):
 
 @dataclass(frozen=True)
 class FitSettings:
-    """How the ensemble is fitted (SPEC §3): Adam's learning rate ``lr``, minibatches of
+    """How the ensemble is fitted (algorithm.md §3): Adam's learning rate ``lr``, minibatches of
     ``batch_size`` rows, a validation every ``check_every`` epochs, a stop after ``patience`` checks
     without improvement or at ``max_epochs``; ``stop_on`` (:data:`STOP_ON_CHOICES`) says what counts as
-    an improvement in a model with heads. Checked when built (``ValueError``)."""
+    an improvement in a model with heads; ``dealing`` (:data:`DEALINGS`) how minibatches reach the
+    members. Checked when built (``ValueError``)."""
 
     lr: float = LEARNING_RATE
     batch_size: int = BATCH_SIZE
@@ -77,12 +93,14 @@ class FitSettings:
     patience: int = PATIENCE
     max_epochs: int = MAX_EPOCHS
     stop_on: str = STOP_ON_CHOICES[0]
+    dealing: str = SHUFFLE
 
     def __post_init__(self) -> None:
-        if self.stop_on not in STOP_ON_CHOICES:
-            raise ValueError(
-                f"stop_on must be one of {', '.join(STOP_ON_CHOICES)}, got {self.stop_on!r}"
-            )
+        for name, choices in (("stop_on", STOP_ON_CHOICES), ("dealing", DEALINGS)):
+            if getattr(self, name) not in choices:
+                raise ValueError(
+                    f"{name} must be one of {', '.join(choices)}, got {getattr(self, name)!r}"
+                )
         for name, low in (
             ("batch_size", 1),
             ("check_every", 1),
@@ -97,13 +115,15 @@ class FitState(struct.PyTreeNode):
     """What the compiled training carries, stacked over members (leading axis ``M``): the current
     and best weights (:class:`ModelParts` of the dynamics MLPs and the heads), the per-member Adam
     state, each member's best validation losses (dynamics MSE ``[M]``, head loss ``[M]`` or
-    ``None``) and the RNG key."""
+    ``None``), the RNG key and, for the round-robin dealing, the member the next minibatch goes to
+    (``[]`` int32)."""
 
     weights: ModelParts
     opt_state: optax.OptState
     best_weights: ModelParts
     best_losses: ModelParts
     key: jax.Array
+    next_member: jax.Array
 
 
 class FitResult(NamedTuple):
@@ -146,7 +166,7 @@ class FitResult(NamedTuple):
 
 
 def make_model_optimizer(lr: float = LEARNING_RATE) -> optax.GradientTransformation:
-    """Adam for one member's parameters (SPEC §3)."""
+    """Adam for one member's parameters (algorithm.md §3)."""
     return optax.adam(lr)
 
 
@@ -163,7 +183,7 @@ def init_model_opt_state(model: Ensemble) -> optax.OptState:
 
 def update_input_normalizers(model: Ensemble, obs: ArrayLike, act: ArrayLike) -> Ensemble:
     """Fold states ``obs [..., obs_dim]`` and actions ``act [..., act_dim]`` seen during collection
-    into the running input normalisers (SPEC §2)."""
+    into the running input normalisers (algorithm.md §2)."""
     return model.replace(
         obs_norm=normalizer_update(model.obs_norm, obs),
         act_norm=normalizer_update(model.act_norm, act),
@@ -172,7 +192,7 @@ def update_input_normalizers(model: Ensemble, obs: ArrayLike, act: ArrayLike) ->
 
 def refresh_delta_normalizer(model: Ensemble, obs: ArrayLike, next_obs: ArrayLike) -> Ensemble:
     """Recompute the delta normaliser from all stored transitions ``obs, next_obs [N, obs_dim]`` as
-    the statistics of ``norm(s') − norm(s)`` (SPEC §2)."""
+    the statistics of ``norm(s') − norm(s)`` (algorithm.md §2)."""
     deltas = normalize(model.obs_norm, next_obs) - normalize(model.obs_norm, obs)
     return model.replace(delta_norm=normalizer_fit(model.delta_norm, deltas))
 
@@ -201,6 +221,28 @@ def _row_losses(weights: ModelParts, model: Ensemble, data: Dataset, idx: jax.Ar
     return err
 
 
+def _member_step(
+    optimizer: optax.GradientTransformation,
+    model: Ensemble,
+    data: Dataset,
+    weights: ModelParts,
+    opt_state: optax.OptState,
+    idx: jax.Array,
+    mask: jax.Array,
+) -> tuple[ModelParts, optax.OptState, jax.Array]:
+    """One member's Adam step on rows ``idx [B]`` of ``data`` where ``mask [B]``: the gradient of
+    its mean training loss over those rows (zero where ``mask`` is all False). Returns the new
+    weights and Adam state and the summed loss ``[]``."""
+
+    def loss(w: ModelParts) -> tuple[jax.Array, jax.Array]:
+        err_sum = jnp.sum(jnp.where(mask, _row_losses(w, model, data, idx), 0.0))
+        return err_sum / jnp.maximum(jnp.sum(mask), 1), err_sum
+
+    grads, err_sum = jax.grad(loss, has_aux=True)(weights)
+    updates, opt_state = optimizer.update(grads, opt_state, weights)
+    return optax.apply_updates(weights, updates), opt_state, err_sum
+
+
 def _minibatch_update(
     optimizer: optax.GradientTransformation,
     model: Ensemble,
@@ -216,22 +258,14 @@ def _minibatch_update(
     """
     start, rows = batch
     mask = start + jnp.arange(rows.shape[1]) < data.count
-
-    def member_step(
-        weights: ModelParts, opt_state: optax.OptState, idx: jax.Array
-    ) -> tuple[ModelParts, optax.OptState, jax.Array]:
-        def loss(w: ModelParts) -> tuple[jax.Array, jax.Array]:
-            err_sum = jnp.sum(jnp.where(mask, _row_losses(w, model, data, idx), 0.0))
-            return err_sum / jnp.sum(mask), err_sum
-
-        grads, err_sum = jax.grad(loss, has_aux=True)(weights)
-        updates, opt_state = optimizer.update(grads, opt_state, weights)
-        return optax.apply_updates(weights, updates), opt_state, err_sum
+    member_step = functools.partial(_member_step, optimizer, model, data)
 
     def step(
         carry: tuple[ModelParts, optax.OptState],
     ) -> tuple[tuple[ModelParts, optax.OptState], jax.Array]:
-        weights, opt_state, err_sum = jax.vmap(member_step)(*carry, rows)
+        weights, opt_state, err_sum = jax.vmap(member_step, in_axes=(0, 0, 0, None))(
+            *carry, rows, mask
+        )
         return (weights, opt_state), err_sum
 
     def skip(
@@ -242,11 +276,54 @@ def _minibatch_update(
     return jax.lax.cond(start < data.count, step, skip, carry)
 
 
-EpochCarry = tuple[ModelParts, optax.OptState, jax.Array]
-"""What :func:`train_epochs` carries from epoch to epoch: weights, Adam's state, the shuffling key."""
+def _round_update(
+    optimizer: optax.GradientTransformation,
+    model: Ensemble,
+    data: Dataset,
+    batches: jax.Array,
+    count: jax.Array,
+    first: jax.Array,
+    carry: tuple[ModelParts, optax.OptState],
+    round_index: jax.Array,
+) -> tuple[tuple[ModelParts, optax.OptState], tuple[jax.Array, jax.Array]]:
+    """One round of the round-robin dealing: member ``j`` trains on minibatch ``round · M + j −
+    first`` of the ``count`` minibatches that hold data in ``batches [n_batches, B]`` (an epoch's
+    shared shuffle, data rows first; ``first``: the member its first minibatch goes to), one Adam
+    step of every member. A member without a minibatch in the round steps with a zero gradient; a
+    round the epoch does not complete is skipped (its minibatches dropped). Returns the summed
+    training loss and the rows trained on, per member ``[M]``."""
+    weights, _ = carry
+    members = member_count(weights.dynamics)
+    n_batches, size = batches.shape
+    minibatch = round_index * members + jnp.arange(members) - first  # [M]
+    dealt = (minibatch >= 0) & (minibatch < count)
+    index = jnp.clip(minibatch, 0, n_batches - 1)
+    positions = index[:, None] * size + jnp.arange(size)  # [M, B] positions in the shuffle
+    masks = dealt[:, None] & (positions < data.count)
+    member_step = functools.partial(_member_step, optimizer, model, data)
+
+    def step(
+        carry: tuple[ModelParts, optax.OptState],
+    ) -> tuple[tuple[ModelParts, optax.OptState], tuple[jax.Array, jax.Array]]:
+        weights, opt_state, err_sum = jax.vmap(member_step)(*carry, batches[index], masks)
+        return (weights, opt_state), (err_sum, masks.sum(1))
+
+    def skip(
+        carry: tuple[ModelParts, optax.OptState],
+    ) -> tuple[tuple[ModelParts, optax.OptState], tuple[jax.Array, jax.Array]]:
+        zeros = jnp.zeros((members,))
+        return carry, (zeros, zeros.astype(jnp.int32))
+
+    complete = (round_index + 1) * members <= first + count
+    return jax.lax.cond(complete, step, skip, carry)
 
 
-@functools.partial(jax.jit, static_argnames=("lr", "batch_size", "epochs"))
+EpochCarry = tuple[ModelParts, optax.OptState, jax.Array, jax.Array]
+"""What :func:`train_epochs` carries from epoch to epoch: weights, Adam's state, the shuffling key
+and the member the round-robin dealing deals to next."""
+
+
+@functools.partial(jax.jit, static_argnames=("lr", "batch_size", "epochs", "dealing"))
 def train_epochs(
     state: FitState,
     model: Ensemble,
@@ -256,24 +333,41 @@ def train_epochs(
     lr: float,
     batch_size: int,
     epochs: int,
+    dealing: str = SHUFFLE,
 ) -> tuple[FitState, jax.Array]:
     """The fit's compiled call: train every member for ``n_epochs <= epochs`` epochs over ``train``
-    (the rest of the compiled ``epochs`` are skipped), minibatches of ``batch_size`` rows, Adam with
-    learning rate ``lr``. Returns the new state and each epoch's mean training loss per member
-    ``[epochs, M]`` (zeros for skipped epochs). Compiled once per dataset bucket and settings."""
+    (the rest of the compiled ``epochs`` are skipped), minibatches of ``batch_size`` rows dealt to
+    the members by ``dealing`` (:data:`DEALINGS`), Adam with learning rate ``lr``. Returns the new
+    state and each epoch's mean training loss per member ``[epochs, M]`` over the rows it trained on
+    (zeros for skipped epochs, and for a member that trained on no row in an epoch). Compiled once
+    per dataset bucket and settings."""
     optimizer = make_model_optimizer(lr)
     members = member_count(state.weights.dynamics)
     n_batches = -(-train.obs.shape[0] // batch_size)
     starts = jnp.arange(n_batches) * batch_size
 
-    def epoch(carry: EpochCarry) -> tuple[EpochCarry, jax.Array]:
-        weights, opt_state, key = carry
+    def shuffled_epoch(carry: EpochCarry) -> tuple[EpochCarry, jax.Array]:
+        weights, opt_state, key, next_member = carry
         key, sub = jax.random.split(key)
         rows = _shuffles(sub, members, train, n_batches * batch_size)
         rows = rows.reshape(members, n_batches, batch_size).swapaxes(0, 1)
         update = functools.partial(_minibatch_update, optimizer, model, train)
         (weights, opt_state), err_sums = jax.lax.scan(update, (weights, opt_state), (starts, rows))
-        return (weights, opt_state, key), err_sums.sum(0) / train.count
+        return (weights, opt_state, key, next_member), err_sums.sum(0) / train.count
+
+    def dealt_epoch(carry: EpochCarry) -> tuple[EpochCarry, jax.Array]:
+        weights, opt_state, key, first = carry
+        key, sub = jax.random.split(key)
+        order = _shuffles(sub, 1, train, n_batches * batch_size)[0]
+        count = (train.count + batch_size - 1) // batch_size  # minibatches holding data
+        batches = order.reshape(n_batches, batch_size)
+        update = functools.partial(_round_update, optimizer, model, train, batches, count, first)
+        rounds = jnp.arange(-(-(n_batches + members - 1) // members))
+        (weights, opt_state), (err_sums, rows) = jax.lax.scan(update, (weights, opt_state), rounds)
+        losses = err_sums.sum(0) / jnp.maximum(rows.sum(0), 1)
+        return (weights, opt_state, key, (first + count) % members), losses
+
+    epoch = shuffled_epoch if dealing == SHUFFLE else dealt_epoch
 
     def skip(carry: EpochCarry) -> tuple[EpochCarry, jax.Array]:
         return carry, jnp.zeros((members,))
@@ -281,9 +375,12 @@ def train_epochs(
     def maybe_epoch(carry: EpochCarry, index: jax.Array) -> tuple[EpochCarry, jax.Array]:
         return jax.lax.cond(index < n_epochs, epoch, skip, carry)
 
-    init = (state.weights, state.opt_state, state.key)
-    (weights, opt_state, key), losses = jax.lax.scan(maybe_epoch, init, jnp.arange(epochs))
-    return state.replace(weights=weights, opt_state=opt_state, key=key), losses
+    init = (state.weights, state.opt_state, state.key, state.next_member)
+    (weights, opt_state, key, next_member), losses = jax.lax.scan(
+        maybe_epoch, init, jnp.arange(epochs)
+    )
+    state = state.replace(weights=weights, opt_state=opt_state, key=key, next_member=next_member)
+    return state, losses
 
 
 _validation_losses = jax.jit(masked_member_losses)
@@ -357,7 +454,7 @@ def fit(
     key: jax.Array,
     settings: FitSettings = FitSettings(),
 ) -> tuple[Ensemble, optax.OptState, FitResult]:
-    """Fit the ensemble's parameters, starting from ``model`` and ``opt_state`` (SPEC §3).
+    """Fit the ensemble's parameters, starting from ``model`` and ``opt_state`` (algorithm.md §3).
 
     Loss: MSE between predicted and actual ``norm(s')``. Every member is validated before training
     and every ``settings.check_every`` epochs; training stops once no member improved in
@@ -375,7 +472,7 @@ def fit(
     train, val = jax.device_put((train, val))
     weights = model_weights(model)
     losses = _validation_losses(weights, model, val)
-    state = FitState(weights, opt_state, weights, losses, key)
+    state = FitState(weights, opt_state, weights, losses, key, jnp.zeros((), jnp.int32))
     _raise_if_non_finite_parts(jax.device_get(losses), 0)
     history = [np.asarray(losses.dynamics)]
     last_train = np.full(len(history[0]), np.nan)  # the last trained epoch's losses [M]
@@ -390,6 +487,7 @@ def fit(
             lr=settings.lr,
             batch_size=settings.batch_size,
             epochs=settings.check_every,
+            dealing=settings.dealing,
         )
         state, losses, improved = _check(state, model, val)
         train_losses, losses, improved = jax.device_get((train_losses, losses, improved))

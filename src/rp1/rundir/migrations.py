@@ -17,6 +17,7 @@ schema keys added
 7      ``lam.baseline``, ``lam.g_normalizers``, ``policy.advantage``, ``policy.restore_best``
        (d9d9625); from here on written as ``"schema": 7``
 8      ``eval.every``: the evaluation grid
+9      ``model.dealing``
 ====== =========================================================================================
 
 Reading a stored config (:func:`migrate`) fills each key it lacks with the value that reproduces
@@ -43,7 +44,7 @@ from typing import Any
 
 from rp1.core.errors import ConfigError
 
-SCHEMA = 8
+SCHEMA = 9
 """The schema this rp1 writes."""
 
 SCHEMA_KEY = "schema"
@@ -91,6 +92,7 @@ ADDED = (
     Added("policy.advantage", 7, "fixed"),
     Added("policy.restore_best", 7, True),
     Added("eval.every", 8, 0),  # no evaluation grid
+    Added("model.dealing", 9, "shuffle"),  # every member trained on every row
 )
 """One entry per key added since schema 1, oldest first."""
 
