@@ -359,7 +359,7 @@ def train_epochs(
         weights, opt_state, key, first = carry
         key, sub = jax.random.split(key)
         order = _shuffles(sub, 1, train, n_batches * batch_size)[0]
-        count = (train.count + batch_size - 1) // batch_size  # minibatches holding data
+        count = (jnp.asarray(train.count) + batch_size - 1) // batch_size  # minibatches with data
         batches = order.reshape(n_batches, batch_size)
         update = functools.partial(_round_update, optimizer, model, train, batches, count, first)
         rounds = jnp.arange(-(-(n_batches + members - 1) // members))
