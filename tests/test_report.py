@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -15,9 +16,11 @@ from scipy import stats as scipy_stats
 from rp1.config import METHOD_TABLE, adaptive_lambda
 from rp1.core.errors import ConfigError
 from rp1.experiments import stats
-from rp1.experiments.claims import claim_table, verdict, write_claims
+from rp1.experiments.claims import CLAIM_COLUMNS, CLAIMS, claim_table, write_claims
+from rp1.experiments.measures import MEASURES, number, run_tables, values_at
 from rp1.experiments.report import (
     direction_verdict,
+    left_out,
     report_tasks,
     write_diagnostics,
     write_index,
@@ -25,7 +28,15 @@ from rp1.experiments.report import (
     write_report,
 )
 from rp1.experiments.runs_table import load_runs
-from rp1.experiments.tables import TABLES, table_frames, write_table_frames
+from rp1.experiments.significance import (
+    equivalent,
+    error_margin,
+    holm,
+    return_margin,
+    verdict,
+    verdict_kind,
+)
+from rp1.experiments.tables import TABLES, comparable, table_frames, write_table_frames
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 METRIC_COLUMNS = (
@@ -168,7 +179,8 @@ def test_t_statistics_equal_scipys_welch_test(tmp_path):
             )
     write_tables(tmp_path / "runs", tmp_path / "out")
     metrics = load_runs(tmp_path / "runs").metrics
-    tests = pd.read_csv(tmp_path / "out" / "table1_ttests.csv").set_index(
+    tests = pd.read_csv(tmp_path / "out" / "table1_ttests.csv")
+    tests = tests[tests["metric"] == "paper_best"].set_index(
         ["task", "scale", "samples", "comparison"]
     )
     for timestep in (10_000, 100_000):
@@ -406,9 +418,10 @@ def test_lambda_improvements_are_normalised_by_the_run_range(tmp_path):
     assert summary.loc[0.1, "mean"] == pytest.approx(-4 / 15) and summary.loc[0.1, "n"] == 2
 
 
-def test_claims_read_each_comparison_as_holds_does_not_hold_or_inconclusive(tmp_path):
+def test_claims_read_each_comparison_as_holds_does_not_hold_or_equivalent(tmp_path):
     # Per-seed bests at 10⁵: RP1 ≈ 100, Greedy ≈ 0 (RP1 ahead), V+R ≈ 200 (RP1 behind), λ = 0 the
-    # same values as RP1 in another order (no difference).
+    # same values as RP1 in another order (no difference: the interval of the difference lies
+    # inside Hopper's margin, 10 % of the paper's 619.73).
     for method, values in {
         "rp1": [99.0, 100.0, 102.0],
         "greedy": [0.0, 1.0, -1.0],
@@ -421,18 +434,23 @@ def test_claims_read_each_comparison_as_holds_does_not_hold_or_inconclusive(tmp_
                 "hopper",
                 method,
                 seed,
-                [3_000, 6_000, 97_000],
+                [0, 6_000, 97_000],  # the policy of iteration 0 in force up to 6,000 samples
                 [best - 5, best, best - 1],
             )
     metrics = load_runs(tmp_path / "runs").metrics
     frames = {spec.name: table_frames(metrics, spec, report_tasks(metrics)) for spec in TABLES}
     claims = claim_table(frames)
     assert set(claims["samples"]) == {10_000, 100_000}  # Table 1's two sample counts; Table 3's 10⁵
-    claims = claims[claims["samples"] == 100_000].set_index("claim")
-    assert claims.loc["RP1 beats Greedy (Table 1)", "verdict"] == "holds"
-    assert claims.loc["RP1 beats V+R (Table 1)", "verdict"] == "does not hold"
-    assert claims.loc["adaptive λ beats λ = 0 (Table 3)", "verdict"] == "inconclusive"
-    assert set(claims.index) == {  # no state-variance or no-early-stop runs: no such claims
+    # every claim in each of the four measures of returns
+    assert set(claims["metric"]) == {"paper_best", "return_at", "grid_best", "auc"}
+    assert (claims.groupby(["claim", "samples"])["metric"].nunique() == 4).all()
+    paper = claims[(claims["samples"] == 100_000) & (claims["metric"] == "paper_best")]
+    paper = paper.set_index("claim")
+    assert paper.loc["RP1 beats Greedy (Table 1)", "verdict"] == "holds"
+    assert paper.loc["RP1 beats V+R (Table 1)", "verdict"] == "does not hold"
+    assert paper.loc["adaptive λ beats λ = 0 (Table 3)", "verdict"] == "equivalent"
+    assert paper.loc["RP1 beats Greedy (Table 1)", "diff"] == pytest.approx(301 / 3)
+    assert set(paper.index) == {  # no state-variance or no-early-stop runs: no such claims
         "RP1 beats Greedy (Table 1)",
         "RP1 beats V+R (Table 1)",
         "adaptive λ beats λ = 0 (Table 3)",
@@ -441,8 +459,10 @@ def test_claims_read_each_comparison_as_holds_does_not_hold_or_inconclusive(tmp_
     written = write_claims(frames, tmp_path / "out")
     text = (tmp_path / "out" / "claims.md").read_text()
     assert [path.name for path in written] == ["claims.csv", "claims.md"]
-    assert "| **holds** | RP1 100.0 [99.5, 101.0] | Greedy 0.0 [−0.5, 0.5] |" in text
-    assert verdict(2.0, float("nan")) == "inconclusive" and verdict(-3.0, 0.01) == "does not hold"
+    header = "| claim | task | scale | samples | paper's best | return at N | best over the grid | area under the curve |"
+    assert header in text
+    assert "| RP1 beats Greedy (Table 1) | hopper | paper | 100,000 | **holds** Δ 100.3 [" in text
+    assert list(pd.read_csv(tmp_path / "out" / "claims.csv").columns) == list(CLAIM_COLUMNS)
 
 
 def test_phase_length_claims_compare_each_matched_control_with_its_3000_sample_method(tmp_path):
@@ -462,7 +482,8 @@ def test_phase_length_claims_compare_each_matched_control_with_its_3000_sample_m
             for seed, best in enumerate(values if method in methods else []):
                 write_run(root, "hopper", method, seed, [3_000, 9_000], [best - 5, best], cap=cap)
         metrics = load_runs(root).metrics
-        return claim_table({"table5": table_frames(metrics, spec, report_tasks(metrics))})
+        claims = claim_table({"table5": table_frames(metrics, spec, report_tasks(metrics))})
+        return claims[claims["metric"] == "paper_best"]
 
     claims = claims_of(tmp_path / "all", [method for method, _ in bests])
     assert claims.set_index(["claim", "samples"])["verdict"].to_dict() == {
@@ -473,7 +494,7 @@ def test_phase_length_claims_compare_each_matched_control_with_its_3000_sample_m
         (
             "phases of the matched length beat 3,000-sample phases, No EarlyStop (control)",
             10_000,
-        ): "inconclusive",
+        ): "equivalent",
     }
     greedy = claims[claims["method_b"] == "greedy"].iloc[0]
     assert (greedy.method_a, greedy.t) == ("greedy-matched", pytest.approx(70 / np.sqrt(2 / 3)))
@@ -639,7 +660,8 @@ def test_t_test_table_gives_the_probability_of_improvement(tmp_path):
                 budget=10_000,
             )
     write_tables(tmp_path / "runs", tmp_path / "out")
-    row = pd.read_csv(tmp_path / "out" / "table1_ttests.csv").set_index("comparison").loc["T1"]
+    tests = pd.read_csv(tmp_path / "out" / "table1_ttests.csv")
+    row = tests[tests["metric"] == "paper_best"].set_index("comparison").loc["T1"]
     # RP1 (5, 7, 9) vs Greedy (6, 1, 2): 5 loses to 6 only: 8 of 9 pairs
     assert (row.prob_improvement, row.method_a, row.method_b) == (
         pytest.approx(8 / 9),
@@ -648,3 +670,277 @@ def test_t_test_table_gives_the_probability_of_improvement(tmp_path):
     )
     assert row.pi_low <= 8 / 9 <= row.pi_high
     assert "PI 0.89 [" in (tmp_path / "out" / "table1.md").read_text()
+
+
+# --- issue 33: measures that do not reward evaluation count, and significance stated honestly ---
+
+
+def write_grid(run_dir: Path, every: int, returns: list[float]) -> None:
+    """Give the run of ``run_dir`` an evaluation grid: ``eval.every`` in its config.json and an
+    ``evaluations.csv`` with ``returns`` at ``every``, ``2·every``, …"""
+    config = json.loads((run_dir / "config.json").read_text())
+    (run_dir / "config.json").write_text(json.dumps({**config, "eval": {"every": every}}))
+    points = [every * (k + 1) for k in range(len(returns))]
+    pd.DataFrame(
+        {
+            "samples": points,
+            "trained_on": [0] * len(points),
+            "iteration": [0] * len(points),
+            "eval_return": returns,
+            "eval_std": [0.0] * len(points),
+        }
+    ).to_csv(run_dir / "evaluations.csv", index=False)
+
+
+def measures_at(runs, timestep: int) -> dict[str, list[float]]:
+    """Every measure of returns of every run at ``timestep``, by measure name."""
+    return {
+        name: values_at(runs, MEASURES[name], timestep).tolist()
+        for name in ("paper_best", "return_at", "grid_best", "auc")
+    }
+
+
+# Rows at 0, 3,000, 6,000 and 9,000 samples, each followed by a 3,000-sample phase (reached
+# 12,000): the untrained policy of row 0 collects samples 1–3,000, so it is in force at the grid
+# points 1,000, 2,000 and 3,000; row 1's at 4,000–6,000, row 2's at 7,000–9,000, row 3's at 10,000.
+HAND_SAMPLES, HAND_RETURNS = [0, 3_000, 6_000, 9_000], [0.0, 10.0, 40.0, 20.0]
+
+
+def test_return_at_n_best_over_the_grid_and_area_from_metrics_without_a_grid(tmp_path):
+    write_run(tmp_path, "hopper", "greedy", 0, HAND_SAMPLES, HAND_RETURNS, budget=10_000)
+    runs = run_tables(load_runs(tmp_path).metrics)
+    assert runs.grid["samples"].tolist() == [1_000.0 * k for k in range(1, 13)]
+    assert set(runs.grid["source"]) == {"metrics.csv"} and set(runs.grid["every"]) == {1_000}
+    assert measures_at(runs, 10_000) == {
+        "paper_best": [40.0],
+        "return_at": [20.0],
+        "grid_best": [40.0],
+        "auc": [(3 * 0.0 + 3 * 10.0 + 3 * 40.0 + 20.0) / 10],
+    }
+    # at 3,000 the policy in force is still the untrained one; the paper's best already counts the
+    # evaluation (at 3,000 samples) of the policy trained on them, which collects from there on
+    assert measures_at(runs, 3_000) == {
+        "paper_best": [10.0],
+        "return_at": [0.0],
+        "grid_best": [0.0],
+        "auc": [0.0],
+    }
+    assert measures_at(runs, 13_000) == {key: [] for key in measures_at(runs, 0)}  # not reached
+
+
+def test_return_at_n_best_over_the_grid_and_area_from_evaluations_csv(tmp_path):
+    """A run with the grid is read from evaluations.csv at its own spacing; the paper's best still
+    reads metrics.csv."""
+    run = write_run(tmp_path, "hopper", "rp1", 0, HAND_SAMPLES, HAND_RETURNS, budget=10_000)
+    write_grid(run, 2_000, [1.0, 7.0, 3.0, 4.0, 5.0, 6.0])  # 2,000, 4,000, …, 12,000
+    loaded = load_runs(tmp_path)
+    assert loaded.evaluations["samples"].tolist() == [2_000.0 * k for k in range(1, 7)]
+    assert set(loaded.evaluations["eval_every"]) == {2_000}
+    runs = run_tables(loaded.metrics, loaded.evaluations)
+    assert set(runs.grid["source"]) == {"evaluations.csv"}
+    assert measures_at(runs, 10_000) == {
+        "paper_best": [40.0],
+        "return_at": [5.0],
+        "grid_best": [7.0],
+        "auc": [(1.0 + 7.0 + 3.0 + 4.0 + 5.0) / 5],
+    }
+    # 9,000 is no grid point: the last one before it, 8,000
+    assert measures_at(runs, 9_000)["return_at"] == [4.0]
+    assert measures_at(runs, 9_000)["auc"] == [(1.0 + 7.0 + 3.0 + 4.0) / 4]
+
+
+def test_unfinished_and_malformed_grid_rows_are_left_out_and_the_run_then_misses_points(tmp_path):
+    run = write_run(tmp_path, "hopper", "rp1", 0, HAND_SAMPLES, HAND_RETURNS, budget=10_000)
+    write_grid(run, 2_000, [1.0])
+    header = "samples,trained_on,iteration,eval_return,eval_std"
+    rows = ["2000,0,0,1.0,0.0", "4000,0,0,x,0.0", "6000,0,0,3.0,0.0", "8000,0,0,4.0"]
+    (run / "evaluations.csv").write_text("\n".join([header, *rows]))  # the last line is cut
+    loaded = load_runs(tmp_path)
+    assert loaded.notes == [
+        "hopper-rp1/seed0: evaluations.csv line 3 has a field that is not a number — row left out",
+        (
+            "hopper-rp1/seed0: evaluations.csv line 5 is unfinished (no newline: cut while "
+            "written) — row left out"
+        ),
+    ]
+    assert loaded.evaluations["samples"].tolist() == [2_000.0, 6_000.0]
+    runs = run_tables(loaded.metrics, loaded.evaluations)
+    assert measures_at(runs, 2_000)["return_at"] == [1.0]
+    # 4,000 is missing: a run without a return at every grid point up to N does not count there
+    assert measures_at(runs, 6_000)["grid_best"] == []
+
+
+def test_of_duplicates_alike_in_metrics_the_one_with_the_grid_is_kept(tmp_path):
+    write_run(tmp_path / "a", "hopper", "rp1", 0, HAND_SAMPLES, HAND_RETURNS)
+    write_grid(
+        write_run(tmp_path / "b", "hopper", "rp1", 0, HAND_SAMPLES, HAND_RETURNS), 3_000, [1.0]
+    )
+    loaded = load_runs(tmp_path)
+    assert set(loaded.metrics["run"]) == set(loaded.evaluations["run"]) == {"b/hopper-rp1/seed0"}
+    why = "same task, scale, method, seed; as many samples and metrics, fewer grid evaluations"
+    assert loaded.notes == [
+        f"a/hopper-rp1/seed0: duplicate of b/hopper-rp1/seed0 ({why}) — left out"
+    ]
+
+
+def two_method_runs(
+    root: Path, task: str, values: dict[str, list[float]], untrained: float
+) -> None:
+    """Runs of ``task`` whose untrained policy (iteration 0, in force up to 5,000 samples) returns
+    ``untrained`` and whose trained one (from 5,000 on) returns each of ``values[method]``, one
+    run per value; budget 10⁴."""
+    for method, returns in values.items():
+        for seed, value in enumerate(returns):
+            write_run(
+                root, task, method, seed, [0, 5_000], [untrained, value], budget=10_000, phase=5_000
+            )
+
+
+def test_every_comparison_has_the_difference_of_means_with_its_bootstrap_interval(tmp_path):
+    two_method_runs(tmp_path, "hopper", {"rp1": [3.0, 1.0, 2.0], "greedy": [0.0, 0.0]}, 0.0)
+    tests = table_frames(load_runs(tmp_path).metrics, TABLES[0], ("hopper",)).tests
+    assert set(tests["metric"]) == {"paper_best", "return_at", "grid_best", "auc"}
+    paper = tests[tests["metric"] == "paper_best"].iloc[0]
+    assert paper["diff"] == 2.0 and paper.diff_low <= 2.0 <= paper.diff_high
+    again = stats.mean_difference(np.array([3.0, 1.0, 2.0]), np.array([0.0, 0.0]))
+    assert (again.low, again.high) == (paper.diff_low, paper.diff_high)  # seeded: reproducible
+    assert math.isnan(stats.mean_difference(np.array([1.0]), np.array([0.0, 1.0])).low)
+
+
+def test_holm_adjusts_a_hand_computed_family():
+    # sorted: 0.005·4 = 0.02, 0.01·3 = 0.03, 0.03·2 = 0.06, 0.04·1 = 0.04 → at least the 0.06
+    # before it; the NaN (no test) is not counted in m = 4
+    adjusted = holm(np.array([0.01, 0.04, 0.03, 0.005, np.nan]))
+    np.testing.assert_allclose(adjusted[:4], [0.03, 0.06, 0.06, 0.02])
+    assert math.isnan(adjusted[4])
+    np.testing.assert_allclose(holm(np.array([0.5, 0.6])), [1.0, 1.0])  # capped at 1
+
+
+def test_claims_adjust_p_within_the_tables_family_and_over_the_whole_claims_table(tmp_path):
+    """Family: one table's comparisons at one measure, scale and sample count on every task
+    (Table 1's T1 and T2 on two tasks: 4 tests); p_holm_all: every claim of that measure, scale
+    and sample count (with Table 3's: 6 tests)."""
+    shifts = {"rp1": 40.0, "greedy": 0.0, "vr": 25.0, "rp1-noadapt": 30.0, "rp1-nopca": 35.0}
+    for task, spread in (("hopper", 30.0), ("halfcheetah", 20.0)):
+        for method, shift in shifts.items():
+            values = [shift + spread * x for x in (-1.0, 0.0, 1.0, 0.5)]
+            two_method_runs(tmp_path, task, {method: values}, -200.0)
+    metrics = load_runs(tmp_path).metrics
+    frames = {spec.name: table_frames(metrics, spec, ("halfcheetah", "hopper")) for spec in TABLES}
+    claims = claim_table(frames)
+    claims = claims[claims["metric"] == "return_at"]
+    assert len(claims) == 8 and claims["learned"].all()
+    table1 = claims[claims["table"] == "table1"]
+    np.testing.assert_allclose(table1["p_holm"], holm(table1["p"].to_numpy()))
+    np.testing.assert_allclose(claims["p_holm_all"], holm(claims["p"].to_numpy()))
+    assert (claims["p_holm_all"] >= claims["p_holm"]).all()
+    kinds = claims["verdict"].map(verdict_kind)
+    assert (kinds[claims["p_holm"] < 0.05] != "inconclusive").all()
+
+
+def judged_row(low: float, high: float, p_holm: float = 0.5, t: float = 1.0) -> SimpleNamespace:
+    """A comparison as :func:`~rp1.experiments.significance.verdict` reads it, margin 3."""
+    return SimpleNamespace(
+        learned=True, samples=10_000, t=t, p_holm=p_holm, diff_low=low, diff_high=high, margin=3.0
+    )
+
+
+def test_equivalent_only_where_the_interval_lies_inside_the_margin():
+    digits = number
+    assert equivalent(-1.0, 2.0, 3.0)  # inside
+    assert not equivalent(-1.0, 4.0, 3.0)  # across the margin
+    assert not equivalent(4.0, 6.0, 3.0)  # outside
+    assert not equivalent(-1.0, 2.0, math.nan)  # no margin off the paper's tasks
+    assert verdict(judged_row(-1.0, 2.0), digits) == "equivalent"
+    assert verdict(judged_row(-1.0, 4.0), digits) == (
+        "inconclusive: differences from −1.00 to 4.00 are consistent with the data"
+    )
+    assert verdict(judged_row(4.0, 6.0), digits).startswith("inconclusive: differences from 4.00")
+    assert verdict(judged_row(4.0, 6.0, p_holm=0.01), digits) == "holds"
+    assert verdict(judged_row(-6.0, -4.0, p_holm=0.01, t=-2.0), digits) == "does not hold"
+    assert verdict(judged_row(math.nan, math.nan), digits) == "inconclusive: too few seeds"
+    # the margins, fixed before looking: a tenth of the paper's RP1 median best at 10⁵ samples
+    # (Hopper 619.73), a tenth of b's mean test-set error
+    assert return_margin("hopper") == pytest.approx(61.973)
+    assert math.isnan(return_margin("Pendulum-v1"))
+    assert error_margin(np.array([0.4, 0.6])) == pytest.approx(0.05)
+
+
+def test_a_task_where_nothing_learned_is_marked_and_left_out_of_the_families(tmp_path):
+    """Ant: every method within 2 of its untrained policy's 100 (margin 23.84): its comparisons
+    keep their numbers, say "nothing learned by 10,000", and leave Hopper's family of one."""
+    two_method_runs(
+        tmp_path, "ant", {"rp1": [101.0, 102.0, 100.5], "greedy": [99.0, 98.0, 99.5]}, 100.0
+    )
+    two_method_runs(
+        tmp_path, "hopper", {"rp1": [300.0, 280.0, 310.0], "greedy": [0.0, 20.0, -5.0]}, 0.0
+    )
+    frames = {"table1": table_frames(load_runs(tmp_path).metrics, TABLES[0], ("ant", "hopper"))}
+    claims = claim_table(frames).set_index(["task", "metric"])
+    for metric in ("paper_best", "return_at", "grid_best", "auc"):
+        ant, hopper = claims.loc[("ant", metric)], claims.loc[("hopper", metric)]
+        assert ant["verdict"] == "nothing learned by 10,000" and not ant["learned"]
+        assert math.isnan(ant["p_holm"]) and math.isnan(ant["p_holm_all"]) and ant["diff"] > 0
+        assert hopper["learned"] and hopper["p_holm"] == pytest.approx(hopper["p"])
+    learning = frames["table1"].learning.set_index(["task", "metric"])
+    assert learning.loc[("ant", "return_at"), "untrained"] == 100.0
+    assert learning.loc[("ant", "return_at"), "top_method"] == "rp1"
+    assert learning.loc[("ant", "return_at"), "top_median"] == 101.0
+    (tmp_path / "out").mkdir()
+    write_claims(frames, tmp_path / "out")
+    assert (
+        "| ant | paper | 10,000 | 100.0 | 23.8 | 101.0 (RP1) — **nothing learned** |"
+        in (tmp_path / "out" / "claims.md").read_text()
+    )
+
+
+def test_every_comparison_of_every_table_is_a_claim():
+    compared = {(spec.name, header) for spec in TABLES for header, _, _ in spec.comparisons}
+    assert {(table, comparison) for _, table, comparison in CLAIMS} == compared
+
+
+def test_a_table_that_can_compare_nothing_is_left_out_with_a_note(tmp_path):
+    """One method (Table 1 with RP1 alone) or one seed each (Table 3): no table file, no
+    one-seed "[x, x]" cell, and index.md says why."""
+    two_method_runs(tmp_path / "runs", "hopper", {"rp1": [3.0, 2.0], "rp1-noadapt": [1.0]}, 0.0)
+    two_method_runs(tmp_path / "runs", "ant", {"rp1-nopca": [1.0]}, 0.0)
+    metrics = load_runs(tmp_path / "runs").metrics
+    frames = {spec.name: table_frames(metrics, spec, ("hopper", "ant")) for spec in TABLES}
+    assert not comparable(frames["table1"]) and comparable(frames["table3"])
+    notes = left_out(frames)
+    assert "table1: nothing to compare — only rp1 has runs; not written" in notes
+    assert not any(note.startswith("table3") for note in notes)
+    single = tmp_path / "single"
+    two_method_runs(single, "ant", {"rp1": [1.0], "greedy": [2.0]}, 0.0)
+    frames = {"table1": table_frames(load_runs(single).metrics, TABLES[0], ("ant",))}
+    assert left_out(frames) == (
+        "table1: nothing to compare — greedy, rp1 have runs, one seed each at most (1); not written",
+    )
+
+
+def test_a_report_of_old_runs_without_evaluations_csv_beside_runs_with_one(tmp_path):
+    """Runs made before the grid still report, their fair measures read from metrics.csv; the
+    Runs table says which have a grid; a table that compares nothing is left out with a note."""
+    runs = tmp_path / "runs"
+    two_method_runs(runs, "hopper", {"rp1": [300.0, 280.0], "greedy": [0.0, 20.0]}, 0.0)
+    write_grid(runs / "hopper-rp1" / "seed1", 2_000, [0.0, 0.0, 280.0, 280.0, 280.0])
+    written = {path.name for path in write_report(runs, tmp_path / "out")}
+    assert {
+        "table1.md",
+        "table1.csv",
+        "table1_fair.csv",
+        "table1_ttests.csv",
+        "claims.md",
+    } <= written
+    assert "table3.md" not in written  # RP1 alone
+    index = (tmp_path / "out" / "index.md").read_text()
+    assert "| hopper | paper | greedy | 2 | 0, 1 | 10,000 | 10,000 – 10,000 | — |" in index
+    assert (
+        "| hopper | paper | rp1 | 2 | 0, 1 | 10,000 | 10,000 – 10,000 | every 2,000: 1 of 2 |"
+        in index
+    )
+    assert "- table3: nothing to compare — only rp1 has runs; not written" in index
+    fair = pd.read_csv(tmp_path / "out" / "table1_fair.csv").set_index(["metric", "method"])
+    assert fair.loc[("return_at", "rp1"), "median"] == 290.0
+    assert fair.loc[("auc", "greedy"), "median"] == 5.0  # (5·0 + 5·value) / 10 for 0 and 20
+    assert fair.loc[("auc", "rp1"), "median"] == (0.5 * 300.0 + 0.6 * 280.0) / 2

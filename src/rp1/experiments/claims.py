@@ -1,24 +1,49 @@
-"""The paper's claims and rp1's controls, one verdict per task: ``claims.md`` / ``claims.csv`` of
-``rp1 report``.
+"""The paper's claims and rp1's controls, one verdict per task and measure: ``claims.md`` /
+``claims.csv`` of ``rp1 report``.
 
 Each claim is one comparison column of the report's tables (:data:`~rp1.experiments.tables.TABLES`),
-"a beats b"; for every (task, scale, samples) row with that comparison the verdict is read from
-its Welch t-test: a ahead with p < 0.05 (``holds``), behind with p < 0.05 (``does not hold``), or
-neither (``inconclusive``; also with fewer than 2 seeds a side). "Ahead" is a higher return, or a
-lower test-set error for the world-model claims. Each claim also states the smallest difference
-its test detects at 80 % power (``detectable``).
+"a beats b" — every comparison a table makes is a claim. For every (task, scale, samples) row
+with that comparison, and every measure of the table's quantity (the paper's best and the fair
+measures for returns, :mod:`rp1.experiments.fair`; the test-set error for the world models),
+the verdict is the table's (:func:`rp1.experiments.significance.verdict`): ``holds`` or ``does
+not hold`` on the Holm-adjusted p of the table's family, ``equivalent`` inside the margin,
+``inconclusive`` with the differences its data leave open, or ``nothing learned by N``. "Ahead" is
+a higher return, or a lower test-set error for the world-model claims. The claims table adds the p
+adjusted over all of its claims of one (measure, scale, samples), ``p_holm_all``.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 
 from rp1.config.methods import method_label
-from rp1.experiments.stats import significant
-from rp1.experiments.tables import RETURN, FrameRow, TableFrames, markdown_table, number
+from rp1.experiments.learning import LEARNING_COLUMNS
+from rp1.experiments.measures import (
+    MEASURES,
+    QUANTITY_MEASURES,
+    RETURN,
+    RETURN_MEASURES,
+    number,
+)
+from rp1.experiments.significance import (
+    EQUIVALENT,
+    FAILS,
+    HOLDS,
+    NOTHING_LEARNED,
+    holm_within,
+    verdict_kind,
+)
+from rp1.experiments.tables import (
+    TABLES,
+    FrameRow,
+    TableFrames,
+    markdown_table,
+    table_rows,
+)
 from rp1.rundir.files import write_atomically
 
 CLAIMS: tuple[tuple[str, str, str], ...] = (
@@ -59,106 +84,199 @@ CLAIMS: tuple[tuple[str, str, str], ...] = (
         "table_model",
         "t (λ = 0.5 vs λ = 0)",
     ),
+    (
+        "λ = 0.5's models are better than matched Greedy's (test-set error)",
+        "table_model",
+        "t (λ = 0.5 vs matched Greedy)",
+    ),
+    (
+        "matched No EarlyStop's models are better than matched Greedy's (test-set error)",
+        "table_model",
+        "t (No EarlyStop vs Greedy, matched)",
+    ),
 )
-"""(claim, table, comparison column of that table): what the paper says RP1's comparisons show."""
+"""(claim, table, comparison column of that table): what the paper says RP1's comparisons show,
+and rp1's controls; every comparison of every table."""
 
 CLAIM_COLUMNS: tuple[str, ...] = (
-    *("claim", "task", "scale", "samples", "verdict", "method_a", "method_b"),
-    *("t", "p", "prob_improvement", "pi_low", "pi_high", "detectable"),
+    *("claim", "table", "comparison", "metric", "task", "scale", "samples", "verdict"),
+    *("method_a", "method_b", "n_a", "n_b", "median_a", "median_b", "diff", "diff_low"),
+    *("diff_high", "margin", "t", "p", "p_holm", "p_holm_all", "prob_improvement", "pi_low"),
+    *("pi_high", "detectable", "learned"),
 )
+"""The columns of ``claims.csv``: one row per claim, measure (``metric``) and (task, scale,
+samples)."""
+
+ALL_CLAIMS: list[str] = ["metric", "scale", "samples"]
+"""The family of ``p_holm_all``: every claim of one measure, scale and sample count."""
 
 
-def verdict(t: float, p: float) -> str:
-    """``holds`` (t > 0, p < 0.05), ``does not hold`` (t < 0, p < 0.05) or ``inconclusive``
-    (:func:`~rp1.experiments.stats.significant`)."""
-    if not significant(p):
-        return "inconclusive"
-    return "holds" if t > 0 else "does not hold"
+def claim_rows(claim: str, frame: TableFrames, comparison: str) -> pd.DataFrame:
+    """The rows of one claim: the table's judged comparisons of that column with both medians,
+    in the table's row order (timestep, task, scale), then measure order."""
+    tests = frame.tests[frame.tests["comparison"] == comparison]
+    medians = frame.cells.set_index(["metric", "task", "scale", "samples", "method"])["median"]
+    keys = list(zip(tests["metric"], tests["task"], tests["scale"], tests["samples"], strict=True))
+    row_order = {row: i for i, row in enumerate(table_rows(frame.bests))}
+    measure_order = {name: i for i, name in enumerate(QUANTITY_MEASURES[frame.spec.quantity])}
+    rows = tests.assign(
+        claim=claim,
+        table=frame.spec.name,
+        median_a=[medians[(*key, a)] for key, a in zip(keys, tests["method_a"], strict=True)],
+        median_b=[medians[(*key, b)] for key, b in zip(keys, tests["method_b"], strict=True)],
+        order=[(row_order[key[1:]], measure_order[key[0]]) for key in keys],
+    )
+    return rows.sort_values("order", kind="stable").drop(columns="order")
 
 
 def claim_table(frames: dict[str, TableFrames | None]) -> pd.DataFrame:
-    """One row per claim and (task, scale, samples) whose comparison has runs on both sides, in
-    :data:`CLAIMS` order, then table order: :data:`CLAIM_COLUMNS`."""
+    """One row per claim, measure and (task, scale, samples) whose comparison has runs on both
+    sides, in :data:`CLAIMS` order, then the table's row order, then measure order:
+    :data:`CLAIM_COLUMNS`. ``p_holm_all``: :func:`~rp1.experiments.significance.holm_within`
+    :data:`ALL_CLAIMS`, over the claims on tasks that learned."""
+    parts = [
+        claim_rows(claim, frame, comparison)
+        for claim, table, comparison in CLAIMS
+        if (frame := frames.get(table)) is not None
+    ]
+    parts = [part for part in parts if not part.empty]
+    if not parts:
+        return pd.DataFrame(columns=list(CLAIM_COLUMNS))
+    claims = pd.concat(parts, ignore_index=True)
+    claims["p_holm_all"] = holm_within(claims, ALL_CLAIMS, claims["learned"])
+    return claims[list(CLAIM_COLUMNS)]
+
+
+def value_text(value: float, measure: str) -> str:
+    """A return with one decimal, a model error with 3 significant digits (unicode minus)."""
+    if MEASURES[measure].lower_is_better:
+        return f"{value:.3g}".replace("-", "−")
+    return number(value, decimals=1)
+
+
+def verdict_cell(claim: FrameRow) -> str:
+    """One claim's verdict on one measure, compactly: its kind (bold where it decides: holds, does
+    not hold, equivalent), the difference a − b with its interval, and the family's adjusted p."""
+    kind = verdict_kind(claim.verdict)
+    if math.isnan(claim.diff_low):
+        return claim.verdict
+    value = partial_value(claim.metric)
+    difference = f"Δ {value(claim.diff)} [{value(claim.diff_low)}, {value(claim.diff_high)}]"
+    if kind == NOTHING_LEARNED:
+        return f"nothing learned ({difference})"
+    decided = kind in (HOLDS, FAILS, EQUIVALENT)
+    shown = f"**{kind}**" if decided else kind
+    return f"{shown} {difference}, p_H = {claim.p_holm:.2g}"
+
+
+def partial_value(measure: str) -> Callable[[float], str]:
+    """:func:`value_text` for ``measure``."""
+    return lambda value: value_text(value, measure)
+
+
+def claim_key(claim: FrameRow) -> tuple:
+    return claim.claim, claim.task, claim.scale, claim.samples
+
+
+def verdict_matrix(claims: pd.DataFrame, measures: tuple[str, ...]) -> str:
+    """A Markdown table with one row per claim and (task, scale, samples) of ``claims`` and a
+    verdict column per measure of ``measures`` (:func:`verdict_cell`; ``—`` where none)."""
+    cells: dict[tuple, dict[str, str]] = {}
+    for claim in claims.itertuples():
+        cells.setdefault(claim_key(claim), {})[claim.metric] = verdict_cell(claim)
+    rows = [
+        [name, task, scale, f"{samples:,}", *(found.get(m, "—") for m in measures)]
+        for (name, task, scale, samples), found in cells.items()
+    ]
+    header = ["claim", "task", "scale", "samples", *(MEASURES[m].label for m in measures)]
+    return markdown_table(header, rows)
+
+
+def learning_rows(frames: dict[str, TableFrames | None]) -> pd.DataFrame:
+    """Every table's learning rows (:func:`~rp1.experiments.learning.learning_table`), once each."""
+    tables = [frame.learning for frame in frames.values() if frame is not None]
+    tables = [table for table in tables if not table.empty]
+    if not tables:
+        return pd.DataFrame(columns=list(LEARNING_COLUMNS))
+    return pd.concat(tables).drop_duplicates(["metric", "task", "scale", "samples"])
+
+
+def learning_text(learning: pd.DataFrame) -> str:
+    """A Markdown table: per (task, scale, samples), the untrained policy's median return, the
+    margin, and per return measure the largest median (its method) and whether it learned."""
     rows = []
-    for claim, table, comparison in CLAIMS:
-        frame = frames.get(table)
-        if frame is None:
-            continue
-        tests = frame.tests
-        for test in tests[tests["comparison"] == comparison].itertuples():
-            rows.append(
-                (claim, test.task, test.scale, test.samples, verdict(test.t, test.p))
-                + (test.method_a, test.method_b, test.t, test.p)
-                + (test.prob_improvement, test.pi_low, test.pi_high, test.detectable)
-            )
-    return pd.DataFrame(rows, columns=list(CLAIM_COLUMNS))
+    for (task, scale, samples), group in learning.groupby(["task", "scale", "samples"], sort=False):
+        by_measure = {row.metric: row for row in group.itertuples()}
+        first = group.iloc[0]
+        rows.append(
+            [task, scale, f"{samples:,}", value_text(first["untrained"], RETURN_MEASURES[0])]
+            + [value_text(first["margin"], RETURN_MEASURES[0])]
+            + [learning_cell(by_measure.get(m)) for m in RETURN_MEASURES]
+        )
+    header = ["task", "scale", "samples", "untrained", "margin"]
+    return markdown_table(header + [MEASURES[m].label for m in RETURN_MEASURES], rows)
 
 
-def value_text(value: float, quantity: str) -> str:
-    """A return with one decimal, a model error with 3 significant digits."""
-    return number(value, decimals=1) if quantity == RETURN else f"{value:.3g}"
+def learning_cell(row: FrameRow | None) -> str:
+    """``top median (method)``, and ``— nothing learned`` where it did not beat the untrained
+    policy by the margin."""
+    if row is None:
+        return "—"
+    text = f"{value_text(row.top_median, row.metric)} ({method_label(row.top_method)})"
+    return text if row.learned else f"{text} — **nothing learned**"
 
 
-def cell_text(cells: pd.DataFrame, row: FrameRow, method: str, quantity: str) -> str:
-    """``Method median [q25, q75]`` of one cell of ``cells`` (indexed by task, scale, samples and
-    method), written by :func:`value_text`."""
-    cell = cells.loc[(row.task, row.scale, row.samples, method)]
-    median, q25, q75 = (value_text(cell[column], quantity) for column in ("median", "q25", "q75"))
-    return f"{method_label(method)} {median} [{q25}, {q75}]"
+INTRODUCTION = """\
+Each claim is a comparison of the report's tables, a against b, judged on every measure of its
+quantity (see index.md for the definitions):
+
+- returns: **paper's best** (the paper's metric: the best of one evaluation per outer iteration,
+  so it favours methods of short phases, which are evaluated more often), **return at N** (the
+  policy in force at N), **best over the grid** (the best of the same number of evaluations for
+  every method) and **area under the curve** (the mean return of the policy in force over the
+  grid);
+- the world models: the **test-set error** of the last fit (lower is better).
+
+Each cell: the verdict, Δ = mean(a) − mean(b) with its 95 % bootstrap interval, and p_H, the
+Holm–Bonferroni adjusted p of the claim's family (the comparisons of one table at one measure,
+scale and sample count, on every task that learned). **holds**: a better with p_H < 0.05; **does
+not hold**: worse with p_H < 0.05; **equivalent**: not significant and the interval inside the
+equivalence margin (returns: ±10 % of the paper's RP1 median best return on the task at 10⁵
+samples; model error: ±10 % of b's mean error), fixed before looking at the results;
+**inconclusive**: neither — every difference in the interval is consistent with the data;
+**nothing learned**: no method's median beat the untrained policy's return by the task's margin
+by then, so the comparison is not evidence for either method and is left out of every family.
+claims.csv holds every number (t, p, p_holm, p_holm_all adjusted over the whole table of one
+measure, scale and sample count, the probability of improvement, the smallest detectable
+difference), one row per claim, task and measure.
+"""
 
 
 def claims_text(claims: pd.DataFrame, frames: dict[str, TableFrames | None]) -> str:
-    """claims.md: the verdict table with both medians, t (p) and the probability of improvement."""
-    index = ["task", "scale", "samples", "method"]
-    cells = {
-        name: table.cells.set_index(index) for name, table in frames.items() if table is not None
-    }
-    table_of = {claim: table for claim, table, _ in CLAIMS}
-    rows = []
-    for row in claims.itertuples():
-        table = frames[table_of[row.claim]]
-        assert table is not None  # a claim's row comes from a table with runs (claim_table)
-        quantity = table.spec.quantity
-        rows.append(
-            [
-                row.claim,
-                row.task,
-                row.scale,
-                f"{row.samples:,}",
-                f"**{row.verdict}**",
-                cell_text(cells[table.spec.name], row, row.method_a, quantity),
-                cell_text(cells[table.spec.name], row, row.method_b, quantity),
-                "—" if math.isnan(row.t) else f"{number(row.t)} (p = {row.p:.2g})",
-                "—"
-                if math.isnan(row.pi_low)
-                else f"{row.prob_improvement:.2f} [{row.pi_low:.2f}, {row.pi_high:.2f}]",
-                "—" if math.isnan(row.detectable) else value_text(row.detectable, quantity),
-            ]
+    """claims.md: a verdict matrix per quantity (a column per measure), then whether each task
+    learned."""
+    quantity_of = {spec.name: spec.quantity for spec in TABLES}
+    sections = []
+    for quantity, measures in QUANTITY_MEASURES.items():
+        chosen = claims[claims["table"].map(quantity_of) == quantity]
+        if chosen.empty:
+            continue
+        heading = (
+            "Returns: a verdict per measure"
+            if quantity == RETURN
+            else "World models: test-set error (lower is better)"
         )
-    header = [
-        "claim",
-        "task",
-        "scale",
-        "samples",
-        "verdict",
-        "a",
-        "b",
-        "t (p)",
-        "PI [95 % CI]",
-        "detectable (80 %)",
-    ]
-    return (
-        "# The paper's claims and rp1's controls, task by task\n\n"
-        "Each claim is a comparison of the report's tables, a against b: median [25th, 75th "
-        "percentile] of the per-seed best evaluation return (or, for the world-model claims, of "
-        "the test-set error of the last fit, lower is better), Welch's t (p) and the probability of "
-        "improvement P(a better than b) with its 95 % bootstrap interval (see index.md); t > 0 "
-        "when a is better. **holds**: a better with p < 0.05; **does not hold**: worse with "
-        "p < 0.05; **inconclusive**: neither. detectable (80 %): the smallest difference of means "
-        "that Welch's test at p < 0.05 detects with probability 0.8 at these seed counts and "
-        "spreads (normal-theory approximation). Figure 2's direction: fig2_lambda.md.\n\n"
-        f"{markdown_table(header, rows)}\n"
-    )
+        sections.append(f"## {heading}\n\n{verdict_matrix(chosen, measures)}\n")
+    learning = learning_rows(frames)
+    if not learning.empty:
+        sections.append(
+            "## Did anything learn?\n\nPer task: the untrained policy's median return "
+            "(iteration 0), the equivalence margin, and per measure the largest median of any "
+            "method and whether it beat the untrained policy by more than the margin.\n\n"
+            f"{learning_text(learning)}\n"
+        )
+    body = "\n".join(sections)
+    return f"# The paper's claims and rp1's controls, task by task\n\n{INTRODUCTION}\n{body}"
 
 
 def write_claims(frames: dict[str, TableFrames | None], out: Path) -> list[Path]:

@@ -27,8 +27,8 @@ from rp1.config.methods import (
     model_based_methods,
 )
 from rp1.experiments import stats
+from rp1.experiments.measures import MODEL_ERROR
 from rp1.experiments.runs_table import DEFAULT_SCALE, scale_order
-from rp1.experiments.tables import MODEL_ERROR
 from rp1.rundir.files import CURVE, METRICS, write_atomically
 
 GRID_POINTS = 200
@@ -242,7 +242,7 @@ def plot_run_traces(ax: Axes, metrics: pd.DataFrame, x: str, y: str, **style: An
 def diagnostics_figure(metrics: pd.DataFrame, task: str, path: Path) -> Path | None:
     """Active-learning diagnostics of one task's model-based runs, four panels: λ per iteration
     (adaptive methods), real samples per collection phase against the runs' phase caps (config
-    ``collect.phase_cap``, SPEC §5), the model error G (SPEC §6) and the ensemble's validation
+    ``collect.phase_cap``, algorithm.md §5), the model error G (algorithm.md §6) and the ensemble's validation
     loss, against real samples."""
     if metrics.empty:
         return None

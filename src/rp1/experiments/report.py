@@ -16,9 +16,18 @@ from rp1.config.methods import MODEL_FREE, adaptive_lambda, model_based_methods
 from rp1.envs import path_name
 from rp1.experiments import figures, stats
 from rp1.experiments.claims import write_claims
+from rp1.experiments.fair import DEFAULT_EVERY
+from rp1.experiments.measures import run_tables
 from rp1.experiments.paper import PAPER_LAMBDA_DIRECTION, TASKS
 from rp1.experiments.runs_table import LoadedRuns, load_runs, scale_order
-from rp1.experiments.tables import TABLES, markdown_table, table_frames, write_table_frames
+from rp1.experiments.tables import (
+    TABLES,
+    TableFrames,
+    comparable,
+    markdown_table,
+    table_frames,
+    write_table_frames,
+)
 from rp1.rundir.files import write_atomically
 
 CURVE_FIGURES: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
@@ -35,7 +44,7 @@ CURVE_FIGURES: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
 """(file prefix, title, methods, with PPO reference lines) of the per-task curve figures."""
 
 PPO_TIMESTEPS: tuple[int, ...] = (1_000_000, 5_000_000, 10_000_000)
-"""Real samples at which model-free PPO's best return is drawn as a reference (SPEC §8)."""
+"""Real samples at which model-free PPO's best return is drawn as a reference (algorithm.md §8)."""
 
 DEFINITIONS = """## How the numbers are made
 
@@ -43,7 +52,7 @@ DEFINITIONS = """## How the numbers are made
   row of iteration ≥ 1. A model-based run's iteration 0 evaluates its untrained (randomly
   initialised) policy, whose return can beat a trained one's (≈ 0 on HalfCheetah, above the
   paper's −0.95 for Greedy); a model-free run's rows are PPO updates 1, 2, …, all trained.
-- **Best at a timestep** (tables): per run, the best evaluation return of a trained policy among
+- **Best at a timestep** (the paper's best; tables): per run, the best evaluation return of a trained policy among
   its evaluations made with at most that many real samples; a run counts only if it has such an
   evaluation and collected at least that many samples (model-based: max of `samples +
   phase_samples` over its rows, as a row is written before its phase; model-free: max of
@@ -55,11 +64,65 @@ DEFINITIONS = """## How the numbers are made
   and the model table) and, per task and scale, at every budget of its runs there (config.json
   `budget`); rows, method columns and cells without runs are left out (`—` in a row that has
   others).
+- **The paper's best is not a fair yardstick.** A method is evaluated once per outer iteration,
+  so by 10⁴ samples a method of short phases (RP1: 13–36 evaluations) has many more evaluations
+  than one of 3,000-sample phases (Greedy, V+R: 3), and the maximum of more noisy evaluations is
+  larger even between equally good policies. Every table of returns and every claim therefore
+  also comes in three measures that score every run at the same sample counts, a grid `g =
+  every, 2·every, …` (tables' "fair" sections, `<table>_fair.csv`, claims' columns):
+  - the **policy in force** at g: the one that collected the g-th real sample. A run with the
+    evaluation grid (`evaluations.csv`, made with config `eval.every` > 0; the Runs table above
+    says which) evaluated exactly it at g, on fresh episodes seeded by the grid point, and its
+    grid spacing is its `eval.every`. A run without one is read on a grid of DEFAULT_EVERY samples
+    (`eval.every`'s default) from `metrics.csv`: the policy in force at g is that of its last row
+    with `samples` < g (a model-based row's policy is evaluated before it collects
+    `phase_samples` real samples from `samples`; a model-free row's collects the next batch), its
+    return that row's `eval_return`. The untrained policy (iteration 0) counts here: it is the
+    policy in force during the first phase (only the paper's best leaves it out). One value per
+    run per grid point either way.
+  - **return at N**: the return of the policy in force at the last grid point ≤ N (N itself at
+    the paper's sample counts);
+  - **best over the grid**: the best return of the policies in force at the grid points ≤ N,
+    N / every evaluations for every method;
+  - **area under the curve**: their mean (the area under the step curve of the policy in force,
+    divided by the samples it spans, in return units).
+  A run counts at N only if it reached N samples and has a return at every grid point ≤ N (a
+  model-free run read from `metrics.csv` has none before its first evaluation).
+- **Difference** (Δ, `diff`, `diff_low`, `diff_high`): mean(a) − mean(b) of the per-seed values,
+  in their units (for the test-set error, negative where a's error is lower), with a 95 %
+  percentile-bootstrap interval resampling both sides independently (9,999 resamples, fixed
+  seed: the same values give the same interval); none below 2 seeds a side.
+- **Holm–Bonferroni**: a report runs many tests. A *family* is the comparisons of one table at
+  one measure, scale and sample count on every task (Table 1's T1 and T2 on four tasks: 8
+  tests); `p_holm` is Holm's adjusted p within it: for the m p-values sorted ascending,
+  p̃₍ᵢ₎ = max over j ≤ i of min(1, (m − j + 1)·p₍ⱼ₎). `p_holm_all` (claims.csv) adjusts over
+  every claim of one measure, scale and sample count. A table's `*` and a claim's verdict read
+  `p_holm` < 0.05; `p` and `significant` are before any correction.
+- **Equivalence margin**, fixed in the code before any result was looked at: for returns, per
+  task, 10 % of the paper's RP1 median best return at 10⁵ samples (HalfCheetah 39.0, Ant 23.8,
+  Swimmer 6.4, Hopper 62.0: the scale of a good return on the task in the paper, a difference
+  below a tenth of which is practically negligible), the same for every measure of returns; none
+  off the paper's tasks. For the test-set error, 10 % of b's mean error.
+- **Verdict** of a comparison "a beats b": *nothing learned by N* where the task learned nothing
+  (below); else *holds* (a better) or *does not hold* (a worse) where `p_holm` < 0.05; else
+  *equivalent* where the interval of the difference lies inside ±the margin; else *inconclusive:
+  differences from X to Y are consistent with the data* (the interval), or *inconclusive: too
+  few seeds*. "No significant difference" alone is never read as "equal".
+- **Nothing learned by N**: on a task (and scale) where no method's median of a measure at N
+  exceeds the median return of the untrained policy (iteration 0's `eval_return` over the task's
+  model-based runs) by more than the task's margin (0 off the paper's tasks), every comparison
+  of that measure at N compares noise: its numbers are kept, its verdict says so, and it is left
+  out of every Holm family, so that it neither counts as evidence for a method nor dilutes the
+  tests that do. claims.md lists, per task, the untrained return and each measure's largest
+  median.
+- **Tables left out**: a table that can compare nothing — fewer than two of its methods with
+  runs, or no cell with two or more seeds — is not written (listed above).
 - **Scale** (config.json `scale`; absent in older runs, which count as `paper`): runs of
   different scales are never pooled: tables have a scale column, figures label other scales'
   series, e.g. `RP1 (small)`.
 - **t**: Welch's unequal-variances t-test (`scipy.stats.ttest_ind(equal_var=False)`) on the
-  per-seed bests, `*` where p < 0.05; none when a side has fewer than 2 seeds.
+  per-seed values, `*` where the Holm-adjusted p of its family is below 0.05; none when a side
+  has fewer than 2 seeds.
 - **PI** (probability of improvement): P(X > Y) for X a seed's best under RP1 and Y one under the
   method compared, ties counting one half, i.e. the Mann–Whitney U over n·m
   (`scipy.stats.mannwhitneyu`); 1 when every RP1 seed beats every other, 0.5 for no difference.
@@ -285,12 +348,26 @@ def write_phase_summary(metrics: pd.DataFrame, out: Path) -> list[Path]:
     return [out / "phases.csv", out / "phases.md"]
 
 
-def inventory(metrics: pd.DataFrame) -> str:
+def grid_text(runs: pd.DataFrame) -> str:
+    """Which of one method's runs (a row per run, with ``eval_every`` and ``has_grid``) have the
+    evaluation grid: ``every 1,000`` (all), ``every 500: 3 of 10`` (some) or ``—`` (none)."""
+    gridded = runs[runs["has_grid"]]
+    if gridded.empty:
+        return "—"
+    spacings = ", ".join(f"{every:,.0f}" for every in sorted(gridded["eval_every"].unique()))
+    share = "" if len(gridded) == len(runs) else f": {len(gridded)} of {len(runs)}"
+    return f"every {spacings}{share}"
+
+
+def inventory(metrics: pd.DataFrame, evaluations: pd.DataFrame | None = None) -> str:
     """A Markdown table of the runs found: per task, scale and method, runs, seeds, budgets,
-    reach; and which scales are present."""
+    reach, and which have the evaluation grid (runs with rows in ``evaluations``, the grid table
+    of :class:`~rp1.experiments.runs_table.LoadedRuns`); and which scales are present."""
     if metrics.empty:
         return "No runs with metrics rows."
     runs = metrics.groupby("run").first()
+    gridded = set() if evaluations is None else set(evaluations["run"])
+    runs = runs.assign(has_grid=runs.index.isin(gridded))
     rows = [
         [
             task,
@@ -300,39 +377,74 @@ def inventory(metrics: pd.DataFrame) -> str:
             ", ".join(map(str, sorted(group["seed"]))),
             ", ".join(f"{budget:,}" for budget in sorted(group["budget"].unique())),
             f"{group['reached'].min():,.0f} – {group['reached'].max():,.0f}",
+            grid_text(group),
         ]
         for (task, scale, method), group in runs.groupby(["task", "scale", "method"])
     ]
-    header = ["task", "scale", "method", "runs", "seeds", "budgets", "samples reached"]
+    header = ["task", "scale", "method", "runs", "seeds", "budgets", "samples reached", "grid"]
     scales = ", ".join(report_scales(metrics))
-    return f"Scales present: {scales}.\n\n{markdown_table(header, rows)}"
+    note = (
+        "grid: the runs with the evaluation grid (`evaluations.csv`) and its spacing "
+        f"(`eval.every`, real samples); `—`: none, the fair measures read `metrics.csv` on a "
+        f"{DEFAULT_EVERY:,}-sample grid (see the definitions below)."
+    )
+    return f"Scales present: {scales}.\n\n{markdown_table(header, rows)}\n\n{note}"
 
 
-def write_index(loaded: LoadedRuns, written: list[Path], out: Path) -> Path:
-    """index.md: the runs found, notes on runs left out, links to every file, definitions."""
+def definitions() -> str:
+    """The definitions section of index.md."""
+    return DEFINITIONS.replace("DEFAULT_EVERY", f"{DEFAULT_EVERY:,}")
+
+
+def write_index(
+    loaded: LoadedRuns, written: list[Path], out: Path, tables_left_out: tuple[str, ...] = ()
+) -> Path:
+    """index.md: the runs found (with which have the grid), notes on runs left out, tables left
+    out and why, links to every file, definitions."""
     links = "\n".join(f"- [{path.name}]({path.name})" for path in written)
     notes = "\n".join(f"- {note}" for note in loaded.notes) or "None."
+    left = "\n".join(f"- {note}" for note in tables_left_out) or "None."
     sections = [
-        ("Runs", inventory(loaded.metrics)),
+        ("Runs", inventory(loaded.metrics, loaded.evaluations)),
         ("Left out (runs and metrics rows)", notes),
+        ("Tables left out", left),
         ("Files", links),
     ]
     body = "".join(f"## {title}\n\n{content}\n\n" for title, content in sections)
-    text = f"# rp1 report\n\n{body}{DEFINITIONS}"
+    text = f"# rp1 report\n\n{body}{definitions()}"
     path = out / "index.md"
     write_atomically(path, text.encode(), "report file")
     return path
 
 
+def left_out(frames: dict[str, TableFrames | None]) -> tuple[str, ...]:
+    """A note per table with runs that can compare nothing (:func:`~rp1.experiments.tables.comparable`)."""
+    return tuple(
+        f"{name}: nothing to compare — {why(frame)}; not written"
+        for name, frame in frames.items()
+        if frame is not None and not comparable(frame)
+    )
+
+
+def why(frame: TableFrames) -> str:
+    """Why a table compares nothing: its methods with runs and their most seeds."""
+    methods = dict.fromkeys(key[4] for key in frame.bests)
+    most = max(len(values) for values in frame.bests.values())
+    if len(methods) < 2:
+        return f"only {next(iter(methods))} has runs"
+    return f"{', '.join(methods)} have runs, one seed each at most ({most})"
+
+
 def write_report(root: Path, out: Path) -> list[Path]:
     """Write the report of every run directory under ``root`` into ``out`` (created if needed).
 
-    Files: ``table{1,2,3,4,5}.md`` / ``.csv`` / ``_ttests.csv``, ``table_model.md`` / ``.csv`` /
-    ``_ttests.csv``, ``claims.md`` / ``.csv``, ``fig1_<task>.png``,
+    Files: ``table{1,2,3,4,5}.md`` / ``.csv`` / ``_fair.csv`` / ``_ttests.csv``,
+    ``table_model.md`` / ``.csv`` / ``_ttests.csv``, ``claims.md`` / ``.csv``, ``fig1_<task>.png``,
     ``fig2_lambda.png`` / ``.csv`` / ``.md``, ``fig2_lambda_trend.csv``, ``fig3_<task>.png``,
     ``fig_ablation_<task>.png``, ``fig_controls_<task>.png``, ``fig_model_<task>.png``,
     ``diag_<task>.png``, ``phases.csv`` / ``.md`` and ``index.md`` (tables, figures and summaries
-    only where there are runs for them). Returns the paths written, ``index.md`` last. Raises
+    only where there are runs for them; a table that can compare nothing is left out with a note
+    in index.md, :func:`left_out`). Returns the paths written, ``index.md`` last. Raises
     ConfigError when ``root`` holds no run directory (a malformed one is left out with a note);
     every file is written atomically, and a file the machine fails to write is a StorageError
     naming it.
@@ -341,12 +453,17 @@ def write_report(root: Path, out: Path) -> list[Path]:
     metrics, out = loaded.metrics, Path(out)
     out.mkdir(parents=True, exist_ok=True)
     tasks = report_tasks(metrics)
-    frames = {spec.name: table_frames(metrics, spec, tasks) for spec in TABLES}
-    written = [path for table in frames.values() for path in write_table_frames(table, out)]
-    written += write_claims(frames, out)
+    runs = run_tables(metrics, loaded.evaluations)
+    frames = {spec.name: table_frames(runs, spec, tasks) for spec in TABLES}
+    tables_left_out = left_out(frames)
+    shown: dict[str, TableFrames | None] = {
+        name: frame for name, frame in frames.items() if frame is not None and comparable(frame)
+    }
+    written = [path for table in shown.values() for path in write_table_frames(table, out)]
+    written += write_claims(shown, out)
     written += write_curve_figures(metrics, tasks, out)
     written += write_model_figures(metrics, tasks, out)
     written += write_lambda_analysis(metrics, tasks, out)
     written += write_diagnostics(metrics, tasks, out)
     written += write_phase_summary(metrics, out)
-    return written + [write_index(loaded, written, out)]
+    return written + [write_index(loaded, written, out, tables_left_out)]

@@ -1,9 +1,13 @@
-"""Load run directories into one tidy table: one row per ``metrics.csv`` row, config beside it.
+"""Load run directories into tidy tables: one row per ``metrics.csv`` row, config beside it, and
+one row per ``evaluations.csv`` row (the evaluation grid, :mod:`rp1.agents.grid`) of the runs that
+have one.
 
 A run directory is any directory holding both ``config.json`` and ``metrics.csv`` (DESIGN
-"Interfaces"); the report reads nothing else. A row that a killed run left half-written is left
-out with a note: the writer (``rp1.rundir.files``) ends every row with a newline and fsyncs it, so a last
-line without one is unfinished even when its fields look whole (``12.3`` cut from ``12.345``).
+"Interfaces"); besides those the report reads ``evaluations.csv`` where a run has it (runs made
+before the grid, or with ``eval.every`` 0, have none). A row that a killed run left half-written is
+left out with a note: the writer (``rp1.rundir.files``) ends every row with a newline and fsyncs it,
+so a last line without one is unfinished even when its fields look whole (``12.3`` cut from
+``12.345``). Both files are read the same way.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import pandas as pd
 
 from rp1.config.methods import MODEL_FREE, run_cell
 from rp1.core.errors import ConfigError
-from rp1.rundir.files import METRIC_COLUMNS
+from rp1.rundir.files import EVALUATION_COLUMNS, EVALUATIONS, METRIC_COLUMNS, METRICS
 from rp1.rundir.migrations import migrate
 
 CONFIG_KEYS: tuple[str, ...] = ("task", "method", "seed", "budget")
@@ -36,19 +40,29 @@ DEFAULT_SCALE = "paper"
 RUN_KEY: tuple[str, ...] = ("task", "scale", "method", "seed")
 """What makes a run unique in a report: two directories with the same key are duplicates."""
 
+HEADER_TEXT: tuple[str, ...] = ("run", "preset", "task", "scale", "method")
+HEADER_NUMBERS: tuple[str, ...] = ("seed", "budget", "phase_cap", "eval_every", "reached")
+"""The columns a run's config and reach put before its file's columns, on every row of its run."""
+
 
 class LoadedRuns(NamedTuple):
     """The runs found under a root.
 
     ``metrics``: one row per metrics row, columns ``run`` (path relative to the root), ``preset``,
     ``task``, ``scale``, ``method``, ``seed``, ``budget`` (real samples), ``phase_cap`` (real
-    samples; config ``collect.phase_cap``, NaN if absent), ``reached`` (real samples the run had
-    collected by its last row, see :func:`samples_reached`), then the metric columns.
-    ``notes``: one line per run directory or metrics row left out, and why.
+    samples; config ``collect.phase_cap``, NaN if absent), ``eval_every`` (real samples; config
+    ``eval.every``, 0 for no grid and for runs made before it existed), ``reached`` (real samples
+    the run had collected by its last row, see :func:`samples_reached`), then the metric columns.
+    ``evaluations``: the evaluation grid of the runs of ``metrics`` that have an
+    ``evaluations.csv``, one row per grid point: the same first columns, then
+    :data:`~rp1.rundir.files.EVALUATION_COLUMNS` (``samples`` the grid point in real samples,
+    ``trained_on``, ``iteration``, ``eval_return``, ``eval_std``), sorted by run and samples.
+    ``notes``: one line per run directory or row left out, and why.
     """
 
     metrics: pd.DataFrame
     notes: list[str]
+    evaluations: pd.DataFrame
 
 
 def find_run_dirs(root: Path) -> list[Path]:
@@ -69,7 +83,8 @@ def read_config(run_dir: Path) -> dict:
     :class:`~rp1.rundir.migrations.NewerSchema` for a config of a newer rp1.
 
     ``scale`` defaults to :data:`DEFAULT_SCALE`; ``phase_cap`` is NaN when the config has no
-    ``collect.phase_cap``; ``method`` is the method the run ran as (:func:`rp1.config.methods.run_cell`:
+    ``collect.phase_cap``; ``eval_every`` is ``eval.every`` (0 in a config of an rp1 before the
+    grid, as migrated: no grid); ``method`` is the method the run ran as (:func:`rp1.config.methods.run_cell`:
     an ``rp1`` run with λ fixed at 0.5 by ``--set`` pools with ``rp1-fixed05``).
     """
     path = run_dir / "config.json"
@@ -86,6 +101,7 @@ def read_config(run_dir: Path) -> dict:
             f"{path}: missing key(s) {', '.join(missing)}; need {', '.join(CONFIG_KEYS)}"
         )
     collect = config.get("collect", {})
+    grid = config.get("eval", {})
     values = {
         "preset": config.get("preset", ""),
         "task": config["task"],
@@ -94,11 +110,13 @@ def read_config(run_dir: Path) -> dict:
         "seed": config["seed"],
         "budget": config["budget"],
         "phase_cap": collect.get("phase_cap", math.nan) if isinstance(collect, dict) else collect,
+        "eval_every": grid.get("every", 0) if isinstance(grid, dict) else grid,
     }
     kinds: dict[str, type | tuple[type, ...]] = {
         "seed": int,
         "budget": int,
         "phase_cap": (int, float),
+        "eval_every": int,
     }
     wrong = [
         f"{key} = {value!r}"
@@ -127,8 +145,11 @@ def parse_row(fields: list[str], header: list[str]) -> tuple[list[float] | None,
     return row, ""
 
 
-def parse_metrics(text: str, name: str) -> tuple[pd.DataFrame, list[str]]:
-    """The text of ``metrics.csv`` as a table of numbers, and a note per row left out.
+def parse_table(
+    text: str, name: str, file: str = METRICS, header: tuple[str, ...] = REQUIRED_COLUMNS
+) -> tuple[pd.DataFrame, list[str]]:
+    """The text of a run's CSV ``file`` (``metrics.csv``, ``evaluations.csv``) as a table of
+    numbers, and a note per row left out; ``header``: the columns of a file without a header line.
 
     Left out: a last line without its newline (unfinished), a row with another number of fields
     than the header, a row with a field that is not a number or a non-finite ``eval_return``.
@@ -136,33 +157,42 @@ def parse_metrics(text: str, name: str) -> tuple[pd.DataFrame, list[str]]:
     """
     *lines, last = text.split("\n")  # a finished file ends with "\n": ``last`` is then empty
     rows = list(csv.reader(lines))
-    header, values, notes = (rows[0] if rows else list(REQUIRED_COLUMNS)), [], []
+    columns, values, notes = (rows[0] if rows else list(header)), [], []
     for number, fields in enumerate(rows[1:], start=2):
-        row, problem = parse_row(fields, header)
+        row, problem = parse_row(fields, columns)
         if row is None:
-            notes.append(f"{name}: metrics.csv line {number} {problem} — row left out")
+            notes.append(f"{name}: {file} line {number} {problem} — row left out")
         else:
             values.append(row)
     if last:
         notes.append(
-            f"{name}: metrics.csv line {len(lines) + 1} is unfinished (no newline: cut while "
+            f"{name}: {file} line {len(lines) + 1} is unfinished (no newline: cut while "
             "written) — row left out"
         )
-    return pd.DataFrame(values, columns=header), notes
+    return pd.DataFrame(values, columns=columns), notes
 
 
-def read_metrics(run_dir: Path, name: str) -> tuple[pd.DataFrame, list[str]]:
-    """``metrics.csv`` as numbers sorted by samples, and notes on rows left out (see
-    :func:`parse_metrics`); raises ConfigError when a required column is missing."""
-    path = run_dir / "metrics.csv"
+def read_table(
+    run_dir: Path, name: str, file: str, required: tuple[str, ...]
+) -> tuple[pd.DataFrame, list[str]]:
+    """A run's CSV ``file`` as numbers (:func:`parse_table`) and notes on rows left out; raises
+    ConfigError when the file is not text or lacks a column of ``required``."""
+    path = run_dir / file
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
         raise ConfigError(f"{path}: not a text file of numbers ({err})") from None
-    table, notes = parse_metrics(text, name)
-    missing = [column for column in REQUIRED_COLUMNS if column not in table.columns]
+    table, notes = parse_table(text, name, file, required)
+    missing = [column for column in required if column not in table.columns]
     if missing:
         raise ConfigError(f"{path}: missing column(s) {', '.join(missing)}")
+    return table, notes
+
+
+def read_metrics(run_dir: Path, name: str) -> tuple[pd.DataFrame, list[str]]:
+    """``metrics.csv`` as numbers sorted by samples, every column of :data:`OPTIONAL_COLUMNS`
+    there (NaN where the file has none), and notes on rows left out (see :func:`read_table`)."""
+    table, notes = read_table(run_dir, name, METRICS, REQUIRED_COLUMNS)
     for column in OPTIONAL_COLUMNS:
         if column not in table.columns:
             table[column] = math.nan
@@ -180,59 +210,93 @@ def samples_reached(metrics: pd.DataFrame, method: str) -> float:
     return float((metrics["samples"] + phase).max())
 
 
-def load_run(root: Path, run_dir: Path) -> tuple[pd.DataFrame, list[str]]:
-    """One run's metrics with its config and ``reached`` broadcast onto every row, and notes on
-    rows left out."""
+def read_evaluations(run_dir: Path, name: str) -> tuple[pd.DataFrame, list[str]]:
+    """``evaluations.csv`` as numbers (:data:`~rp1.rundir.files.EVALUATION_COLUMNS`) sorted by
+    samples, and notes on rows left out (see :func:`read_table`); no rows if the run has no
+    such file."""
+    if not (run_dir / EVALUATIONS).is_file():
+        return pd.DataFrame(columns=list(EVALUATION_COLUMNS), dtype=float), []
+    table, notes = read_table(run_dir, name, EVALUATIONS, EVALUATION_COLUMNS)
+    table = table[list(EVALUATION_COLUMNS)].sort_values("samples", kind="stable")
+    return table.reset_index(drop=True), notes
+
+
+class Run(NamedTuple):
+    """One run as the report reads it: its metrics and its grid (:class:`LoadedRuns`' columns),
+    and notes on rows left out."""
+
+    metrics: pd.DataFrame
+    evaluations: pd.DataFrame
+    notes: list[str]
+
+
+def with_header(table: pd.DataFrame, header: dict) -> pd.DataFrame:
+    """``table`` with the run's ``header`` values as its first columns, on every row."""
+    return table.assign(**header)[[*header, *table.columns]]
+
+
+def load_run(root: Path, run_dir: Path) -> Run:
+    """One run's metrics and grid with its config and ``reached`` broadcast onto every row, and
+    notes on rows left out."""
     name = run_dir.relative_to(root).as_posix()
     metrics, notes = read_metrics(run_dir, name)
+    evaluations, grid_notes = read_evaluations(run_dir, name)
     header = {"run": name, **read_config(run_dir)}
     header["reached"] = samples_reached(metrics, header["method"]) if len(metrics) else 0.0
-    return metrics.assign(**header)[[*header, *metrics.columns]], notes
+    return Run(with_header(metrics, header), with_header(evaluations, header), notes + grid_notes)
 
 
-def completeness(run: pd.DataFrame) -> tuple[float, int]:
-    """How much of a run there is: real samples reached, then the number of columns holding a value
-    (a run made again to log a metric added since has more)."""
-    return float(run["reached"].iloc[0]), int(run.notna().any().sum())
+def completeness(run: Run) -> tuple[float, int, int]:
+    """How much of a run there is: real samples reached, then the number of metrics columns
+    holding a value (a run made again to log a metric added since has more), then its grid
+    evaluations (a run made again with the grid has them)."""
+    metrics = run.metrics
+    return float(metrics["reached"].iloc[0]), int(metrics.notna().any().sum()), len(run.evaluations)
 
 
-def drop_duplicates(runs: list[pd.DataFrame]) -> tuple[list[pd.DataFrame], list[str]]:
+LOSER_REASONS = (
+    "fewer samples",
+    "as many samples, fewer metrics logged",
+    "as many samples and metrics, fewer grid evaluations",
+)
+"""Why a duplicate went, by the first entry of :func:`completeness` in which it has less."""
+
+
+def drop_duplicates(runs: list[Run]) -> tuple[list[Run], list[str]]:
     """Keep, per (task, scale, method, seed), the most complete run (:func:`completeness`: most
-    samples reached, then most columns logged; the first of ``runs`` where both are equal); say
-    which went and why."""
-    groups: dict[tuple, list[pd.DataFrame]] = {}
+    samples reached, then most columns logged, then most grid evaluations; the first of ``runs``
+    where all are equal); say which went and why."""
+    groups: dict[tuple, list[Run]] = {}
     for run in runs:
-        groups.setdefault(tuple(run[column].iloc[0] for column in RUN_KEY), []).append(run)
+        groups.setdefault(tuple(run.metrics[column].iloc[0] for column in RUN_KEY), []).append(run)
     kept, notes = [], []
     for group in groups.values():
         winner = max(group, key=completeness)  # the first of the maximal ones
         kept.append(winner)
-        reached, logged = completeness(winner)
         for loser in group:
             if loser is winner:
                 continue
-            loser_reached, loser_logged = completeness(loser)
-            if loser_reached < reached:
-                why = "fewer samples"
-            elif loser_logged < logged:
-                why = "as many samples, fewer metrics logged"
-            else:
-                why = "as many samples and metrics; the first by path kept"
+            less = [a < b for a, b in zip(completeness(loser), completeness(winner), strict=True)]
+            why = (
+                LOSER_REASONS[less.index(True)]
+                if any(less)
+                else "as many samples and metrics; the first by path kept"
+            )
             notes.append(
-                f"{loser['run'].iloc[0]}: duplicate of {winner['run'].iloc[0]} "
+                f"{loser.metrics['run'].iloc[0]}: duplicate of {winner.metrics['run'].iloc[0]} "
                 f"(same task, scale, method, seed; {why}) — left out"
             )
     return kept, notes
 
 
 def load_runs(root: Path) -> LoadedRuns:
-    """All runs under ``root`` as one tidy table (see :class:`LoadedRuns`).
+    """All runs under ``root`` as tidy tables (see :class:`LoadedRuns`).
 
-    Runs with no rows yet are left out with a note; so are runs written by a newer rp1 (a config
-    schema this one does not know), runs whose ``config.json`` or ``metrics.csv`` is malformed (a
-    key missing or of the wrong type, a file that is not text), unusable rows (see
-    :func:`parse_metrics`) and duplicates (see :func:`drop_duplicates`). Raises ConfigError when
-    ``root`` holds no run directory at all.
+    Runs with no metrics rows yet are left out with a note; so are runs written by a newer rp1 (a
+    config schema this one does not know), runs whose ``config.json``, ``metrics.csv`` or
+    ``evaluations.csv`` is malformed (a key or column missing or of the wrong type, a file that is
+    not text), unusable rows of either file (see :func:`parse_table`) and duplicates (see
+    :func:`drop_duplicates`). Raises ConfigError when ``root`` holds no run directory at all.
     """
     run_dirs = find_run_dirs(root)
     if not run_dirs:
@@ -240,23 +304,34 @@ def load_runs(root: Path) -> LoadedRuns:
     runs, notes = [], []
     for run_dir in run_dirs:
         try:
-            run, row_notes = load_run(root, run_dir)
+            run = load_run(root, run_dir)
         except ConfigError as bad:  # a config of a newer rp1 (NewerSchema), a malformed file
             notes.append(f"{' '.join(str(bad).split())} — left out")
             continue
-        notes += row_notes
-        if run.empty:
-            rows = "no usable metrics rows" if row_notes else "no metrics rows yet"
+        notes += run.notes
+        if run.metrics.empty:
+            metrics_notes = [note for note in run.notes if f": {METRICS} line" in note]
+            rows = "no usable metrics rows" if metrics_notes else "no metrics rows yet"
             notes.append(f"{run_dir.relative_to(root).as_posix()}: {rows} — left out")
         else:
             runs.append(run)
     runs, duplicate_notes = drop_duplicates(runs)
-    metrics = pd.concat(runs, ignore_index=True) if runs else empty_table()
-    return LoadedRuns(metrics=metrics, notes=notes + duplicate_notes)
+    return LoadedRuns(
+        metrics=concat([run.metrics for run in runs], (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS)),
+        notes=notes + duplicate_notes,
+        evaluations=concat([run.evaluations for run in runs], EVALUATION_COLUMNS),
+    )
 
 
-def empty_table() -> pd.DataFrame:
-    """A metrics table with the right columns and no rows."""
-    text = ["run", "preset", "task", "scale", "method"]
-    numbers = ["seed", "budget", "phase_cap", "reached", *REQUIRED_COLUMNS, *OPTIONAL_COLUMNS]
-    return pd.DataFrame(columns=text + numbers).astype(dict.fromkeys(numbers, float))
+def concat(tables: list[pd.DataFrame], columns: tuple[str, ...]) -> pd.DataFrame:
+    """The runs' ``tables`` as one (the empty ones left out), or :func:`empty_table` of
+    ``columns`` when none has rows."""
+    tables = [table for table in tables if not table.empty]
+    return pd.concat(tables, ignore_index=True) if tables else empty_table(columns)
+
+
+def empty_table(columns: tuple[str, ...] = (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS)) -> pd.DataFrame:
+    """A table of runs with the header columns, then ``columns`` (by default the metrics'), and
+    no rows."""
+    numbers = [*HEADER_NUMBERS, *columns]
+    return pd.DataFrame(columns=[*HEADER_TEXT, *numbers]).astype(dict.fromkeys(numbers, float))

@@ -1,7 +1,7 @@
 """Statistics for the report, as pure functions over the tidy metrics table (see runs_table).
 
-Returns are true environment returns (SPEC §7); samples are real environment steps. Only a
-*trained* policy's evaluation (a row of iteration ≥ 1) counts towards a best (SPEC §8): a
+Returns are true environment returns (algorithm.md §7); samples are real environment steps. Only a
+*trained* policy's evaluation (a row of iteration ≥ 1) counts towards a best (algorithm.md §8): a
 model-based run's iteration 0 evaluates its untrained policy; a model-free run's rows are
 updates 1, 2, …, all trained.
 """
@@ -38,7 +38,7 @@ class CellStats(NamedTuple):
 
 
 SIGNIFICANCE_LEVEL = 0.05
-"""A test's p below this is significant (SPEC §8)."""
+"""A test's p below this is significant (algorithm.md §8)."""
 
 
 def significant(p: float) -> bool | None:
@@ -65,7 +65,7 @@ def trained(metrics: pd.DataFrame) -> pd.Series:
 
 def best_at(metrics: pd.DataFrame, timestep: float) -> pd.Series:
     """Per run, the best ``eval_return`` of a trained policy among rows with ``samples <=
-    timestep`` (SPEC §8).
+    timestep`` (algorithm.md §8).
 
     A run counts only if it has such a row and reached ``timestep`` real samples (its ``reached``
     column); an unfinished or shorter-budget run is missing there rather than reporting the best
@@ -178,20 +178,17 @@ def _pairs_won(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
     return ((diff > 0) + 0.5 * (diff == 0)).mean(axis=(-2, -1))
 
 
-def probability_of_improvement(a: np.ndarray, b: np.ndarray, seed: int = 0) -> Improvement:
-    """``P(X > Y)`` for ``X`` a seed's value under a, ``Y`` under b: ``U / (n·m)`` of the
-    Mann–Whitney test (ties count one half; 1 when every a beats every b, 0.5 for no difference),
-    with a 95 % percentile-bootstrap interval that resamples a and b independently (Agarwal et
-    al., 2021, "Deep RL at the edge of the statistical precipice")."""
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if len(a) == 0 or len(b) == 0:
-        return Improvement(float("nan"), float("nan"), float("nan"))
-    p = float(stats.mannwhitneyu(a, b).statistic) / (len(a) * len(b))
+def two_sample_interval(
+    a: np.ndarray, b: np.ndarray, statistic: Callable[..., np.ndarray], seed: int = 0
+) -> tuple[float, float]:
+    """95 % percentile-bootstrap interval of ``statistic(a, b, axis)`` (vectorised over resamples),
+    resampling a and b independently (:data:`BOOTSTRAP_RESAMPLES`, generator seeded by ``seed``:
+    the same values give the same interval); NaNs when a side has fewer than 2 values."""
     if len(a) < 2 or len(b) < 2:
-        return Improvement(p, float("nan"), float("nan"))
+        return float("nan"), float("nan")
     result = stats.bootstrap(
-        (a, b),
-        _pairs_won,
+        (np.asarray(a, dtype=float), np.asarray(b, dtype=float)),
+        statistic,
         n_resamples=BOOTSTRAP_RESAMPLES,
         vectorized=True,
         paired=False,
@@ -199,8 +196,43 @@ def probability_of_improvement(a: np.ndarray, b: np.ndarray, seed: int = 0) -> I
         method="percentile",
         rng=np.random.default_rng(seed),
     )
-    return Improvement(
-        p, float(result.confidence_interval.low), float(result.confidence_interval.high)
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def probability_of_improvement(a: np.ndarray, b: np.ndarray, seed: int = 0) -> Improvement:
+    """``P(X > Y)`` for ``X`` a seed's value under a, ``Y`` under b: ``U / (n·m)`` of the
+    Mann–Whitney test (ties count one half; 1 when every a beats every b, 0.5 for no difference),
+    with a 95 % percentile-bootstrap interval that resamples a and b independently
+    (:func:`two_sample_interval`; Agarwal et al., 2021, "Deep RL at the edge of the statistical
+    precipice")."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(a) == 0 or len(b) == 0:
+        return Improvement(float("nan"), float("nan"), float("nan"))
+    p = float(stats.mannwhitneyu(a, b).statistic) / (len(a) * len(b))
+    return Improvement(p, *two_sample_interval(a, b, _pairs_won, seed))
+
+
+class Difference(NamedTuple):
+    """The difference of means ``mean(a) − mean(b)`` with its 95 % bootstrap interval (in the
+    values' units); NaN when a side has no value (interval: fewer than 2 values on a side)."""
+
+    diff: float
+    low: float
+    high: float
+
+
+def _mean_difference(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(a, axis=axis) - np.mean(b, axis=axis)
+
+
+def mean_difference(a: np.ndarray, b: np.ndarray, seed: int = 0) -> Difference:
+    """``mean(a) − mean(b)`` of per-seed values with its 95 % percentile-bootstrap interval,
+    resampling a and b independently (:func:`two_sample_interval`)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(a) == 0 or len(b) == 0:
+        return Difference(float("nan"), float("nan"), float("nan"))
+    return Difference(
+        float(_mean_difference(a, b)), *two_sample_interval(a, b, _mean_difference, seed)
     )
 
 
@@ -256,7 +288,7 @@ def lambda_improvements(metrics: pd.DataFrame) -> pd.DataFrame:
     previous trained eval_return) / (max − min of the run's trained eval_return)``, i.e.
     normalised by the run's return range so that runs and tasks of different scales weigh the same
     (runs with a zero range are left out). The step from the untrained policy (iteration 0 → 1)
-    is left out: it is training from scratch, with a λ forced to 0, not chosen (SPEC §6).
+    is left out: it is training from scratch, with a λ forced to 0, not chosen (algorithm.md §6).
     Columns ``task, scale, method, run, lambda, change`` (change: share of the run's range,
     unitless; λ rounded to LAMBDA_DECIMALS so that arms written with float noise group together).
     """
@@ -341,7 +373,7 @@ def cap_list(caps: pd.Series) -> str:
 
 def phase_summary(metrics: pd.DataFrame) -> pd.DataFrame:
     """Per (task, scale, method): the collection phases of the model-based runs' rows ``metrics``
-    (SPEC §5).
+    (algorithm.md §5).
 
     Every row's phase counts, the first (iteration 0, collected by the untrained policy) included;
     samples are real environment steps. Columns: ``runs``; ``caps`` (the runs' ``phase_cap``

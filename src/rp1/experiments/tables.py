@@ -1,11 +1,15 @@
-"""The paper's Tables 1–3 from the tidy metrics table: CSV (tidy) and Markdown (paper layout).
+"""The paper's Tables 1–5 and the model table from the runs: CSV (tidy) and Markdown (paper layout).
 
-Each cell is the median best evaluation return at a timestep over seeds (SPEC §8), with its IQR,
-the number of seeds, the paper's value, and — beyond the paper — the interquartile mean with a
-95 % bootstrap confidence interval. Comparisons are Welch t-statistics, ``*`` where p < 0.05, and
-the probability of improvement ``P(a > b)`` with its 95 % bootstrap interval.
-A table has a row per (task, scale, timestep) and a column per method with runs there; cells
-without runs are left out (CSV) or blank (``—``, Markdown).
+Each table compares methods on one quantity (:mod:`rp1.experiments.measures`): returns, in four
+measures — the paper's best evaluation return (algorithm.md §8) and three that do not reward
+evaluation count (:mod:`rp1.experiments.fair`) — or the world models' test-set error. Each cell is
+a measure's median at a timestep over seeds, with its IQR, the number of seeds, the paper's value
+(its best, on its tasks), and — beyond the paper — the interquartile mean with a 95 % bootstrap
+confidence interval. Each comparison gives Welch's t, its p and the Holm-adjusted p of its family,
+the difference of means with its 95 % bootstrap interval, the probability of improvement ``P(a >
+b)`` with its interval, and a verdict (:mod:`rp1.experiments.significance`). A table has a row
+per (task, scale, timestep) and a column per method with runs there; cells without runs are left
+out (CSV) or blank (``—``, Markdown).
 """
 
 from __future__ import annotations
@@ -21,13 +25,23 @@ import numpy as np
 import pandas as pd
 
 from rp1.experiments import stats
+from rp1.experiments.learning import Row, learning_table
+from rp1.experiments.measures import (
+    MEASURES,
+    MODEL_ERROR,
+    PAPER_BEST,
+    QUANTITY_MEASURES,
+    RETURN,
+    Measure,
+    RunTables,
+    number,
+    run_tables,
+    values_at,
+)
 from rp1.experiments.paper import PAPER_MEDIANS, PAPER_T
 from rp1.experiments.runs_table import scale_order
+from rp1.experiments.significance import SIGNIFICANCE_LEVEL, holm_within, rejected, verdict
 from rp1.rundir.files import write_atomically
-
-RETURN = "eval_return"
-MODEL_ERROR = "test_model_error_common"
-"""The world models' error on their task's test set that the report compares (rp1.dynamics.testset)."""
 
 
 class TableSpec(NamedTuple):
@@ -36,9 +50,9 @@ class TableSpec(NamedTuple):
     ``columns``: (method, header) per method column; ``comparisons``: (header, method a,
     method b) per t-test column, t > 0 when a is better; ``timesteps``: the paper's timesteps
     (real samples) — the table also has every budget of its runs (:func:`table_timesteps`);
-    ``quantity``: what a cell holds per seed, :data:`RETURN` (the best evaluation return at the
-    timestep, higher is better) or :data:`MODEL_ERROR` (the test-set error of the last fit by the
-    timestep, lower is better; see :data:`QUANTITIES`).
+    ``quantity``: what a cell holds per seed, :data:`RETURN` (returns, in each measure of
+    :data:`~rp1.experiments.measures.QUANTITY_MEASURES`, higher is better) or :data:`MODEL_ERROR`
+    (the test-set error of the last fit by the timestep, lower is better).
     """
 
     name: str
@@ -49,37 +63,10 @@ class TableSpec(NamedTuple):
     quantity: str = RETURN
 
 
-class Quantity(NamedTuple):
-    """What a table's cells hold: ``per_seed(runs, timestep) -> Series by run``, whether lower is
-    better, and the sentence that says so in the table's file."""
-
-    per_seed: Callable[[pd.DataFrame, float], pd.Series]
-    lower_is_better: bool
-    description: str
-    digits: Callable[[float], str] = lambda value: number(value)
-
-
-QUANTITIES: dict[str, Quantity] = {
-    RETURN: Quantity(
-        stats.best_at,
-        False,
-        "Median over seeds of each seed's best evaluation return of a trained policy\n"
-        "(iteration ≥ 1) among evaluations made with at most that many real samples,",
-    ),
-    MODEL_ERROR: Quantity(
-        lambda runs, timestep: stats.last_at(runs, timestep, MODEL_ERROR),
-        True,
-        "Median over seeds of the one-step error on the task's fixed test set (`test_model_error_common`;\n"
-        "lower is better, and t > 0 when a's error is lower) of each seed's last fit made with at most that many real samples,",
-        lambda value: f"{value:.3g}",
-    ),
-}
-
-
 TABLES: tuple[TableSpec, ...] = (
     TableSpec(
         "table1",
-        "Table 1: median best evaluation return, RP1 vs Greedy (T1) and vs V+R (T2)",
+        "Table 1: returns, RP1 vs Greedy (T1) and vs V+R (T2)",
         (10_000, 100_000),
         (("greedy", "Greedy"), ("vr", "V+R"), ("rp1", "RP1")),
         (("T1", "rp1", "greedy"), ("T2", "rp1", "vr")),
@@ -155,30 +142,30 @@ TABLES: tuple[TableSpec, ...] = (
     ),
 )
 
-Row = tuple[str, str, int]
-"""(task, scale, timestep): a row of a table; timestep in real samples."""
-
-Bests = dict[tuple[str, str, int, str], np.ndarray]
-"""(task, scale, timestep, method) -> per-seed best evaluation returns, only cells with runs."""
+Bests = dict[tuple[str, str, str, int, str], np.ndarray]
+"""(measure, task, scale, timestep, method) -> per-seed values (sorted by run), only cells with
+runs."""
 
 CELL_COLUMNS: tuple[str, ...] = (
     *("task", "scale", "samples", "method", "n_seeds", "median", "q25", "q75"),
     *("iqm", "iqm_ci_low", "iqm_ci_high", "paper_median"),
 )
+"""The columns of ``<name>.csv``, the cells of a table's first measure (the paper's best for
+returns)."""
+MEASURE_CELL_COLUMNS: tuple[str, ...] = ("metric", *CELL_COLUMNS)
+"""The columns of ``<name>_fair.csv`` and of :attr:`TableFrames.cells`: the measure first."""
 TTEST_COLUMNS: tuple[str, ...] = (
-    *("task", "scale", "samples", "comparison", "method_a", "method_b", "n_a", "n_b"),
-    *(
-        "t",
-        "p",
-        "significant",
-        "prob_improvement",
-        "pi_low",
-        "pi_high",
-        "paper_t",
-        "paper_significant",
-    ),
-    "detectable",
+    *("metric", "task", "scale", "samples", "comparison", "method_a", "method_b", "n_a", "n_b"),
+    *("t", "p", "significant", "prob_improvement", "pi_low", "pi_high", "detectable"),
+    *("diff", "diff_low", "diff_high", "margin", "paper_t", "paper_significant", "learned"),
+    *("p_holm", "verdict"),
 )
+"""The columns of ``<name>_ttests.csv`` (:func:`ttest_table`, :func:`judged`)."""
+
+
+def table_measures(spec: TableSpec) -> tuple[Measure, ...]:
+    """The measures a table of ``spec``'s quantity shows, the paper's first."""
+    return tuple(MEASURES[name] for name in QUANTITY_MEASURES[spec.quantity])
 
 
 def table_timesteps(runs: pd.DataFrame, spec: TableSpec) -> dict[tuple[str, str], set[int]]:
@@ -188,80 +175,127 @@ def table_timesteps(runs: pd.DataFrame, spec: TableSpec) -> dict[tuple[str, str]
     return {key: set(spec.timesteps) | set(values.astype(int)) for key, values in budgets}
 
 
-def collect_bests(metrics: pd.DataFrame, spec: TableSpec, tasks: tuple[str, ...]) -> Bests:
-    """Per-seed values of ``spec``'s quantity (best returns, :func:`stats.best_at`, or model
-    errors, :data:`QUANTITIES`) of every cell of ``spec`` with runs, at
-    :func:`table_timesteps`, in table order: timestep, task (``tasks`` order), scale (paper
-    first), method (``spec`` order)."""
+def of_methods(runs: RunTables, methods: list[str]) -> RunTables:
+    """The runs of ``methods`` only."""
+    return RunTables(*(table[table["method"].isin(methods)] for table in runs))
+
+
+def collect_bests(runs: RunTables, spec: TableSpec, tasks: tuple[str, ...]) -> Bests:
+    """Per-seed values of every measure of ``spec`` (:func:`table_measures`) in every cell of
+    ``spec`` with runs, at :func:`table_timesteps`, in table order: measure, timestep, task
+    (``tasks`` order), scale (paper first), method (``spec`` order)."""
     methods = [method for method, _ in spec.columns]
-    per_seed = QUANTITIES[spec.quantity].per_seed
-    runs = metrics[metrics["method"].isin(methods)]
-    groups = dict(tuple(runs.groupby(["task", "scale", "method"])))
-    timesteps = table_timesteps(runs, spec)
-    scales = sorted(runs["scale"].unique(), key=scale_order)
+    runs = of_methods(runs, methods)
+    cell_of = runs.metrics.groupby("run")[["task", "scale", "method"]].first()
+    timesteps = table_timesteps(runs.metrics, spec)
+    scales = sorted(runs.metrics["scale"].unique(), key=scale_order)
     bests = {}
-    for timestep, task, scale, method in itertools.product(
-        sorted(set().union(*timesteps.values())), tasks, scales, methods
+    for measure, timestep in itertools.product(
+        table_measures(spec), sorted(set().union(*timesteps.values()))
     ):
-        if (task, scale, method) in groups and timestep in timesteps[task, scale]:
-            best = per_seed(groups[task, scale, method], timestep).to_numpy(float)
-            if len(best):
-                bests[task, scale, timestep, method] = best
+        values = cell_of.join(values_at(runs, measure, timestep).rename("value"), how="inner")
+        cells = {key: group["value"] for key, group in values.groupby(list(values.columns[:3]))}
+        for task, scale, method in itertools.product(tasks, scales, methods):
+            if (task, scale, method) in cells and timestep in timesteps[task, scale]:
+                bests[measure.name, task, scale, timestep, method] = cells[
+                    task, scale, method
+                ].to_numpy(float)
     return bests
 
 
 def table_rows(bests: Bests) -> list[Row]:
-    """The rows with at least one cell, in table order."""
-    return list(dict.fromkeys(key[:3] for key in bests))
+    """The (task, scale, timestep) rows with at least one cell, in table order."""
+    return list(dict.fromkeys(key[1:4] for key in bests))
 
 
-def cell_table(bests: Bests, spec: TableSpec) -> pd.DataFrame:
-    """One row per cell with runs: :data:`CELL_COLUMNS` (paper_median NaN where the paper has
-    none, and for any quantity but returns)."""
-    rows = []
-    for (task, scale, timestep, method), values in bests.items():
-        cell = stats.summarise(values)
-        paper = (
-            PAPER_MEDIANS.get((task, method, timestep), math.nan)
-            if spec.quantity == RETURN
-            else math.nan
-        )
-        rows.append((task, scale, timestep, method, *cell, paper))
-    return pd.DataFrame(rows, columns=list(CELL_COLUMNS))
+def paper_median(measure: str, task: str, method: str, timestep: int) -> float:
+    """The paper's median of a cell: its best return (:data:`PAPER_MEDIANS`), for the paper's
+    measure only; NaN elsewhere."""
+    if measure != PAPER_BEST:
+        return math.nan
+    return PAPER_MEDIANS.get((task, method, timestep), math.nan)
+
+
+def cell_table(bests: Bests) -> pd.DataFrame:
+    """One row per cell with runs: :data:`MEASURE_CELL_COLUMNS` (paper_median NaN where the paper
+    has none, and for any measure but the paper's)."""
+    rows = [
+        (*key, *stats.summarise(values), paper_median(key[0], key[1], key[4], key[3]))
+        for key, values in bests.items()
+    ]
+    return pd.DataFrame(rows, columns=list(MEASURE_CELL_COLUMNS))
+
+
+def comparison_values(measure: Measure, a: np.ndarray, b: np.ndarray) -> tuple:
+    """The statistics of one comparison of per-seed values ``a`` against ``b`` under ``measure``,
+    :data:`TTEST_COLUMNS` from ``t`` to ``diff_high``: Welch's t-test (``significant``: p < 0.05
+    before any correction), the probability of improvement
+    (:func:`~rp1.experiments.stats.probability_of_improvement`) and the smallest difference the
+    test detects at 80 % power (:func:`~rp1.experiments.stats.detectable_difference`) — where
+    lower is better, all on the values negated, so t > 0 and PI > 0.5 when a's values are lower —
+    then the difference of means a − b with its bootstrap interval
+    (:func:`~rp1.experiments.stats.mean_difference`, in the measure's units, as they are)."""
+    sign = -1.0 if measure.lower_is_better else 1.0
+    test = stats.welch(sign * a, sign * b)
+    return (
+        (test.t, test.p, test.significant)
+        + tuple(stats.probability_of_improvement(sign * a, sign * b))
+        + (stats.detectable_difference(sign * a, sign * b), *stats.mean_difference(a, b))
+    )
+
+
+def paper_t(measure: str, task: str, timestep: int, methods: tuple[str, str]) -> tuple:
+    """The paper's (t, significant) of a comparison (:data:`PAPER_T`), for the paper's measure
+    only; (NaN, None) elsewhere."""
+    if measure != PAPER_BEST:
+        return math.nan, None
+    return PAPER_T.get((task, timestep, *methods), (math.nan, None))
 
 
 def ttest_table(bests: Bests, spec: TableSpec) -> pd.DataFrame:
-    """One row per comparison whose two cells have runs: :data:`TTEST_COLUMNS` (Welch's t-test
-    on per-seed values, t and p NaN when a side has fewer than 2 seeds; the probability of
-    improvement of a over b, :func:`~rp1.experiments.stats.probability_of_improvement`; the
-    smallest difference the test detects at 80 % power, :func:`~rp1.experiments.stats.detectable_difference`).
-    Where lower is better (:data:`QUANTITIES`) both read the values negated: t > 0 and PI > 0.5
-    when a's values are lower."""
-    sign = -1.0 if QUANTITIES[spec.quantity].lower_is_better else 1.0
+    """One row per measure and comparison whose two cells have runs: :data:`TTEST_COLUMNS` up to
+    ``paper_significant`` (:func:`comparison_values`; ``margin``: the measure's equivalence
+    margin, :mod:`rp1.experiments.significance`; :func:`paper_t`); :func:`judged` adds the rest."""
     rows = []
-    for (task, scale, timestep), (header, method_a, method_b) in itertools.product(
-        table_rows(bests), spec.comparisons
+    for measure, (task, scale, timestep), (header, method_a, method_b) in itertools.product(
+        table_measures(spec), table_rows(bests), spec.comparisons
     ):
-        a = bests.get((task, scale, timestep, method_a))
-        b = bests.get((task, scale, timestep, method_b))
+        a = bests.get((measure.name, task, scale, timestep, method_a))
+        b = bests.get((measure.name, task, scale, timestep, method_b))
         if a is None or b is None:
             continue
-        a, b = sign * a, sign * b
-        test = stats.welch(a, b)
-        paper_t, paper_significant = PAPER_T.get(
-            (task, timestep, method_a, method_b), (math.nan, None)
-        )
         rows.append(
-            (task, scale, timestep, header, method_a, method_b, len(a), len(b))
-            + (test.t, test.p, test.significant, *stats.probability_of_improvement(a, b))
-            + (paper_t, paper_significant, stats.detectable_difference(a, b))
+            (measure.name, task, scale, timestep, header, method_a, method_b, len(a), len(b))
+            + comparison_values(measure, a, b)
+            + (
+                measure.margin(task, b),
+                *paper_t(measure.name, task, timestep, (method_a, method_b)),
+            )
         )
-    return pd.DataFrame(rows, columns=list(TTEST_COLUMNS))
+    return pd.DataFrame(rows, columns=list(TTEST_COLUMNS[:-3]))
 
 
-def number(value: float, decimals: int = 2) -> str:
-    """A return or t-statistic for a Markdown cell (``decimals`` decimals; unicode minus)."""
-    return f"{value:.{decimals}f}".replace("-", "−")
+JUDGED_BY: list[str] = ["task", "scale", "samples", "metric"]
+FAMILY: list[str] = ["metric", "scale", "samples"]
+"""A Holm family within one table: its comparisons at one measure, scale and sample count, on
+every task (:func:`judged`)."""
+
+
+def judged(tests: pd.DataFrame, learning: pd.DataFrame) -> pd.DataFrame:
+    """``tests`` (:func:`ttest_table`) with ``learned`` (from ``learning``,
+    :func:`~rp1.experiments.learning.learning_table`; true where it has no row: the model error),
+    ``p_holm`` (:func:`~rp1.experiments.significance.holm_within` the table's :data:`FAMILY`,
+    over the comparisons of a task that learned; NaN for the others) and ``verdict``
+    (:func:`~rp1.experiments.significance.verdict`)."""
+    if tests.empty:
+        return pd.DataFrame(columns=list(TTEST_COLUMNS))
+    lookup = learning.set_index(JUDGED_BY)["learned"]
+    keys = pd.MultiIndex.from_frame(tests[JUDGED_BY])
+    learned = lookup.reindex(keys).fillna(True).astype(bool).to_numpy()
+    tests = tests.assign(learned=learned)
+    tests = tests.assign(p_holm=holm_within(tests, FAMILY, tests["learned"]))
+    verdicts = [verdict(test, MEASURES[test.metric].digits) for test in tests.itertuples()]
+    return tests.assign(verdict=verdicts)[list(TTEST_COLUMNS)]
 
 
 def seeds(n: int) -> str:
@@ -297,18 +331,31 @@ def star(significant: bool | None) -> str:
     return "*" if significant else ""
 
 
-def t_text(test: FrameRow) -> str:
-    """``t*`` (``*`` where p < 0.05), p, the probability of improvement with its interval, and the
-    paper's t; or why there is no test."""
+def p_text(p: float) -> str:
+    """A p-value with 3 significant digits, ``—`` for none."""
+    return BLANK if math.isnan(p) else f"{p:.3g}"
+
+
+def t_text(test: FrameRow, digits: Callable[[float], str] = number) -> str:
+    """``t*`` (``*`` where the Holm-adjusted p is below the level), p and the adjusted p, the
+    difference of means with its interval (written by ``digits``), the probability of improvement
+    with its interval, and the paper's t; or why there is no test; and ``nothing learned`` on a
+    task where nothing was."""
     paper = (
         ""
         if math.isnan(test.paper_t)
         else f" (paper {number(test.paper_t)}{star(test.paper_significant)})"
     )
+    learned = "" if test.learned else "; nothing learned"
     if math.isnan(test.t):
-        return f"— (n = {test.n_a} vs {test.n_b}; needs ≥ 2 each){paper}"
+        return f"— (n = {test.n_a} vs {test.n_b}; needs ≥ 2 each){paper}{learned}"
+    difference = f"Δ {digits(test.diff)} [{digits(test.diff_low)}, {digits(test.diff_high)}]"
     improvement = f"PI {test.prob_improvement:.2f} [{test.pi_low:.2f}, {test.pi_high:.2f}]"
-    return f"{number(test.t)}{star(test.significant)} (p = {test.p:.3g}; {improvement}){paper}"
+    ps = f"p = {test.p:.3g}, Holm {p_text(test.p_holm)}"
+    return (
+        f"{number(test.t)}{star(rejected(test.p_holm))} ({ps}; {difference}; {improvement})"
+        f"{paper}{learned}"
+    )
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
@@ -324,47 +371,60 @@ def row_texts(
     return [text(found[(*row, key)]) if (*row, key) in found else BLANK for key in keys]
 
 
-def render(spec: TableSpec, bests: Bests, cells: pd.DataFrame, tests: pd.DataFrame) -> str:
-    """The Markdown file: the paper-layout table, then the IQM table; only rows and method
-    columns with runs, and the comparisons of two such columns."""
-    cell = {tuple(row[:4]): row for row in cells.itertuples(index=False)}
-    test = {tuple(row[:4]): row for row in tests.itertuples(index=False)}
+class TableFrames(NamedTuple):
+    """What one table is made of: per-seed values (:func:`collect_bests`), cells
+    (:func:`cell_table`), comparisons (:func:`ttest_table`, :func:`judged`) and whether each of
+    its rows learned (:func:`~rp1.experiments.learning.learning_table`)."""
+
+    spec: TableSpec
+    bests: Bests
+    cells: pd.DataFrame
+    tests: pd.DataFrame
+    learning: pd.DataFrame
+
+
+IQM_HEADING = "95 % percentile-bootstrap CI (beyond the paper)"
+
+
+def heading(measure: Measure) -> str:
+    """A measure's label as a heading (first letter capital)."""
+    return measure.label[0].upper() + measure.label[1:]
+
+
+def measure_section(frames: TableFrames, measure: Measure) -> str:
+    """The Markdown of one measure of a table: its definition, the paper-layout table of medians
+    and comparisons, then the IQM table; only rows and method columns with runs, and the
+    comparisons of two such columns."""
+    spec, bests = frames.spec, {k: v for k, v in frames.bests.items() if k[0] == measure.name}
+    cell = {tuple(row[1:5]): row for row in frames.cells.itertuples(index=False)
+            if row.metric == measure.name}  # fmt: skip
+    test = {tuple(row[1:5]): row for row in frames.tests.itertuples(index=False)
+            if row.metric == measure.name}  # fmt: skip
     rows = table_rows(bests)
-    digits = QUANTITIES[spec.quantity].digits
-    shown = {key[3] for key in bests}
+    shown = {key[4] for key in bests}
     methods = [method for method, _ in spec.columns if method in shown]
     comparisons = [header for header, a, b in spec.comparisons if {a, b} <= shown]
     medians = [
         [row[0], row[1], f"{row[2]:,}"]
-        + row_texts(cell, row, methods, partial(median_text, digits=digits))
-        + row_texts(test, row, comparisons, t_text)
+        + row_texts(cell, row, methods, partial(median_text, digits=measure.digits))
+        + row_texts(test, row, comparisons, partial(t_text, digits=measure.digits))
         for row in rows
     ]
     iqms = [
-        [
-            row[0],
-            row[1],
-            f"{row[2]:,}",
-            *row_texts(cell, row, methods, partial(iqm_text, digits=digits)),
-        ]
+        [row[0], row[1], f"{row[2]:,}"]
+        + row_texts(cell, row, methods, partial(iqm_text, digits=measure.digits))
         for row in rows
     ]
     headers = ["task", "scale", "samples", *(h for m, h in spec.columns if m in shown)]
     return "\n".join(
         [
-            f"# {spec.title}",
+            f"## {heading(measure)}",
             "",
-            QUANTITIES[spec.quantity].description,
-            "[25th, 75th percentile]; a run counts at a timestep only if it reached that many",
-            "samples. Rows: the paper's sample counts and every budget of the task's runs, where",
-            "some method has runs; `—`: no runs. t: Welch's t-statistic, `*` where p < 0.05;",
-            "PI: probability of improvement P(a > b) = U / (n·m) of the Mann–Whitney test, with its",
-            "95 % bootstrap interval (a: the first method the comparison names).",
-            "See index.md for the definitions.",
+            measure.description,
             "",
             markdown_table([*headers, *comparisons], medians),
             "",
-            "## Interquartile mean, 95 % percentile-bootstrap CI (beyond the paper)",
+            f"### {heading(measure)}: interquartile mean, {IQM_HEADING}",
             "",
             markdown_table(headers, iqms),
             "",
@@ -372,34 +432,75 @@ def render(spec: TableSpec, bests: Bests, cells: pd.DataFrame, tests: pd.DataFra
     )
 
 
-class TableFrames(NamedTuple):
-    """What one table is made of: per-seed bests, cells (:func:`cell_table`) and comparisons
-    (:func:`ttest_table`)."""
+PREAMBLE = (
+    "Cells: median [25th, 75th percentile] over seeds; a run counts at a timestep only if it "
+    "reached that many samples. Rows: the paper's sample counts and every budget of the task's "
+    "runs, where some method has runs; `—`: no runs. t: Welch's t-statistic, `*` where the "
+    "Holm-adjusted p of its family (this table's comparisons at that measure, scale and sample "
+    f"count, on every task that learned) is below {SIGNIFICANCE_LEVEL}; Δ: the difference of means "
+    "a − b with its 95 % bootstrap interval; PI: probability of improvement P(a > b) = U / (n·m) of "
+    "the Mann–Whitney test, with its 95 % bootstrap interval (a: the first method the comparison "
+    "names); nothing learned: no method's median beat the untrained policy's return by the task's "
+    "margin. Verdicts: claims.md. See index.md for the definitions."
+)
+"""The paragraph under a table's title."""
 
-    spec: TableSpec
-    bests: Bests
-    cells: pd.DataFrame
-    tests: pd.DataFrame
+
+def render(frames: TableFrames) -> str:
+    """The Markdown file: what its numbers are, then a section per measure
+    (:func:`measure_section`)."""
+    measures = [m for m in table_measures(frames.spec) if any(k[0] == m.name for k in frames.bests)]
+    return "\n".join(
+        [
+            f"# {frames.spec.title}",
+            "",
+            PREAMBLE,
+            "",
+            *(measure_section(frames, measure) for measure in measures),
+        ]
+    )
 
 
 def table_frames(
-    metrics: pd.DataFrame, spec: TableSpec, tasks: tuple[str, ...]
+    runs: RunTables | pd.DataFrame, spec: TableSpec, tasks: tuple[str, ...]
 ) -> TableFrames | None:
-    """The table ``spec`` of ``metrics``; None when no cell has runs."""
-    bests = collect_bests(metrics, spec, tasks)
+    """The table ``spec`` of ``runs`` (a metrics table alone: runs without a grid,
+    :func:`~rp1.experiments.measures.run_tables`); None when no cell has runs. Whether a row
+    learned is judged on every run of ``runs``, not only the table's methods."""
+    if isinstance(runs, pd.DataFrame):
+        runs = run_tables(runs)
+    bests = collect_bests(runs, spec, tasks)
     if not bests:
         return None
-    return TableFrames(spec, bests, cell_table(bests, spec), ttest_table(bests, spec))
+    rows = table_rows(bests)
+    learning = learning_table(runs, rows) if spec.quantity == RETURN else learning_table(runs, [])
+    tests = judged(ttest_table(bests, spec), learning)
+    return TableFrames(spec, bests, cell_table(bests), tests, learning)
+
+
+def comparable(frames: TableFrames) -> bool:
+    """Whether a table can compare anything: two or more of its methods have runs, and some cell
+    has two or more seeds."""
+    methods = {key[4] for key in frames.bests}
+    return len(methods) >= 2 and max(len(values) for values in frames.bests.values()) >= 2
 
 
 def write_table_frames(frames: TableFrames | None, out: Path) -> list[Path]:
-    """Write ``<name>.md``, ``<name>.csv`` (cells) and ``<name>_ttests.csv``; return their paths
-    (none for a table without runs)."""
+    """Write ``<name>.md`` (:func:`render`), ``<name>.csv`` (the cells of the first measure,
+    :data:`CELL_COLUMNS`), ``<name>_fair.csv`` (the cells of the others, with ``metric``; for
+    tables of returns) and ``<name>_ttests.csv`` (:data:`TTEST_COLUMNS`); return their paths (none
+    for a table without runs)."""
     if frames is None:
         return []
-    spec, bests, cells, tests = frames
-    paths = [out / f"{spec.name}.md", out / f"{spec.name}.csv", out / f"{spec.name}_ttests.csv"]
-    write_atomically(paths[0], render(spec, bests, cells, tests).encode(), "report file")
-    write_atomically(paths[1], cells.to_csv(index=False).encode(), "report file")
-    write_atomically(paths[2], tests.to_csv(index=False).encode(), "report file")
-    return paths
+    name, cells = frames.spec.name, frames.cells
+    first = cells["metric"] == QUANTITY_MEASURES[frames.spec.quantity][0]
+    files = {
+        f"{name}.md": render(frames),
+        f"{name}.csv": cells[first][list(CELL_COLUMNS)].to_csv(index=False),
+        f"{name}_fair.csv": cells[~first].to_csv(index=False) if (~first).any() else None,
+        f"{name}_ttests.csv": frames.tests.to_csv(index=False),
+    }
+    written = [out / file for file, text in files.items() if text is not None]
+    for path in written:
+        write_atomically(path, files[path.name].encode(), "report file")
+    return written

@@ -1,0 +1,126 @@
+"""How the report turns a comparison into a verdict: multiplicity, equivalence, and tasks where
+nothing was learned.
+
+- **Multiplicity**: a report runs many tests; each verdict reads the Holm–Bonferroni adjusted p
+  (:func:`holm`) of its *family*, the comparisons of one report table across its tasks at one
+  (metric, scale, samples) — Table 1's T1 and T2 on four tasks are a family of 8 tests. The
+  claims table also gives the p adjusted over all of its tests of that (metric, scale, samples).
+  Holm controls the family-wise error rate at :data:`~rp1.experiments.stats.SIGNIFICANCE_LEVEL`
+  under any dependence between the tests, and rejects at least what Bonferroni rejects.
+- **Equivalence**: "no significant difference" is not "equal". A comparison is *equivalent* only
+  where the 95 % bootstrap interval of the difference of means (a − b) lies inside a margin fixed
+  here before any result was looked at (:func:`return_margin`, :func:`error_margin`): a tenth of
+  a good return on the task, or a tenth of b's model error. Otherwise an insignificant
+  comparison is *inconclusive*, and says which differences its data leave open.
+- **Nothing learned**: a comparison on a task where no method's median beats the untrained
+  policy's median return by more than the task's margin compares noise; its verdict says so,
+  and it is left out of every Holm family so that it neither counts as evidence nor dilutes the
+  tests that do.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rp1.experiments.paper import PAPER_MEDIANS
+from rp1.experiments.stats import SIGNIFICANCE_LEVEL
+
+EQUIVALENCE_SHARE = 0.1
+"""The equivalence margin as a share of the quantity's scale (:func:`return_margin`,
+:func:`error_margin`): a difference below a tenth of it is practically negligible."""
+
+MARGIN_SAMPLES = 100_000
+"""The paper's sample count whose RP1 median sets a task's return scale (:func:`return_margin`)."""
+
+
+def holm(p: np.ndarray) -> np.ndarray:
+    """Holm–Bonferroni adjusted p-values of one family of tests, in the order given: for the
+    ``m`` p-values sorted ascending, ``p̃_(i) = max_{j ≤ i} min(1, (m − j + 1) · p_(j))``. NaN
+    entries (no test) stay NaN and do not count in ``m``."""
+    p = np.asarray(p, dtype=float)
+    adjusted = np.full_like(p, np.nan)
+    tested = np.flatnonzero(~np.isnan(p))
+    order = tested[np.argsort(p[tested], kind="stable")]
+    scaled = (len(order) - np.arange(len(order))) * p[order]
+    adjusted[order] = np.minimum(1.0, np.maximum.accumulate(scaled))
+    return adjusted
+
+
+def holm_within(tests: pd.DataFrame, family: list[str], counted: pd.Series) -> pd.Series:
+    """:func:`holm` of ``tests["p"]`` within each group of equal ``family`` columns, over the rows
+    where ``counted`` is true; NaN on the others. A Series aligned with ``tests``."""
+    adjusted = pd.Series(np.nan, index=tests.index, dtype=float)
+    members = tests[counted.astype(bool)]
+    for _, group in members.groupby(family, sort=False, dropna=False):
+        adjusted[group.index] = holm(group["p"].to_numpy(dtype=float))
+    return adjusted
+
+
+def return_margin(task: str) -> float:
+    """The equivalence margin of a return on ``task``: :data:`EQUIVALENCE_SHARE` of the paper's
+    RP1 median best return at :data:`MARGIN_SAMPLES` samples (HalfCheetah 39.0, Ant 23.8,
+    Swimmer 6.4, Hopper 62.0), the scale of a good return on the task in the paper. Fixed before
+    looking at rp1's results and the same for every metric of returns; NaN off the paper's
+    tasks (no comparison there is called equivalent)."""
+    return EQUIVALENCE_SHARE * PAPER_MEDIANS.get((task, "rp1", MARGIN_SAMPLES), math.nan)
+
+
+def error_margin(b: np.ndarray) -> float:
+    """The equivalence margin of a test-set model error: :data:`EQUIVALENCE_SHARE` of the mean
+    error of the method compared against (``b``, per-seed errors); NaN without values."""
+    return EQUIVALENCE_SHARE * float(np.mean(b)) if len(b) else math.nan
+
+
+def equivalent(low: float, high: float, margin: float) -> bool:
+    """Whether the interval ``[low, high]`` of a difference lies strictly inside
+    ``(−margin, margin)``; False when any of them is NaN."""
+    return bool(-margin < low and high < margin)
+
+
+def rejected(p: float) -> bool:
+    """``p`` (adjusted) below :data:`~rp1.experiments.stats.SIGNIFICANCE_LEVEL`; False for NaN."""
+    return bool(p < SIGNIFICANCE_LEVEL)
+
+
+HOLDS, FAILS, EQUIVALENT, INCONCLUSIVE, NOTHING_LEARNED = (
+    "holds",
+    "does not hold",
+    "equivalent",
+    "inconclusive",
+    "nothing learned",
+)
+"""The kinds of verdict, the first words of :func:`verdict`."""
+
+
+def verdict(test: Any, digits: Callable[[float], str]) -> str:
+    """The verdict on one comparison "a beats b", a row with fields ``learned``, ``samples``,
+    ``t``, ``p_holm``, ``diff_low``, ``diff_high`` and ``margin``; ``digits`` writes a difference.
+
+    In this order: ``nothing learned by N`` where no method learned on the task by ``N``
+    (samples); ``holds`` (t > 0) or ``does not hold`` (t < 0) where the family's Holm-adjusted p
+    is below the level; ``equivalent`` where the difference's interval lies inside the margin
+    (:func:`equivalent`); else ``inconclusive: differences from X to Y are consistent with the
+    data`` (the interval), or ``inconclusive: too few seeds`` without one.
+    """
+    if not test.learned:
+        return f"{NOTHING_LEARNED} by {test.samples:,}"
+    if rejected(test.p_holm):
+        return HOLDS if test.t > 0 else FAILS
+    if equivalent(test.diff_low, test.diff_high, test.margin):
+        return EQUIVALENT
+    if math.isnan(test.diff_low):
+        return f"{INCONCLUSIVE}: too few seeds"
+    return (
+        f"{INCONCLUSIVE}: differences from {digits(test.diff_low)} to {digits(test.diff_high)} "
+        "are consistent with the data"
+    )
+
+
+def verdict_kind(text: str) -> str:
+    """The kind of a :func:`verdict` (its words before a colon or ``by``)."""
+    return text.split(":")[0].split(" by ")[0]
