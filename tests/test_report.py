@@ -13,10 +13,12 @@ import pytest
 from matplotlib import image
 from scipy import stats as scipy_stats
 
-from rp1.config import METHOD_TABLE, adaptive_lambda
+from helpers import TINY
+from rp1.config import METHOD_TABLE, adaptive_lambda, resolve
 from rp1.core.errors import ConfigError
 from rp1.experiments import stats
 from rp1.experiments.claims import CLAIM_COLUMNS, CLAIMS, claim_table, write_claims
+from rp1.experiments.fair import in_force_returns
 from rp1.experiments.measures import MEASURES, number, run_tables, values_at
 from rp1.experiments.report import (
     direction_verdict,
@@ -37,6 +39,7 @@ from rp1.experiments.significance import (
     verdict_kind,
 )
 from rp1.experiments.tables import TABLES, comparable, table_frames, write_table_frames
+from rp1.train import run_training
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 METRIC_COLUMNS = (
@@ -944,3 +947,20 @@ def test_a_report_of_old_runs_without_evaluations_csv_beside_runs_with_one(tmp_p
     assert fair.loc[("return_at", "rp1"), "median"] == 290.0
     assert fair.loc[("auc", "greedy"), "median"] == 5.0  # (5·0 + 5·value) / 10 for 0 and 20
     assert fair.loc[("auc", "rp1"), "median"] == (0.5 * 300.0 + 0.6 * 280.0) / 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("phase_cap", ["150", "900"])
+def test_read_from_metrics_the_policy_in_force_is_the_one_the_grid_evaluated(phase_cap, tmp_path):
+    """A tiny run with the grid (short and long phases): at every grid point, the metrics row
+    that the fair measures of a run without the grid read (the last with samples < g) is the
+    iteration whose policy the grid evaluated there."""
+    overrides = {**TINY, "collect.alpha": "0", "collect.phase_cap": phase_cap, "eval.every": "300"}
+    cfg = resolve("halfcheetah-rp1", seed=1, budget=1_800, overrides=overrides)
+    run_training(cfg, tmp_path / "run", progress=False)
+    loaded = load_runs(tmp_path)
+    grid = loaded.evaluations
+    assert grid["samples"].tolist() == [300.0 * k for k in range(1, 7)]
+    iterations = loaded.metrics.assign(eval_return=loaded.metrics["iteration"])
+    read = in_force_returns(iterations, grid["samples"].to_numpy())
+    np.testing.assert_array_equal(read, grid["iteration"].to_numpy())

@@ -15,7 +15,7 @@ adjusted over all of its claims of one (measure, scale, samples), ``p_holm_all``
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -42,6 +42,7 @@ from rp1.experiments.tables import (
     FrameRow,
     TableFrames,
     markdown_table,
+    p_text,
     table_rows,
 )
 from rp1.rundir.files import write_atomically
@@ -160,18 +161,13 @@ def verdict_cell(claim: FrameRow) -> str:
     kind = verdict_kind(claim.verdict)
     if math.isnan(claim.diff_low):
         return claim.verdict
-    value = partial_value(claim.metric)
+    value = partial(value_text, measure=claim.metric)
     difference = f"Δ {value(claim.diff)} [{value(claim.diff_low)}, {value(claim.diff_high)}]"
     if kind == NOTHING_LEARNED:
         return f"nothing learned ({difference})"
     decided = kind in (HOLDS, FAILS, EQUIVALENT)
     shown = f"**{kind}**" if decided else kind
-    return f"{shown} {difference}, p_H = {claim.p_holm:.2g}"
-
-
-def partial_value(measure: str) -> Callable[[float], str]:
-    """:func:`value_text` for ``measure``."""
-    return lambda value: value_text(value, measure)
+    return f"{shown} {difference}, p_H = {p_text(claim.p_holm)}"
 
 
 def claim_key(claim: FrameRow) -> tuple:

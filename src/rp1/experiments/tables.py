@@ -194,7 +194,7 @@ def collect_bests(runs: RunTables, spec: TableSpec, tasks: tuple[str, ...]) -> B
         table_measures(spec), sorted(set().union(*timesteps.values()))
     ):
         values = cell_of.join(values_at(runs, measure, timestep).rename("value"), how="inner")
-        cells = {key: group["value"] for key, group in values.groupby(list(values.columns[:3]))}
+        cells = {key: group["value"] for key, group in values.groupby(list(cell_of.columns))}
         for task, scale, method in itertools.product(tasks, scales, methods):
             if (task, scale, method) in cells and timestep in timesteps[task, scale]:
                 bests[measure.name, task, scale, timestep, method] = cells[
@@ -276,6 +276,8 @@ def ttest_table(bests: Bests, spec: TableSpec) -> pd.DataFrame:
 
 
 JUDGED_BY: list[str] = ["task", "scale", "samples", "metric"]
+"""What a row of a table's learning table (:func:`~rp1.experiments.learning.learning_table`)
+judges."""
 FAMILY: list[str] = ["metric", "scale", "samples"]
 """A Holm family within one table: its comparisons at one measure, scale and sample count, on
 every task (:func:`judged`)."""
@@ -332,8 +334,8 @@ def star(significant: bool | None) -> str:
 
 
 def p_text(p: float) -> str:
-    """A p-value with 3 significant digits, ``—`` for none."""
-    return BLANK if math.isnan(p) else f"{p:.3g}"
+    """A p-value with 2 significant digits, ``—`` for none."""
+    return BLANK if math.isnan(p) else f"{p:.2g}"
 
 
 def t_text(test: FrameRow, digits: Callable[[float], str] = number) -> str:
