@@ -1,4 +1,4 @@
-"""Issue 26's controls: the phase-matched methods and λ fixed at 0.5 as SPEC §8's rows, their
+"""Issue 26's controls: the phase-matched methods and λ fixed at 0.5 as algorithm.md §8's rows, their
 matched lengths recomputed from the committed runs, the report's recognition of a run's method
 from its config, and the world models' test-set error (a hand computation, the test set rebuilt
 byte for byte, and logging it leaving every other metric bit-identical)."""
@@ -35,7 +35,7 @@ LAPTOP_RUNS = ROOT / "docs" / "laptop-scale" / "runs"
 
 @pytest.mark.parametrize("task", sorted(MATCHED_PHASE_LENGTH))
 def test_the_controls_resolve_to_their_spec_rows(task):
-    """SPEC §8: greedy-matched is λ = 0 without early stopping, rp1-nopca-matched the adaptive
+    """algorithm.md §8: greedy-matched is λ = 0 without early stopping, rp1-nopca-matched the adaptive
     λ with the reward-variance bonus without it, both in phases of the task's matched length;
     rp1-fixed05 is λ fixed at 0.5 with early stopping in 3,000-sample phases."""
     greedy, nopca, fixed = (
@@ -264,7 +264,15 @@ def test_the_report_compares_world_models_by_their_last_fit_lower_is_better(tmp_
     test = frames.tests.set_index(["samples", "comparison"]).loc[(10_000, "t (RP1 vs λ = 0)")]
     assert test.t > 0 and test.prob_improvement == 1.0 and test.detectable > 0
     claims = claim_table({"table_model": frames}).set_index("claim")
-    assert claims.loc["RP1's models are better than λ = 0's (test-set error)", "verdict"] == "holds"
+    claim = claims.loc["RP1's models are better than λ = 0's (test-set error)"]
+    assert claim["verdict"] == "holds" and claim["metric"] == "test_error"
+    # the difference of means a − b as it is (negative: a's error lower); the equivalence margin a
+    # tenth of b's mean error
+    assert claim["diff"] == pytest.approx(
+        np.mean([0.2, 0.21, 0.22, 0.23]) - np.mean([0.5, 0.4, 0.41, 0.42])
+    )
+    assert claim["diff_low"] <= claim["diff"] <= claim["diff_high"] < 0
+    assert claim["margin"] == pytest.approx(0.1 * np.mean([0.5, 0.4, 0.41, 0.42]))
     assert (
         figures.model_error_figure(
             metrics, ("rp1", "rp1-noadapt"), "t", tmp_path / "m.png"
