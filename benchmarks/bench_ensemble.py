@@ -1,4 +1,4 @@
-"""Time the world model's compiled calls at paper scale (SPEC §3) on HalfCheetah shapes (18+6→18).
+"""Time the world model's compiled calls at paper scale (algorithm.md §3) on HalfCheetah shapes (18+6→18).
 
 Pieces, each one compiled call, timed after warm-up (``block_until_ready``, median of repeats):
 

@@ -1,4 +1,4 @@
-"""Time the policy's inner loops at paper scale (SPEC §4) on HalfCheetah shapes.
+"""Time the policy's inner loops at paper scale (algorithm.md §4) on HalfCheetah shapes.
 
 Pieces, each one compiled call, timed after warm-up (``block_until_ready``, median of repeats):
 

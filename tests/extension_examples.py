@@ -1,4 +1,4 @@
-"""What EXTENDING.md's recipes add from outside rp1, for the tests that carry them out: an
+"""What docs/extending.md's recipes add from outside rp1, for the tests that carry them out: an
 exploration bonus named ``extension_examples:reward_range``, and a method that uses it,
 ``RP1_METHODS=extension_examples:RANGE``."""
 

@@ -1,4 +1,4 @@
-"""A task whose episodes visit scripted states, for the PCA stop inside a collection phase (SPEC §5).
+"""A task whose episodes visit scripted states, for the PCA stop inside a collection phase (algorithm.md §5).
 
 ``--env scripted_task:SCRIPTED`` (or ``rp1.envs.make("scripted_task:SCRIPTED")``). Every
 environment counts its episodes; episode ``k`` visits the states :func:`episode_states` ``(k)``,

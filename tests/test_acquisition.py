@@ -1,4 +1,4 @@
-"""PCA residual, phase early stopping (SPEC §5) and the λ bandit (SPEC §6)."""
+"""PCA residual, phase early stopping (algorithm.md §5) and the λ bandit (algorithm.md §6)."""
 
 from __future__ import annotations
 

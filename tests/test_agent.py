@@ -1,4 +1,4 @@
-"""The outer loop for every model-based method on a tiny config (SPEC §7–§8)."""
+"""The outer loop for every model-based method on a tiny config (algorithm.md §7–§8)."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def test_each_methods_phases_stop_early_by_its_alpha(method):
         _, row = agent.step(agent.initial_state())
     finally:
         agent.close()
-    early = method.early_stop  # SPEC §8: α = 0.0005, or 0
+    early = method.early_stop  # algorithm.md §8: α = 0.0005, or 0
     assert row["phase_samples"] == (12 if early else 40)
     assert (
         (row["residual"] is not None and row["residual"] < 5e-4)
@@ -150,7 +150,7 @@ def feedback_run(first_g: float, first_feedback: str = "exclude"):
 def test_untrained_models_feedback_does_not_drive_the_bandit():
     """The old failure: G of the initial phase (untrained model) 20× every later G. By default it
     stays out of the window, so the run is exactly the one whose first G was in line with the rest
-    (SPEC §6); with ``lam.first_feedback=include`` the same G drives played arms' scores far down."""
+    (algorithm.md §6); with ``lam.first_feedback=include`` the same G drives played arms' scores far down."""
     lams, g_hats, scores = feedback_run(first_g=4.0)
     ref_lams, ref_g_hats, ref_scores = feedback_run(first_g=0.2)
     assert lams == ref_lams and g_hats == ref_g_hats
@@ -240,7 +240,7 @@ def test_quick_preset_is_rp1_at_small_scale_and_scale_comes_before_set():
 
 
 def hand_g(obs, act, next_obs, finals, biases, refreshed: bool) -> float:
-    """G of SPEC §6 in NumPy (float64) for an ensemble whose members output the constant ``y_j =
+    """G of algorithm.md §6 in NumPy (float64) for an ensemble whose members output the constant ``y_j =
     biases[j]``, right after the first phase ``obs, act, next_obs`` (all the data there is): the
     state normaliser is the statistics of the phase's states (its final states included); the
     delta normaliser is refreshed from the stored data (``refreshed``) or still the initial one."""
@@ -257,7 +257,7 @@ def hand_g(obs, act, next_obs, finals, biases, refreshed: bool) -> float:
 
 @pytest.mark.parametrize("g_normalizers", ["all", "inputs"])
 def test_g_is_measured_with_the_refreshed_delta_normalizer(g_normalizers):
-    """SPEC §6: G of a phase decodes the members' deltas with the delta normaliser recomputed from
+    """algorithm.md §6: G of a phase decodes the members' deltas with the delta normaliser recomputed from
     all stored data, the new phase included (``inputs``: the one from before)."""
     import jax
 

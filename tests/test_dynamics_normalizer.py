@@ -1,4 +1,4 @@
-"""Running normalisers against NumPy, and the world model's normaliser updates (SPEC §2)."""
+"""Running normalisers against NumPy, and the world model's normaliser updates (algorithm.md §2)."""
 
 import jax
 import jax.numpy as jnp

@@ -1,4 +1,4 @@
-"""The four tasks against SPEC §1: shapes, velocity entry, rewards, termination, horizons, seeding."""
+"""The four tasks against algorithm.md §1: shapes, velocity entry, rewards, termination, horizons, seeding."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""EXTENDING.md's recipes, carried out from outside rp1 through its extension points."""
+"""docs/extending.md's recipes, carried out from outside rp1 through its extension points."""
 
 from __future__ import annotations
 

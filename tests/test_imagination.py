@@ -1,4 +1,4 @@
-"""Imagined rollouts (SPEC §4): reward mixing, the bonuses, member draws, termination, member returns."""
+"""Imagined rollouts (algorithm.md §4): reward mixing, the bonuses, member draws, termination, member returns."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def test_state_variance_bonus_is_summed_member_variance_of_normalised_states(set
 
 def test_state_variance_bonus_is_not_capped_by_the_normaliser_clip():
     """Members predicting 20, 10, 0, −10, −20 standard deviations away: the bonus is their variance,
-    (400 + 100 + 0 + 100 + 400) / 5 = 200, not 7.2 as after a ±3 clip (SPEC §4)."""
+    (400 + 100 + 0 + 100 + 400) / 5 = 200, not 7.2 as after a ±3 clip (algorithm.md §4)."""
     model = toy_model([-20.0, -10.0, 0.0, 10.0, 20.0], obs_dim=1)
     policy = policy_init(jax.random.key(0), 1, 1)
     start = jnp.zeros((4, 1))

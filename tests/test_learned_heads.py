@@ -219,7 +219,7 @@ def test_known_on_a_task_without_the_function_is_a_config_error():
 
 @pytest.mark.slow
 def test_paper_task_under_auto_builds_no_heads_and_runs_as_known_known(finished_run, tmp_path):
-    """README "What the model learns": with both functions known (every paper task under the
+    """docs/algorithm.md §11: with both functions known (every paper task under the
     default ``auto``) the model has no heads, and a run is bit for bit the run with
     ``model.reward=known``, ``model.done=known`` (the session's tiny run is the ``auto`` one)."""
     from rp1.agents.model_based import ModelBasedAgent

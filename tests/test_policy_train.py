@@ -1,4 +1,4 @@
-"""ME-TRPO's stop rule and policy training in the model (SPEC §4)."""
+"""ME-TRPO's stop rule and policy training in the model (algorithm.md §4)."""
 
 from __future__ import annotations
 

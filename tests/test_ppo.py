@@ -1,4 +1,4 @@
-"""The actor-critic and PPO (SPEC §4): log-probabilities, returns, loss, and learning on a toy model."""
+"""The actor-critic and PPO (algorithm.md §4): log-probabilities, returns, loss, and learning on a toy model."""
 
 from __future__ import annotations
 
@@ -291,7 +291,7 @@ def test_host_actor_matches_the_jitted_actor():
 @pytest.mark.slow
 @pytest.mark.parametrize("advantage", ["fixed", "per-epoch"])
 def test_advantage_is_fixed_per_update_or_recomputed_each_epoch(advantage):
-    """SPEC §4: ``fixed`` trains every epoch on A = R̂ − V_old(s) from the critic before the
+    """algorithm.md §4: ``fixed`` trains every epoch on A = R̂ − V_old(s) from the critic before the
     update; ``per-epoch`` (the reference) recomputes A with the critic as each epoch starts. The
     update must equal that replayed by hand, epoch by epoch, and the advantages of per-epoch move
     with the critic."""

@@ -1,6 +1,6 @@
 """The real-environment module: unseeded episodes follow the environments' own streams (and resume
 from their states), collection phases respect the cap and the action bounds and stop by the PCA
-residual against all earlier episodes of the phase, evaluation sums each episode's rewards (SPEC
+residual against all earlier episodes of the phase, evaluation sums each episode's rewards (algorithm.md
 §5, §7)."""
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def test_unseeded_episodes_continue_the_environment_stream_and_resume_from_its_s
 
 
 def test_phase_fills_the_cap_with_clipped_noisy_actions(real):
-    """Each episode draws its noise std from U(0, 3) once, then N(0, std²) noise every step (SPEC
+    """Each episode draws its noise std from U(0, 3) once, then N(0, std²) noise every step (algorithm.md
     §5), from the phase's generator in that order: replayed here."""
     phase = collect_phase(
         real,
@@ -103,7 +103,7 @@ def scripted_phase(alpha: float, cap: int = 40, budget: int | None = None):
 def test_phase_stops_at_the_first_episode_that_adds_nothing_to_all_earlier_ones():
     """Episode 1 (±e₂) is new against episode 0 (±e₁); episode 2 (±e₁, ±e₂) lies in the span of
     both, though half of it is new against episode 1 alone: the phase stops after it, with its
-    residual against episodes 0 and 1 (SPEC §5)."""
+    residual against episodes 0 and 1 (algorithm.md §5)."""
     phase = scripted_phase(alpha=5e-4)
     assert [len(e.rew) for e in phase.episodes] == [4, 4, 4] and phase.samples == 12
     first, second, third = rows(phase)

@@ -1,4 +1,4 @@
-"""The numbers SPEC.md fixes, written here as SPEC writes them: the methods of §8 as every preset
+"""The numbers docs/algorithm.md fixes, written here as that page writes them: the methods of §8 as every preset
 resolves them, the hyperparameters of §1–§7 and §9 in the paper-scale config, and the defaults of
 the library pieces that run without a config (so that a piece lifted out of rp1 behaves as in a
 run). A changed default or method entry fails here, whatever else still passes."""
@@ -20,7 +20,7 @@ from rp1.policy.networks import DEFAULT_ACTION_STD
 
 TASKS = ("halfcheetah", "ant", "hopper", "swimmer")
 
-# SPEC §8: method -> (λ mode, fixed λ, early-stopping α, bonus, phase cap). "adaptive" methods start
+# algorithm.md §8: method -> (λ mode, fixed λ, early-stopping α, bonus, phase cap). "adaptive" methods start
 # at λ = 0 (§6); the bonus of a method whose λ stays 0 is never used. "matched": the task's matched
 # length (§8: HalfCheetah 300, Ant ≈ 300, Hopper 600, Swimmer 600).
 METHODS = {

@@ -1,4 +1,4 @@
-"""Exponential weights over λ values, driven by how much new data surprised the model (SPEC §6).
+"""Exponential weights over λ values, driven by how much new data surprised the model (algorithm.md §6).
 
 Example::
 
@@ -9,7 +9,7 @@ Example::
     lam = bandit.sample()
 
 ``bandit.update(g0)`` before any arm is played only records ``g0`` in the window (the reference's
-treatment of the initial random phase; rp1's agent leaves it out by default, SPEC §6).
+treatment of the initial random phase; rp1's agent leaves it out by default, algorithm.md §6).
 
 ``ĝ`` subtracts from the feedback the mean of the up to ``window`` *previous* feedbacks (the paper's
 appendix; ``ĝ = 0`` while there is none), or with ``baseline="including"`` the mean of the last
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-ARMS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)  # SPEC §6: the λ values
+ARMS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)  # algorithm.md §6: the λ values
 LEARNING_RATE = 0.2
 EPS = 0.2  # share of uniform exploration
 DECAY = 0.9  # of the scores, per update
@@ -41,13 +41,13 @@ class ExpWeights:
     feedback against a running mean, ``ĝ = (feedback − mean) / norm``, and updates only the arm
     last played. The mean (``baseline``):
 
-    - ``"previous"`` (SPEC §6, the paper): of the up to ``window`` feedbacks before this one;
+    - ``"previous"`` (algorithm.md §6, the paper): of the up to ``window`` feedbacks before this one;
       ``ĝ = 0`` when there is none;
     - ``"including"`` (the authors' code): of the last ``window`` feedbacks, this one included.
 
     The arm's credit (``weighting``):
 
-    - ``weighting="probability"`` (SPEC): ``score ← decay·score + lr·ĝ / p``, with ``p`` the arm's
+    - ``weighting="probability"`` (algorithm.md §6): ``score ← decay·score + lr·ĝ / p``, with ``p`` the arm's
       probability when it was drawn, or 1 for an arm played by :meth:`choose` (not drawn);
     - ``weighting="exp-score"`` (the authors' reference code): ``score ← decay·score``, then
       ``score ← score + lr·ĝ / max(exp(score), 1e-4)`` with the decayed score.

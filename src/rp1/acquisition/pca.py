@@ -1,4 +1,4 @@
-"""The PCA residual of new data against old data, and the phase early-stopping rule (SPEC §5).
+"""The PCA residual of new data against old data, and the phase early-stopping rule (algorithm.md §5).
 
 A new episode adds nothing new when its rows ``[s, a]`` lie in the principal subspace of the rows
 collected earlier in the phase; then collecting more of the same is wasted samples.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-SHARE = 0.99  # SPEC §5: the principal subspace keeps this share of the singular values
+SHARE = 0.99  # algorithm.md §5: the principal subspace keeps this share of the singular values
 
 
 def principal_basis(old_rows: np.ndarray, share: float = SHARE) -> tuple[np.ndarray, float, float]:

@@ -1,4 +1,4 @@
-"""The RP1 outer loop (SPEC §7, Algorithm 3) for every model-based method of SPEC §8.
+"""The RP1 outer loop (algorithm.md §7, Algorithm 3) for every model-based method of algorithm.md §8.
 
 One loop serves ``rp1``, ``greedy``, ``vr`` and the ablations: they differ only in how λ is chosen
 (:class:`~rp1.config.LambdaConfig`), the early-stopping α and the bonus type. Python orchestrates;
@@ -7,7 +7,7 @@ fitting, imagination and PPO are compiled JAX (``rp1.dynamics``, ``rp1.imaginati
 
 Iteration 0 evaluates the initial policy and collects the first phase with it (the "random policy"
 of Algorithm 3); its ``model_error`` is G of the untrained model, which by default does not enter
-the bandit's window (``lam.first_feedback``, SPEC §6). Every later iteration fits the ensemble,
+the bandit's window (``lam.first_feedback``, algorithm.md §6). Every later iteration fits the ensemble,
 trains the policy in it with λ, evaluates it in the real env and collects a phase. On a paper task
 every fit is also scored on the task's fixed test set (:mod:`rp1.dynamics.testset`), which no run
 trains on: ``test_model_error`` and ``test_model_error_common``. The policy that collects a phase
@@ -336,7 +336,7 @@ class ModelBasedAgent:
     def _absorb(self, s: AgentState, phase: Phase) -> dict[str, Any]:
         """Fold the phase into the input normalisers, store it, refresh the delta (and reward)
         normaliser from all stored data, and measure G on the phase with the model weights as they
-        were before the refit (SPEC §6: every normaliser already refreshed, the reference's order,
+        were before the refit (algorithm.md §6: every normaliser already refreshed, the reference's order,
         so every G is in the same units; ``lam.g_normalizers="inputs"`` measures it before the
         delta normaliser is refreshed)."""
         obs, act, next_obs = (
@@ -363,7 +363,7 @@ class ModelBasedAgent:
         }
 
     def feed_bandit(self, s: AgentState, g: float, val_loss: float | None) -> float | None:
-        """Feed a phase's G to the bandit of ``s`` and draw the next λ into ``s.lam`` (SPEC §6),
+        """Feed a phase's G to the bandit of ``s`` and draw the next λ into ``s.lam`` (algorithm.md §6),
         changing ``s`` in place; returns ``Ĝ`` (``None`` in iteration 0 and for fixed-λ methods,
         which keep their λ). Iteration 0's G was measured on the untrained model; it enters the
         bandit's window only with ``lam.first_feedback = "include"`` (the reference), and λ = 0 is

@@ -8,7 +8,7 @@ once (:func:`validate`).
 The package, one job per module:
 
 - :mod:`~rp1.config.schema` — the sections and their defaults (:class:`Config`, ``config.json``);
-- :mod:`~rp1.config.methods` — the methods of SPEC §8 as configs, and rows of one's own;
+- :mod:`~rp1.config.methods` — the methods of algorithm.md §8 as configs, and rows of one's own;
 - :mod:`~rp1.config.presets` — scales and the preset registry;
 - :mod:`~rp1.config.overrides` — ``--set key=value``;
 - :mod:`~rp1.config.settings` — the library's settings objects built from a config;
@@ -80,7 +80,7 @@ def env_config(
     overrides: dict[str, str] | None = None,
     scale: str | None = None,
 ) -> Config:
-    """:func:`resolve` for ``method`` (SPEC §8, or ``modelfree``) on any task ``env`` (a paper
+    """:func:`resolve` for ``method`` (algorithm.md §8, or ``modelfree``) on any task ``env`` (a paper
     task, a Gymnasium id or ``package.module:attribute``, see :func:`rp1.envs.make`), built as the
     presets are: the paper's settings, preset name ``<env>-<method>``. The horizon is the override
     ``horizon`` (default 0: the task's own)."""

@@ -1,4 +1,4 @@
-"""The methods of SPEC §8 as configs: RP1, its baselines, ablations and controls differ only in how
+"""The methods of algorithm.md §8 as configs: RP1, its baselines, ablations and controls differ only in how
 λ is chosen, the early-stopping α, the bonus and the phase length; ``modelfree`` is PPO in the
 real environment.
 
@@ -35,7 +35,7 @@ MATCHED_PHASE_LENGTH: dict[str, int] = {
 
 @dataclass(frozen=True)
 class Method:
-    """One model-based method: a row of SPEC §8 or one's own (:func:`register_method`).
+    """One model-based method: a row of algorithm.md §8 or one's own (:func:`register_method`).
 
     ``lam``: ``"adaptive"`` (the exponential-weights bandit, §6) or ``"fixed"`` at ``lam_value``;
     ``early_stop``: the PCA early stopping of §5 with the paper's α (else α = 0, off); ``bonus``:
@@ -86,7 +86,7 @@ METHOD_TABLE: tuple[Method, ...] = (
     ),
     Method("rp1-fixed05", "RP1 (λ = 0.5)", "fixed", 0.5, True, in_paper=False),
 )  # fmt: skip
-"""rp1's model-based methods, the paper's first (SPEC §8), then rp1's controls."""
+"""rp1's model-based methods, the paper's first (algorithm.md §8), then rp1's controls."""
 
 MODEL_FREE = "modelfree"
 MODEL_FREE_LABEL = "PPO"
@@ -151,7 +151,7 @@ def method_label(method: str) -> str:
 
 
 def adaptive_lambda() -> tuple[str, ...]:
-    """The methods that choose λ online with the bandit (SPEC §6, §8): their runs enter the λ
+    """The methods that choose λ online with the bandit (algorithm.md §6, §8): their runs enter the λ
     analysis."""
     return tuple(name for name, row in model_based_methods().items() if row.adaptive)
 
@@ -229,7 +229,7 @@ def check_method(method: str) -> str:
     names = method_names()
     if method not in names:
         raise ConfigError(
-            f"unknown method {method!r}; valid methods: {', '.join(names)} (one's own: {METHODS_VARIABLE}, see EXTENDING.md)"
+            f"unknown method {method!r}; valid methods: {', '.join(names)} (one's own: {METHODS_VARIABLE}, see docs/extending.md)"
         )
     return method
 

@@ -33,7 +33,7 @@ SCALES: dict[str, dict[str, Any]] = {
     },
 }
 """The sizes each scale sets, as ``{"section.field": value}``; ``paper`` keeps the dataclass defaults
-(SPEC). Every method is scaled the same way, and nothing a method is defined by (λ, α, bonus,
+(algorithm.md §9). Every method is scaled the same way, and nothing a method is defined by (λ, α, bonus,
 phase cap) is touched, so a small-scale Greedy run still collects 3,000-sample phases."""
 
 QUICK_BUDGET = 10_000

@@ -34,7 +34,7 @@ def fit_settings(cfg: Config) -> FitSettings:
 
 
 def ppo_settings(cfg: Config) -> PPOSettings:
-    """PPO's settings (``policy.epochs``, ``policy.advantage``; the rest are SPEC's constants)."""
+    """PPO's settings (``policy.epochs``, ``policy.advantage``; the rest are the paper's constants)."""
     return PPOSettings(epochs=cfg.policy.epochs, advantage=cfg.policy.advantage)
 
 
@@ -69,6 +69,6 @@ def policy_training(cfg: Config, task: Task) -> PolicyTraining:
 
 
 def lambda_bandit(cfg: Config, rng: np.random.Generator | None = None) -> ExpWeights:
-    """The λ bandit of ``lam.*`` drawing from ``rng`` (SPEC §6)."""
+    """The λ bandit of ``lam.*`` drawing from ``rng`` (algorithm.md §6)."""
     names = ("arms", "lr", "eps", "decay", "window", "weighting", "baseline")
     return ExpWeights(seed=rng, **by_name(cfg.lam, names))

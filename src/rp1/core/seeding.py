@@ -1,5 +1,5 @@
 """Independent random streams of a run, all spawned from one ``numpy.random.SeedSequence(seed)``
-(SPEC §7, "Randomness").
+(algorithm.md §7, "Randomness").
 
 Every consumer (environment resets, collection noise, subsampling, the bandit, JAX keys, …) gets
 its own child sequence, so no random choice is a function of another consumer's draws: drawing

@@ -1,5 +1,5 @@
 """The world model: normalisers, the ensemble (with optional learned reward / termination heads),
-its data store and its fitting (SPEC §2–§3)."""
+its data store and its fitting (algorithm.md §2–§3)."""
 
 from rp1.dynamics.ensemble import (
     Ensemble,

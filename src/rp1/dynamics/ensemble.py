@@ -1,4 +1,4 @@
-"""The ensemble world model: ``M`` MLPs held as one stacked pytree (SPEC §3).
+"""The ensemble world model: ``M`` MLPs held as one stacked pytree (algorithm.md §3).
 
 Each member maps ``[norm(s), norm(a)]`` to a normalised delta ``y``; the predicted next state is
 ``denorm_s(norm(s) + denorm_Δ(y))``, i.e. ``norm(s') = norm(s) + y·σ_Δ + μ_Δ``.
@@ -25,8 +25,8 @@ from rp1.dynamics.normalizer import (
     normalizer_init,
 )
 
-MEMBERS = 5  # SPEC §3
-HIDDEN = (1024, 1024)  # SPEC §3
+MEMBERS = 5  # algorithm.md §3
+HIDDEN = (1024, 1024)  # algorithm.md §3
 STATE_CLIP = 3.0
 ACTION_CLIP = 3.0
 

@@ -1,5 +1,5 @@
 """The world model's losses in normalised state space: the fit's training/validation MSE and the
-model-error feedback ``G`` of the λ bandit (SPEC §3, §6), and the learned heads' validation loss.
+model-error feedback ``G`` of the λ bandit (algorithm.md §3, §6), and the learned heads' validation loss.
 
 All dynamics errors compare the predicted ``norm(s')`` with the actual ``norm(s')`` (the state normaliser's
 units, clipped to ±3), averaged over state dimensions.
@@ -81,12 +81,12 @@ def masked_member_losses(weights: ModelParts, model: Ensemble, data: Dataset) ->
 @jax.jit
 def member_losses(model: Ensemble, data: Dataset) -> jax.Array:
     """Per-member validation MSE of ``model`` on ``data`` -> ``[M]`` (what the fit's early stopping
-    compares, SPEC §3)."""
+    compares, algorithm.md §3)."""
     return masked_member_losses(ModelParts(model.params), model, data).dynamics
 
 
 def model_error(model: Ensemble, obs: np.ndarray, act: np.ndarray, next_obs: np.ndarray) -> float:
-    """The bandit feedback ``G = sqrt(mean_m MSE_m²)`` (SPEC §6) on transitions
+    """The bandit feedback ``G = sqrt(mean_m MSE_m²)`` (algorithm.md §6) on transitions
     ``obs [N, obs_dim]``, ``act [N, act_dim]``, ``next_obs [N, obs_dim]``.
 
     ``MSE_m`` is member ``m``'s mean squared error in normalised state space; call this with the

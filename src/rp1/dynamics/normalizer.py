@@ -1,4 +1,4 @@
-"""Running mean / standard deviation normalisers as pytrees with pure functions (SPEC §2).
+"""Running mean / standard deviation normalisers as pytrees with pure functions (algorithm.md §2).
 
 Example::
 

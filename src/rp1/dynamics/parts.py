@@ -1,4 +1,4 @@
-"""The two parts of the world model that the fit trains and tracks separately (SPEC §3; the heads
+"""The two parts of the world model that the fit trains and tracks separately (algorithm.md §3; the heads
 are an rp1 extension): ``dynamics``, the members' MLPs, and ``heads``, their learned reward /
 termination heads (``None`` in a model without heads).
 

@@ -1,4 +1,4 @@
-"""Host-side (NumPy) store of real transitions, split into training and validation (SPEC §2).
+"""Host-side (NumPy) store of real transitions, split into training and validation (algorithm.md §2).
 
 The fit receives fixed-capacity arrays (:class:`Dataset`): the rows are padded with zeros up to a
 size bucket (a power of two, at least 1,024) and carry the number of valid rows, so the compiled
@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 MIN_CAPACITY = 1024
-MAX_TRAIN_SAMPLES = 200_000  # SPEC §3: the fit subsamples beyond this many training rows
+MAX_TRAIN_SAMPLES = 200_000  # algorithm.md §3: the fit subsamples beyond this many training rows
 MIN_VAL_ROLLOUTS = 1  # see validation_rollouts; 0 is the literal ⌊n/3⌋ rule
 _FIELDS = ("obs", "act", "rew", "next_obs", "done")
 
@@ -128,7 +128,7 @@ def _concat(parts: Sequence[Transitions], obs_dim: int, act_dim: int) -> Transit
 
 
 def validation_rollouts(n: int, min_val: int) -> int:
-    """How many of a phase's ``n`` rollouts go to validation: ``⌊n/3⌋`` (SPEC §2), raised to
+    """How many of a phase's ``n`` rollouts go to validation: ``⌊n/3⌋`` (algorithm.md §2), raised to
     ``min_val`` as long as one rollout stays for training.
 
     With early stopping a phase often ends after two rollouts, where ``⌊2/3⌋ = 0`` would leave the
@@ -141,7 +141,7 @@ class TransitionStore:
     """All real transitions of a run, in a training and a validation set that only grow.
 
     Each call to :meth:`add_phase` puts the first ``⌊n/3⌋`` of its ``n`` rollouts into validation
-    and the rest into training (SPEC §2), but at least ``min_val`` of them while one rollout is
+    and the rest into training (algorithm.md §2), but at least ``min_val`` of them while one rollout is
     left for training (:func:`validation_rollouts`).
     """
 
@@ -177,7 +177,7 @@ class TransitionStore:
 
     def train_set(self, rng: np.random.Generator, max_samples: int = MAX_TRAIN_SAMPLES) -> Dataset:
         """The training set, padded; beyond ``max_samples`` rows a uniform subsample without
-        replacement drawn with ``rng`` (SPEC §3), which is left untouched otherwise."""
+        replacement drawn with ``rng`` (algorithm.md §3), which is left untouched otherwise."""
         t = self.train
         if self.n_train > max_samples:
             rows = np.sort(rng.choice(self.n_train, max_samples, replace=False))

@@ -1,8 +1,7 @@
 """World-model quality on common data: a fixed test set of real transitions per task that no run
-trains on, and the ensemble's one-step error on it (issue 26; README "World models on common
-data").
+trains on, and the ensemble's one-step error on it (issue 26; docs/algorithm.md §12).
 
-``model_error`` of a run (the bandit's G, SPEC §6) is measured on the phase the run has just
+``model_error`` of a run (the bandit's G, algorithm.md §6) is measured on the phase the run has just
 collected, so it measures different data for every method. :func:`errors_on_test_set` measures every
 run on the same transitions, after every fit, as two metrics:
 

@@ -1,4 +1,4 @@
-"""Tasks: ``make(name, seed, horizon) -> (env, task)`` for the paper's four tasks (SPEC §1), any
+"""Tasks: ``make(name, seed, horizon) -> (env, task)`` for the paper's four tasks (algorithm.md §1), any
 Gymnasium id and a user's :class:`TaskSpec` named ``package.module:attribute``.
 
 Example::

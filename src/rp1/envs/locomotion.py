@@ -1,4 +1,4 @@
-"""The four real environments: Gymnasium ``*-v5`` MuJoCo tasks with the paper's changes (SPEC §1).
+"""The four real environments: Gymnasium ``*-v5`` MuJoCo tasks with the paper's changes (algorithm.md §1).
 
 Each class subclasses Gymnasium's environment and changes only what the paper changes: one
 observation entry appended with the forward velocity of the last step (0 after reset), no

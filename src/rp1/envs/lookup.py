@@ -27,7 +27,7 @@ PAPER_TASKS = {
     "hopper": TaskSpec(locomotion.RP1Hopper, 200, rewards.hopper_reward, rewards.never_done),
     "swimmer": TaskSpec(locomotion.RP1Swimmer, 200, rewards.swimmer_reward, rewards.never_done),
 }
-"""The paper's tasks (SPEC §1), with their horizons, rewards and terminations."""
+"""The paper's tasks (algorithm.md §1), with their horizons, rewards and terminations."""
 
 KINDS = (
     f"a task is one of the paper's ({', '.join(PAPER_TASKS)}), a Gymnasium id (e.g. Pendulum-v1) "

@@ -1,4 +1,4 @@
-"""Reward and termination of each task as pure functions of ``(next_obs, action)`` (SPEC §1).
+"""Reward and termination of each task as pure functions of ``(next_obs, action)`` (algorithm.md §1).
 
 Every function is written with array operators and methods only, so the same code runs on NumPy
 arrays (inside the real environments) and on JAX arrays (inside the world model, under ``jit``).
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 ArrayT = TypeVar("ArrayT", np.ndarray, "jax.Array")
 """NumPy or JAX arrays: every function here runs on both and returns the kind it is given."""
 
-# Coefficients of SPEC §1, shared by the real environments and the model rewards.
+# Coefficients of algorithm.md §1, shared by the real environments and the model rewards.
 HALFCHEETAH_CTRL = 0.1
 ANT_CTRL = 0.5
 ANT_HEALTHY = 1.0

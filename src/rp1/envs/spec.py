@@ -1,6 +1,6 @@
 """``TaskSpec``: how to make a task's environment, and what rp1 knows of it; ``build`` makes both.
 
-A ``TaskSpec`` is what a user writes to run rp1 on an environment of their own (README "Any
+A ``TaskSpec`` is what a user writes to run rp1 on an environment of their own (docs/extending.md, "Any
 Gymnasium task"); the paper's tasks and Gymnasium ids become one too (:mod:`rp1.envs.lookup`).
 """
 

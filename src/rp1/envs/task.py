@@ -1,4 +1,4 @@
-"""``Task``: what the algorithm needs to know about a real environment (SPEC §1)."""
+"""``Task``: what the algorithm needs to know about a real environment (algorithm.md §1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The paper's numbers (SPEC §8), in one place, for the report to print beside ours; the methods' names
+"""The paper's numbers (algorithm.md §8), in one place, for the report to print beside ours; the methods' names
 and labels are :data:`rp1.config.methods.METHOD_TABLE`'s."""
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ mix of behaviour, the same bytes every time on the same machine.
 
 Per task, :data:`EPISODES` real episodes of each behaviour, in this order (``behaviour`` index):
 
-0. the untrained policy (a fresh actor-critic of the paper's sizes, SPEC §4) with RP1's collection
-   noise: a std drawn from U(0, 3) per episode (SPEC §5), as a run's first phase;
+0. the untrained policy (a fresh actor-critic of the paper's sizes, algorithm.md §4) with RP1's collection
+   noise: a std drawn from U(0, 3) per episode (algorithm.md §5), as a run's first phase;
 1. … for each kept policy of :data:`KEPT_POLICIES` in order: its deterministic action (as it is
    evaluated), then its action with the collection noise.
 
@@ -13,7 +13,7 @@ report's seeds are 0–29), shipped as policy files beside the test sets
 (``rp1/dynamics/testsets/policies/``): ``<task>-quick`` (RP1) and ``<task>-greedy-matched``, trained
 with ``rp1 train --preset TASK-quick --seed 100`` and ``rp1 train --preset TASK-greedy --scale
 small --budget 10000 --seed 100 --set collect.phase_cap=N`` (N the task's matched length: the
-config of ``greedy-matched``; README "World models on common data"). Every random
+config of ``greedy-matched``; docs/algorithm.md §12). Every random
 choice (the untrained policy's weights, reset seeds, noise) comes from ``SeedSequence([SEED,
 crc32(task)])``, never from any run's streams.
 """
@@ -45,7 +45,7 @@ EPISODES = 6
 """Episodes per behaviour."""
 
 NOISE_MAX = 3.0
-"""The collection noise's largest std (SPEC §5)."""
+"""The collection noise's largest std (algorithm.md §5)."""
 
 KEPT_POLICIES = ("quick", "greedy-matched")
 """Whose best policies (seed 100) join the mix: ``<task>-<name>-seed100.msgpack``."""

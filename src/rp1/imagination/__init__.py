@@ -1,6 +1,6 @@
 """Imagination: rollouts of the policy in the ensemble with the exploration bonus
 (:mod:`~rp1.imagination.rollouts`), and training the policy on them with ME-TRPO's stop rule
-(:mod:`~rp1.imagination.policy_training`) (SPEC §4). Built on ``rp1.dynamics`` and ``rp1.policy``."""
+(:mod:`~rp1.imagination.policy_training`) (algorithm.md §4). Built on ``rp1.dynamics`` and ``rp1.policy``."""
 
 from rp1.imagination.policy_training import (
     PolicyStepSettings,

@@ -1,4 +1,4 @@
-"""Training the policy inside the model with ME-TRPO's stop rule (SPEC §4).
+"""Training the policy inside the model with ME-TRPO's stop rule (algorithm.md §4).
 
 How the policy is trained is one frozen :class:`PolicyTraining` (the
 :class:`~rp1.imagination.rollouts.Imagination`, PPO's settings, the batch size, the stop rule's
@@ -121,7 +121,7 @@ class PolicyStepSettings:
 
 @dataclass(frozen=True)
 class PolicyTraining:
-    """How the policy is trained in the model (SPEC §4), frozen.
+    """How the policy is trained in the model (algorithm.md §4), frozen.
 
     ``imagination``: how rollouts are made; ``ppo``: PPO's settings; ``batch_steps``: imagined
     steps per update (``batch_steps // horizon`` rollouts); ``max_updates``; ``first_check``: the
@@ -255,7 +255,7 @@ def train_policy(
     key: jax.Array,
     lam: float,
 ) -> tuple[Policy, optax.OptState, TrainInfo]:
-    """Train ``policy`` in ``model`` with exploration weight ``lam`` until the stop rule fires (SPEC §4).
+    """Train ``policy`` in ``model`` with exploration weight ``lam`` until the stop rule fires (algorithm.md §4).
 
     ``training.rollouts`` rollouts start from the first rows of ``start_obs [≥N, obs_dim]`` (real
     initial observations drawn once per run); the policy reads states through ``model.obs_norm``.

@@ -1,4 +1,4 @@
-"""Imagined rollouts in the ensemble with the exploration bonus, and the per-member check (SPEC §4).
+"""Imagined rollouts in the ensemble with the exploration bonus, and the per-member check (algorithm.md §4).
 
 Everything static about imagining is one frozen, hashable :class:`Imagination` (a ``jax.jit``
 static argument), built once with :func:`make_imagination`: the task, the horizon, the bonus and
@@ -106,14 +106,14 @@ def _deviations(x: jax.Array) -> jax.Array:
 
 
 def reward_variance_bonus(rewards: jax.Array, next_norm: jax.Array) -> jax.Array:
-    """``u = sqrt(Σ_j (r_j − r̄)² / (M − 1))`` from ``rewards [M, N]``: ``[N]`` (SPEC §4)."""
+    """``u = sqrt(Σ_j (r_j − r̄)² / (M − 1))`` from ``rewards [M, N]``: ``[N]`` (algorithm.md §4)."""
     del next_norm
     return jnp.sqrt((_deviations(rewards) ** 2).sum(0) / (rewards.shape[0] - 1))
 
 
 def state_variance_bonus(rewards: jax.Array, next_norm: jax.Array) -> jax.Array:
     """``u = Σ_dims mean_j (norm(s'_j) − mean_j norm(s'_j))²`` from ``next_norm [M, N, obs_dim]``,
-    the members' standardised predictions, unclipped: ``[N]`` (SPEC §4, the ablation)."""
+    the members' standardised predictions, unclipped: ``[N]`` (algorithm.md §4, the ablation)."""
     del rewards
     return (_deviations(next_norm) ** 2).mean(0).sum(-1)
 
@@ -125,7 +125,7 @@ BONUS = "reward"  # RP1's bonus; "state" is the ablation
 def bonus_function(name: str) -> BonusFn:
     """The bonus called ``name``: ``"reward"`` or ``"state"`` (:data:`BONUSES`), or a function of
     the user's named ``package.module:function`` with the signature of :data:`BonusFn` (imported,
-    so that every process of a sweep finds it, as a task's ``TaskSpec``; see EXTENDING.md);
+    so that every process of a sweep finds it, as a task's ``TaskSpec``; see docs/extending.md);
     ``ConfigError`` otherwise."""
     if name in BONUSES:
         return BONUSES[name]
@@ -190,7 +190,7 @@ class Outcomes:
 
 @dataclass(frozen=True)
 class Imagination:
-    """How imagined rollouts are made (SPEC §4), static and hashable: build it once with
+    """How imagined rollouts are made (algorithm.md §4), static and hashable: build it once with
     :func:`make_imagination` and pass it to :func:`imagine` and :func:`member_returns`.
 
     ``task``: actions are clipped to its bounds; ``horizon``: steps per rollout; ``bonus``: the
@@ -267,7 +267,7 @@ def imagine(
     """Roll the stochastic policy ``imagination.horizon`` steps through the ensemble from
     ``start_obs [N, obs_dim]``; the policy reads states through ``model.obs_norm``.
 
-    Each step (SPEC §4): ``a ~ N(mean(s), action_std²)`` clipped to the action bounds; all members
+    Each step (algorithm.md §4): ``a ~ N(mean(s), action_std²)`` clipped to the action bounds; all members
     predict ``s'_j``; a member is drawn uniformly, independently per rollout and step, and its
     prediction becomes the next state; ``r_j`` is member ``j``'s reward
     (``imagination.outcomes``); ``u`` is ``imagination.bonus``; the trained-on reward is
@@ -286,7 +286,8 @@ def imagine(
         member = jax.random.randint(k_member, rows.shape, 0, next_all.shape[0])
         rewards, dones = imagination.outcomes(model, state.obs, act_env, next_all)
         r_sel = rewards[member, rows]  # rewards, dones: [M, N]
-        u = imagination.bonus(rewards, standardize(obs_norm, next_all))  # unclipped: SPEC §4
+        # the members' standardised predictions, unclipped: algorithm.md §4
+        u = imagination.bonus(rewards, standardize(obs_norm, next_all))
         mixed = (1.0 - lam) * r_sel + lam * u
         valid = state.alive
         new_state, ended = advance(state, next_all[member, rows], dones[member, rows])
@@ -319,7 +320,7 @@ def imagine(
 def member_returns(
     imagination: Imagination, model: WorldModel, policy: Policy, start_obs: jax.Array
 ) -> jax.Array:
-    """Return of the deterministic policy in each member separately: ``[M]`` (SPEC §4, stop rule).
+    """Return of the deterministic policy in each member separately: ``[M]`` (algorithm.md §4, stop rule).
 
     From every row of ``start_obs [N, obs_dim]``, member ``j`` alone drives the state for
     ``imagination.horizon`` steps (one ``lax.scan``, members vmapped); the return is the

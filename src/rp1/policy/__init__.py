@@ -1,4 +1,4 @@
-"""The policy: actor-critic networks and PPO (SPEC §4). Training it inside the model is
+"""The policy: actor-critic networks and PPO (algorithm.md §4). Training it inside the model is
 :func:`rp1.imagination.train_policy`."""
 
 from rp1.policy.networks import (

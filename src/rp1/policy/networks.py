@@ -1,4 +1,4 @@
-"""The actor-critic: a Gaussian policy with a tanh mean and a fixed std, and a value network (SPEC §4).
+"""The actor-critic: a Gaussian policy with a tanh mean and a fixed std, and a value network (algorithm.md §4).
 
 Both networks read the normalised state ``norm(s)`` (the world model's state normaliser, clipped to
 ±3) and are plain :mod:`rp1.core.nn` MLPs with two hidden layers of 32 ReLU units:
@@ -30,7 +30,7 @@ from flax import struct
 from rp1.core.nn import Params, mlp_apply, mlp_init
 from rp1.dynamics.normalizer import Normalizer, normalize
 
-HIDDEN = (32, 32)  # SPEC §4, actor and critic alike
+HIDDEN = (32, 32)  # algorithm.md §4, actor and critic alike
 DEFAULT_ACTION_STD = 0.5
 ACTOR_OUT_SCALE = 0.01  # a near-zero initial mean: the first policy acts like pure noise
 CRITIC_OUT_SCALE = 1.0

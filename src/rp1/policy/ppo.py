@@ -1,4 +1,4 @@
-"""PPO as in the paper's appendix: Monte-Carlo returns, no GAE, full-batch epochs (SPEC §4).
+"""PPO as in the paper's appendix: Monte-Carlo returns, no GAE, full-batch epochs (algorithm.md §4).
 
 Pure functions over ``[H, N]`` batches (time, rollout):
 
@@ -9,7 +9,7 @@ Pure functions over ``[H, N]`` batches (time, rollout):
 - :func:`ppo_update` — ``epochs`` full-batch Adam steps (a ``lax.scan``), one jitted call, with
   the hyperparameters of a :class:`PPOSettings`; ``advantage="per-epoch"`` recomputes
   ``A = R̂ − V(s)`` with the current critic before every epoch (the authors' code) instead of once
-  per update (``"fixed"``, the original PPO; SPEC §4);
+  per update (``"fixed"``, the original PPO; algorithm.md §4);
 - :func:`ppo_summary` — the diagnostics of a run of updates as named numbers (``ppo_<metric>_mean``
   and ``_last``), the columns a run writes.
 
@@ -55,7 +55,7 @@ ADVANTAGE = ADVANTAGES[0]
 
 @dataclass(frozen=True)
 class PPOSettings:
-    """PPO's hyperparameters (SPEC §4, §9), static: compiled into :func:`ppo_update` as
+    """PPO's hyperparameters (algorithm.md §4, §9), static: compiled into :func:`ppo_update` as
     constants. ``advantage``: one of :data:`ADVANTAGES`, checked here."""
 
     epochs: int = EPOCHS
@@ -119,7 +119,7 @@ class PPOMetrics(NamedTuple):
 
 
 def make_policy_optimizer(learning_rate: float = LEARNING_RATE) -> optax.GradientTransformation:
-    """Adam with ``β = (0.9, 0.999)`` (SPEC §9). The learning rate lives in the optimiser state
+    """Adam with ``β = (0.9, 0.999)`` (algorithm.md §9). The learning rate lives in the optimiser state
     (``optax.inject_hyperparams``), so :func:`ppo_update` needs no optimiser argument and changing
     it does not recompile."""
     b1, b2 = ADAM_BETAS

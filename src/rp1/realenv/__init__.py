@@ -1,4 +1,4 @@
-"""The real environment, for every method: batched, seeded episodes (SPEC §5, §7, §8).
+"""The real environment, for every method: batched, seeded episodes (algorithm.md §5, §7, §8).
 
 One collector, :func:`collect`, runs episodes of a task side by side in the ``slots`` environments
 of a :class:`RealEnvs` and returns them as one :class:`Episodes` batch ``[T, N, …]`` (time,
@@ -34,7 +34,7 @@ Example::
 
 The package: :mod:`~rp1.realenv.environments` (:class:`RealEnvs`, the slots and their processes),
 :mod:`~rp1.realenv.episodes` (:func:`collect`, :class:`Episodes`, the policies as act functions,
-:func:`evaluate`) and :mod:`~rp1.realenv.phases` (:func:`collect_phase`, :class:`CollectSettings`, SPEC §5).
+:func:`evaluate`) and :mod:`~rp1.realenv.phases` (:func:`collect_phase`, :class:`CollectSettings`, algorithm.md §5).
 """
 
 from rp1.realenv.environments import MP_CONTEXT, UNSEEDED, UNUSED, EnvGroup, MakeEnv, RealEnvs

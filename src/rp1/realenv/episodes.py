@@ -1,7 +1,7 @@
 """Episodes in the real environments: :func:`collect` runs them side by side and returns one
 :class:`Episodes` batch ``[T, N, …]``; the policy enters as an :data:`ActFn`
 (:func:`mean_policy`, :func:`noisy_policy`); :func:`evaluate` is the deterministic policy's
-returns (SPEC §7)."""
+returns (algorithm.md §7)."""
 
 from __future__ import annotations
 
@@ -151,7 +151,7 @@ def evaluate(
     real: RealEnvs, act_fn: ActFn, count: int, seeds: np.ndarray | None = None
 ) -> np.ndarray:
     """True returns ``[count]`` (float32) of ``count`` episodes of horizon H under ``act_fn`` (the
-    deterministic policy, SPEC §7), in rounds of ``real.slots``; ``seeds [count]`` as in
+    deterministic policy, algorithm.md §7), in rounds of ``real.slots``; ``seeds [count]`` as in
     :func:`collect`, all :data:`UNSEEDED` when ``None``. Each round's returns are summed on their
     own (:meth:`Episodes.returns`), which fixes the float32 summation order."""
     seeds = np.full(count, UNSEEDED) if seeds is None else seeds

@@ -1,4 +1,4 @@
-"""Model-based collection phases (SPEC §5): whole noisy episodes until the cap or the budget, or
+"""Model-based collection phases (algorithm.md §5): whole noisy episodes until the cap or the budget, or
 until the PCA residual says a new episode adds nothing new."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class Phase(NamedTuple):
 
 @dataclass(frozen=True)
 class CollectSettings:
-    """How a phase collects (SPEC §5): at most ``cap`` steps; early stopping at PCA residual
+    """How a phase collects (algorithm.md §5): at most ``cap`` steps; early stopping at PCA residual
     ``alpha`` (``0``: never) in the principal subspace that keeps ``share`` of the singular values;
     each episode's noise std drawn from ``U(0, noise_max)``."""
 

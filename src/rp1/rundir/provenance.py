@@ -1,7 +1,7 @@
 """Where a run ran: what its numbers depend on besides its config, in ``RUN/environment.json``.
 
 A run's metrics are reproduced bit for bit only by the same code and libraries, on the same kind
-of device and CPU, with the same number of threads in XLA's CPU thread pool (README "Runs" has the
+of device and CPU, with the same number of threads in XLA's CPU thread pool (docs/runs.md has the
 measurements). :func:`environment` collects these:
 
 - ``rp1``: version, and the git commit when rp1 runs from a checkout (``unknown`` otherwise; with
