@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import kill_at_pause, metrics_without_timing, run_cli, snapshot, train_args
+from helpers import (
+    kill_at_pause,
+    metrics_without_timing,
+    run_cli,
+    run_cli_output,
+    snapshot,
+    train_args,
+)
 from rp1.cli import main
 
 BAD = {
     "unknown preset": (["--preset", "cheetah-rp1"], "valid presets"),
-    "unknown key": (["--set", "model.width=3"], "valid keys"),
+    "unknown key": (["--set", "model.width=3"], "`rp1 config` lists the valid keys"),
     "malformed set": (["--set", "budget"], "key=value"),
     "wrong type": (["--set", "model.members=five"], "expected int"),
     "lambda out of range": (["--set", "lam.value=1.5"], "lam.value must be in [0, 1]"),
@@ -40,11 +47,26 @@ def test_out_with_another_config_is_refused(finished_run, capsys):
     args = train_args(finished_run, "--seed", "1")
     code, err = run_cli(args, capsys)
     assert code == 2 and len(err) == 1 and "another config" in err[0] and "seed" in err[0]
-    # the same config again without --resume is refused too
-    args[args.index("--seed") + 1] = "0"
-    code, err = run_cli(args, capsys)
-    assert code == 2 and "--resume" in err[0]
     assert snapshot(finished_run) == before
+
+
+def test_a_finished_run_again_says_so(finished_run, capsys):
+    """The same command on a finished run changes nothing, says the run has finished and where
+    its results are, and exits 0 (quietly with --quiet)."""
+    before = snapshot(finished_run)
+    args = [a for a in train_args(finished_run) if a != "--quiet"]
+    code, out, err = run_cli_output(args, capsys)
+    assert code == 0 and err == [], err
+    assert f"{finished_run} holds this run, finished" in out and "--overwrite" in out
+    assert "best evaluation return" in out and str(finished_run / "metrics.csv") in out
+    assert run_cli_output(train_args(finished_run), capsys)[:2] == (0, "")
+    assert snapshot(finished_run) == before
+
+
+def test_an_unfinished_run_again_needs_resume(copied_run, capsys):
+    (copied_run / "finished").unlink()
+    code, err = run_cli(train_args(copied_run), capsys)
+    assert code == 2 and len(err) == 1 and "--resume" in err[0]
 
 
 def test_resume_with_nothing_to_resume(tmp_path, capsys):

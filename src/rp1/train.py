@@ -10,12 +10,13 @@ from __future__ import annotations
 import contextlib
 import math
 import sys
+import time
 from pathlib import Path
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from rp1.agents.protocol import Agent, S
-from rp1.config import MODEL_FREE, Config, validate
+from rp1.config import MODEL_FREE, SCALES, Config, validate
 from rp1.core.compilation import enable_compilation_cache
 from rp1.core.errors import ConfigError
 from rp1.outputs.writer import RunOptions, RunOutputs
@@ -74,8 +75,9 @@ def run_training(
         run = RunDir(out)
         cfg, note = (cfg, "") if overwrite else continued_config(cfg, run)
         saved = run.prepare(cfg.to_dict(), resume=resume, overwrite=overwrite)
-        if note:
-            print(note, file=sys.stderr, flush=True)
+        for line in (note, paper_scale_note(cfg)):
+            if line:
+                print(line, file=sys.stderr, flush=True)
         enable_compilation_cache()
         agent = make_agent(cfg)
         try:
@@ -84,6 +86,35 @@ def run_training(
             agent.close()
         run.mark_finished()
     return Path(out)
+
+
+def paper_sized(cfg: Config) -> bool:
+    """Whether ``cfg`` is a model-based run with every size the scales set at the paper's value
+    (:data:`~rp1.config.SCALES`): the run a GPU is meant for."""
+    if cfg.method == MODEL_FREE:
+        return False
+    sized = {key for sizes in SCALES.values() for key in sizes}
+    for key in sized:
+        section, name = key.split(".")
+        value = getattr(getattr(cfg, section), name)
+        if value != getattr(type(getattr(cfg, section))(), name):
+            return False
+    return True
+
+
+def paper_scale_note(cfg: Config) -> str:
+    """One line for a paper-sized run (:func:`paper_sized`) where JAX has no GPU, naming the
+    option that makes it small; ``""`` otherwise."""
+    if not paper_sized(cfg):
+        return ""
+    import jax
+
+    if jax.default_backend() != "cpu":
+        return ""
+    return (
+        f"rp1: note: {cfg.preset} runs at paper scale and JAX found no GPU: on a CPU this takes "
+        'days; --scale small (scale="small" in rp1.resolve) runs the same method at laptop size'
+    )
 
 
 def continued_config(cfg: Config, run: RunDir) -> tuple[Config, str]:
@@ -120,27 +151,30 @@ def drive(
         run.write_evaluations(state.evaluations)
     last = state.rows[-1] if state.rows else {}
     outputs = RunOutputs(run.path, cfg, agent.task, state.rows, options or RunOptions())
+    clock = RunClock(state.samples, state.rows)
     with (
         contextlib.closing(outputs),
         Progress(
             TextColumn("[bold]{task.description}"),
-            BarColumn(),
+            BarColumn(bar_width=20),
             TextColumn("{task.completed:,.0f}/{task.total:,.0f} samples"),
             TextColumn(
-                "λ {task.fields[lam]}  eval {task.fields[ret]}  {task.fields[rate]} steps/s"
+                "λ {task.fields[lam]}  eval {task.fields[ret]}  {task.fields[rate]} samples/s  ETA {task.fields[eta]}"
             ),
             TimeElapsedColumn(),
             disable=not progress,
         ) as bar,
     ):
         ret = _fmt(last.get("eval_return"), ".1f")
+        rate, eta = clock.shown(state.samples, cfg.budget)
         task = bar.add_task(
             cfg.preset,
             total=cfg.budget,
             completed=state.samples,
             lam="–",
             ret=ret,
-            rate=_fmt(last.get("steps_per_s"), ",.0f"),
+            rate=rate,
+            eta=eta,
         )
         while state.samples < cfg.budget:
             evaluated = len(state.evaluations)
@@ -151,15 +185,47 @@ def drive(
             run.save_checkpoint(agent.checkpoint(state))
             # the latest evaluation
             ret = _fmt(row["eval_return"], ".1f") if row.get("eval_return") is not None else ret
-            # real env steps per second while collecting
-            rate = _fmt(row.get("steps_per_s"), ",.0f")
+            rate, eta = clock.shown(state.samples, cfg.budget)
             bar.update(
                 task,
                 completed=min(state.samples, cfg.budget),
                 lam=_fmt(row.get("lambda"), ".1f"),
                 ret=ret,
                 rate=rate,
+                eta=eta,
             )
+
+
+class RunClock:
+    """The run's throughput, real samples per second of the whole run (the wall time of the rows a
+    resumed run restored, ``wall_s``, plus this process's), and the time left to the budget at
+    that rate: what the progress bar shows."""
+
+    def __init__(self, samples: int, rows: list[dict]):
+        self.start = time.monotonic()
+        self.start_samples = samples
+        self.before = sum(
+            row["wall_s"] for row in rows if isinstance(row.get("wall_s"), (int, float))
+        )
+
+    def rate(self, samples: int) -> float | None:
+        """Real samples per second of the whole run so far; None before there is any."""
+        elapsed = self.before + time.monotonic() - self.start
+        done = samples if self.before > 0 else samples - self.start_samples
+        return done / elapsed if done > 0 and elapsed > 0 else None
+
+    def shown(self, samples: int, budget: int) -> tuple[str, str]:
+        """The rate (samples/s) and the time left to ``budget`` (H:MM:SS) as the bar shows them."""
+        rate = self.rate(samples)
+        if rate is None:
+            return "–", "–"
+        return f"{rate:,.0f}", clock_time(max(budget - samples, 0) / rate)
+
+
+def clock_time(seconds: float) -> str:
+    """``seconds`` as ``H:MM:SS``."""
+    whole = round(seconds)
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
 
 
 def restore_state(agent: Agent[S], saved: dict, run: RunDir) -> S:

@@ -29,8 +29,25 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    """``rp1 --version``: the version, then exit."""
+    if value:
+        from rp1 import __version__
+
+        typer.echo(f"rp1 {__version__}")
+        raise typer.Exit
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        help="Print rp1's version and exit.",
+    ),
+) -> None:
     """Ready Policy One: model-based RL with active data acquisition."""
     _register_named_methods()
 
@@ -47,11 +64,11 @@ def _register_named_methods() -> None:
 ANY_TASK = """\
 Any other task runs with --env instead of --preset (and --method, default rp1):
   a Gymnasium id with a 1-D Box observation and bounded 1-D Box actions
-    rp1 train --env Pendulum-v1 --method rp1 [--horizon H]     (H default: its time limit)
+    rp1 train --env Pendulum-v1 --method rp1 --scale small [--horizon H]   (H: its time limit)
   or a task of your own, an rp1.envs.TaskSpec at package.module:attribute
-    rp1 train --env mypackage.tasks:POINT --method greedy
+    rp1 train --env mypackage.tasks:POINT --method greedy --scale small
 Reward and termination a task does not give are learned by the world model.
-`rp1 envs ID` shows one task of any kind; see README "Any Gymnasium task"."""
+`rp1 envs ID` shows one task of any kind; see docs/extending.md."""
 
 
 @app.command()
@@ -96,12 +113,50 @@ def _importable_from_cwd() -> None:
 def presets() -> None:
     """List the presets (the paper's experiments and the quick ones), one line each.
 
-    Methods of one's own that RP1_METHODS names (EXTENDING.md) have their presets here too.
+    Methods of one's own that RP1_METHODS names (docs/extending.md) have their presets here too.
     """
     from rp1.config import preset_descriptions
 
     for name, description in preset_descriptions().items():
         typer.echo(f"{name:<24} {description}")
+
+
+@app.command("config")
+def config_command(
+    preset: str | None = typer.Option(
+        None, "--preset", "-p", help="A preset (see `rp1 presets`); default: the schema's defaults."
+    ),
+    env: str | None = typer.Option(
+        None, "--env", help="Instead of --preset, any task (see `rp1 envs`), with --method."
+    ),
+    method: str | None = typer.Option(None, "--method", help="With --env: a method (default rp1)."),
+    scale: str | None = typer.Option(
+        None, "--scale", help="small or paper: show the config at that scale."
+    ),
+    set_: list[str] | None = typer.Option(
+        None, "--set", help="Show the config with this key=value applied (as rp1 train would)."
+    ),
+    markdown: bool = typer.Option(
+        False, "--markdown", help="Print a Markdown table (the documentation's configuration page)."
+    ),
+) -> None:
+    """List every config key: its value, the values it may take and what it means.
+
+    With --preset (or --env and --method), --scale and --set, the values are those rp1 train would
+    run with; without a preset, the schema's defaults (paper scale unless --scale). Every key but
+    preset, task, method and scale can be changed with --set key=value on rp1 train and rp1 sweep.
+    """
+    from rp1.config import apply_overrides, with_scale
+    from rp1.config.reference import default_config, markdown_table, text_table
+
+    if preset is None and env is None:
+        if method is not None:
+            raise ConfigError("--method goes with --env")
+        cfg = default_config()
+        cfg = apply_overrides(with_scale(cfg, scale) if scale else cfg, parse_sets(set_))
+    else:
+        cfg = config_of(preset, env, method, overrides=parse_sets(set_), scale=scale)
+    typer.echo(markdown_table(cfg) if markdown else text_table(cfg))
 
 
 def cli_overrides(items: list[str] | None, **options: int | None) -> dict[str, str]:
@@ -156,7 +211,7 @@ def train(o: Options) -> None:
     """
     from rp1.cli.signals import exit_on_signals
     from rp1.experiments.figures import write_learning_curve
-    from rp1.rundir.files import check_writable_dir
+    from rp1.rundir.files import CURVE, check_writable_dir
     from rp1.rundir.lock import RunLock
     from rp1.train import run_training
 
@@ -171,6 +226,14 @@ def train(o: Options) -> None:
         exit_on_signals(f"continue the run in {out} with the same command and {again}"),
         RunLock(out) as lock,
     ):
+        if not (o.resume or o.overwrite) and finished_here(out, cfg):
+            if not o.quiet:
+                curve = out / CURVE if (out / CURVE).is_file() else None
+                typer.echo(
+                    f"{out} holds this run, finished: nothing to do (--overwrite starts it afresh)"
+                )
+                typer.echo(run_summary(out, curve))
+            return
         options = run_options(o.video, o.tensorboard)
         run_training(
             cfg,
@@ -185,6 +248,18 @@ def train(o: Options) -> None:
         curve = write_learning_curve(out, cfg.preset)
     if not o.quiet:
         typer.echo(run_summary(out, curve))
+
+
+def finished_here(out: Path, cfg: Config) -> bool:
+    """Whether ``out`` holds the run of ``cfg`` (as it continues there, for a run of an earlier
+    rp1), finished: its ``finished`` marker written under that config. The caller owns ``out``."""
+    from rp1.rundir.files import RunDir
+
+    run = RunDir(out)
+    if not run.is_finished():
+        return False
+    config = run.continued(cfg.to_dict())
+    return run.other_config(config) == "" and run.is_finished(config)
 
 
 def run_options(video: bool, tensorboard: bool) -> RunOptions:
@@ -355,8 +430,8 @@ def testsets(
 ) -> None:
     """Rebuild the world models' test sets from the shipped kept policies.
 
-    Says whether each file is byte for byte the shipped one (README "World models on common
-    data"). Every model-based run on a paper task scores each fit on its task's test set
+    Says whether each file is byte for byte the shipped one (docs/algorithm.md
+    §12). Every model-based run on a paper task scores each fit on its task's test set
     (test_model_error, test_model_error_common in metrics.csv); no run trains on it.
     """
     import hashlib

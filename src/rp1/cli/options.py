@@ -91,7 +91,11 @@ RUN_SETTINGS = (
     Option(
         "set_",
         list[str] | None,
-        typer.Option(None, "--set", help="Override a config value: key=value (see README)."),
+        typer.Option(
+            None,
+            "--set",
+            help="Override a config value: key=value; `rp1 config` lists every key, its value, range and meaning.",
+        ),
     ),
 )
 """What every run is configured with, beyond its preset or task and method."""
@@ -135,7 +139,7 @@ ONE_RUN = (
         typer.Option(
             None,
             "--method",
-            help="With --env: a method, rp1 by default (`rp1 presets` shows every method as TASK-METHOD; RP1_METHODS adds one's own, see EXTENDING.md).",
+            help="With --env: a method, rp1 by default (`rp1 presets` shows every method as TASK-METHOD; RP1_METHODS adds one's own, see docs/extending.md).",
         ),
     ),
     Option(

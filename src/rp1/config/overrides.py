@@ -4,6 +4,7 @@ their values parsed by the field's type."""
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import typing
 from dataclasses import fields, replace
 
@@ -50,7 +51,12 @@ def apply_overrides(cfg: Config, overrides: dict[str, str]) -> Config:
     valid = settable_keys()
     for key, text in overrides.items():
         if key not in valid:
-            raise ConfigError(f"unknown --set key {key!r}; valid keys: {', '.join(valid)}")
+            close = difflib.get_close_matches(key, valid, n=1, cutoff=0.8)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise ConfigError(
+                f"unknown --set key {key!r}; {hint}`rp1 config` lists the valid keys with their "
+                "values, ranges and meanings"
+            )
         section, _, name = key.rpartition(".")
         if section:
             sub = getattr(cfg, section)

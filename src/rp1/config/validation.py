@@ -166,7 +166,8 @@ def validate(cfg: Config) -> Config:
         return cfg
     _check(
         cfg.budget >= col.phase_cap,
-        f"budget ({cfg.budget}) must be at least one phase (collect.phase_cap = {col.phase_cap})",
+        f"budget ({cfg.budget:,}) must be at least one phase (collect.phase_cap = {col.phase_cap:,} real samples): "
+        f"pass --budget {col.phase_cap} or more, or a smaller collect.phase_cap with --set",
     )
     uses_bonus = (lam.mode == "adaptive" and max(lam.arms) > 0) or lam.value > 0
     _check(
