@@ -1,4 +1,4 @@
-"""README "Layout": every module of rp1 imports only from its own layer and the layers below, so no
+"""docs/development.md "Layout": every module of rp1 imports only from its own layer and the layers below, so no
 import runs upward and none runs in a cycle across layers."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import rp1
 
-# README's Layout, top to bottom: a module's layer is the first prefix (a module or a package) it
+# docs/development.md's Layout, top to bottom: a module's layer is the first prefix (a module or a package) it
 # falls under.
 LAYERS = (
     ("rp1.cli", "rp1.experiments", "rp1.__main__"),
@@ -68,10 +68,10 @@ def test_imports_run_only_downward():
 
 
 def test_readme_layout_names_every_top_level_entry():
-    """README "Layout" shows the architecture: it names every package and module at the top of
+    """docs/development.md's "Layout" shows the architecture: it names every package and module at the top of
     ``src/rp1/``, and every one of them has a layer."""
-    readme = (SOURCE.parents[1] / "README.md").read_text(encoding="utf-8")
-    block = readme.split("## Layout", 1)[1].split("```", 2)[1]
+    page = (SOURCE.parents[1] / "docs" / "development.md").read_text(encoding="utf-8")
+    block = page.split("## Layout", 1)[1].split("```", 2)[1]
     named = {
         word.rstrip("/").removesuffix(".py")
         for line in block.splitlines()
