@@ -1,6 +1,6 @@
-"""Model-free PPO in the real environment: the ``modelfree`` reference of SPEC §8.
+"""Model-free PPO in the real environment: the ``modelfree`` reference of algorithm.md §8.
 
-The same actor-critic and PPO update as in the model (SPEC §4: Monte-Carlo returns, 10 full-batch
+The same actor-critic and PPO update as in the model (algorithm.md §4: Monte-Carlo returns, 10 full-batch
 epochs, lr 3e-4, clip 0.2, fixed action std 0.5), trained on real data: every update collects
 ``N = batch_steps // H`` whole episodes of horizon ``H`` (50,000 real steps), runs one
 :func:`~rp1.policy.ppo.ppo_update` on them and folds their states into the running state normaliser
@@ -186,7 +186,7 @@ class ModelFreeAgent:
         return PolicySnapshot(s.learner.policy, s.learner.obs_norm, EVALUATOR, replay)
 
     def evaluate(self, s: ModelFreeState) -> tuple[float, float]:
-        """Mean and std of the true return of ``eval_episodes`` deterministic episodes (SPEC §7).
+        """Mean and std of the true return of ``eval_episodes`` deterministic episodes (algorithm.md §7).
 
         The statistics are float32 (the model-based agent's are float64, :data:`EVALUATOR`), as
         model-free runs have always recorded them: float64 here would change the last digits of

@@ -1,4 +1,4 @@
-"""Learned reward and termination heads of the world model (an rp1 extension; SPEC is silent).
+"""Learned reward and termination heads of the world model (an rp1 extension; the paper is silent).
 
 Member ``m`` of the ensemble may carry a small MLP head ``h_m``:
 ``[norm(s), norm(a), norm(s')] -> (ŷ, ℓ)``, the reward in the reward normaliser's units and the
@@ -51,7 +51,7 @@ def with_heads(model: Ensemble, key: jax.Array, hidden: Sequence[int] = HIDDEN) 
 
 def refresh_reward_normalizer(model: Ensemble, rew: ArrayLike) -> Ensemble:
     """Recompute the reward normaliser from all stored rewards ``rew [N]`` (as the delta
-    normaliser is, SPEC §2); a model without heads is returned unchanged."""
+    normaliser is, algorithm.md §2); a model without heads is returned unchanged."""
     if model.heads is None:
         return model
     assert model.rew_norm is not None  # set with the heads (with_heads)

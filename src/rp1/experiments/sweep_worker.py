@@ -109,7 +109,7 @@ def worker_env(threads: int, environ: Mapping[str, str] = os.environ) -> dict[st
     at most ``threads`` CPU threads for BLAS (and, when 1, none for XLA's Eigen kernels). XLA's own
     thread pool keeps its size (``PJRT_NPROC``, else the CPUs the process may run on), which is
     what its results depend on: a sweep's run computes what ``rp1 train`` computes on the same
-    machine (README "When two runs are bit-identical"). Variables set in ``environ`` win."""
+    machine (docs/runs.md, "When two runs are bit-identical"). Variables set in ``environ`` win."""
     wanted = {
         "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
         **{name: str(threads) for name in THREAD_VARIABLES},
