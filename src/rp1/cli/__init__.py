@@ -252,11 +252,12 @@ def train(o: Options) -> None:
 
 def finished_here(out: Path, cfg: Config) -> bool:
     """Whether ``out`` holds the run of ``cfg`` (as it continues there, for a run of an earlier
-    rp1), finished: its ``finished`` marker written under that config. The caller owns ``out``."""
+    rp1), finished: its ``config.json`` that config and its ``finished`` marker written under it.
+    The caller owns ``out``."""
     from rp1.rundir.files import RunDir
 
     run = RunDir(out)
-    if not run.is_finished():
+    if not run.is_finished() or run.read_stored_config() is None:
         return False
     config = run.continued(cfg.to_dict())
     return run.other_config(config) == "" and run.is_finished(config)
