@@ -162,6 +162,17 @@ def test_readme_quickstart_commands_run(quick_run, tiny, tmp_path, monkeypatch, 
         assert out.strip(), command
 
 
+def test_readme_shell_blocks_run_or_are_marked():
+    """Every shell block of README runs in the tests (the first commands, the quickstart
+    sections') or says why not."""
+    shell = [block for block in blocks(README) if block.language == "bash"]
+    assert [
+        block.line
+        for block in shell[1:]
+        if block.section not in QUICKSTART_SECTIONS and not block.shown_only
+    ] == []
+
+
 def can_render() -> bool:
     """Whether this machine renders videos: the video extra and OpenGL for MuJoCo."""
     from rp1.core.errors import RenderError

@@ -113,7 +113,7 @@ def paper_scale_note(cfg: Config) -> str:
         return ""
     return (
         f"rp1: note: {cfg.preset} runs at paper scale and JAX found no GPU: on a CPU this takes "
-        'days; --scale small (scale="small" in rp1.resolve) runs the same method at laptop size'
+        'hours to days; --scale small (scale="small" in rp1.resolve) runs it at laptop size'
     )
 
 
