@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, TextColumn
 
 from rp1.agents.protocol import Agent, S
 from rp1.config import MODEL_FREE, SCALES, Config, validate
@@ -155,13 +155,13 @@ def drive(
     with (
         contextlib.closing(outputs),
         Progress(
+            # fits 80 columns for the quick presets: the bar, real samples, λ, the latest
+            # evaluation, the run's throughput and the time left (RunClock)
             TextColumn("[bold]{task.description}"),
-            BarColumn(bar_width=20),
-            TextColumn("{task.completed:,.0f}/{task.total:,.0f} samples"),
+            BarColumn(bar_width=8),
             TextColumn(
-                "λ {task.fields[lam]}  eval {task.fields[ret]}  {task.fields[rate]} samples/s  ETA {task.fields[eta]}"
+                "{task.completed:,.0f}/{task.total:,.0f} λ {task.fields[lam]} eval {task.fields[ret]} {task.fields[rate]} samples/s ETA {task.fields[eta]}"
             ),
-            TimeElapsedColumn(),
             disable=not progress,
         ) as bar,
     ):
@@ -215,7 +215,8 @@ class RunClock:
         return done / elapsed if done > 0 and elapsed > 0 else None
 
     def shown(self, samples: int, budget: int) -> tuple[str, str]:
-        """The rate (samples/s) and the time left to ``budget`` (H:MM:SS) as the bar shows them."""
+        """The rate (samples/s) and the time left to ``budget`` (:func:`clock_time`) as the bar
+        shows them."""
         rate = self.rate(samples)
         if rate is None:
             return "–", "–"
@@ -223,9 +224,10 @@ class RunClock:
 
 
 def clock_time(seconds: float) -> str:
-    """``seconds`` as ``H:MM:SS``."""
+    """``seconds`` as ``M:SS``, or ``H:MM:SS`` from an hour on."""
     whole = round(seconds)
-    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+    hours, minutes, secs = whole // 3600, whole % 3600 // 60, whole % 60
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
 def restore_state(agent: Agent[S], saved: dict, run: RunDir) -> S:
