@@ -6,17 +6,22 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
+from importlib.util import find_spec
 from pathlib import Path
 
 import numpy as np
 import pytest
+from flax import serialization
 
 import rp1
 from helpers import EVALUATED_CASES as CASES
 from helpers import Crash, crash_after_steps, crash_before_checkpoint, snapshot
 from helpers import run_cli_output as run_cli
 from rp1.config import resolve
+from rp1.core.errors import ConfigError
+from rp1.rundir.sealed import seal, unseal
 from rp1.train import run_training
 
 
@@ -231,7 +236,16 @@ BAD = {
 }
 
 
-@pytest.mark.parametrize("case", list(BAD))
+NEEDS_VIDEO_EXTRA = {"odd mp4 size"}  # its size is checked after the packages an .mp4 needs
+VIDEO_EXTRA = pytest.mark.skipif(
+    find_spec("imageio_ffmpeg") is None,
+    reason='the video extra: pip install "ready-policy-one[video]"',
+)
+
+
+@pytest.mark.parametrize(
+    "case", [pytest.param(c, marks=VIDEO_EXTRA) if c in NEEDS_VIDEO_EXTRA else c for c in BAD]
+)
 def test_bad_input_one_line_exit_2_nothing_written(case, runs, tmp_path, capsys):
     extra, exit_code, message = BAD[case]
     (tmp_path / "file").write_text("not a directory")
@@ -264,3 +278,100 @@ def test_corrupt_policy_file(runs, tmp_path, capsys):
     (run / "policy" / "best.msgpack").write_bytes(b"\x00not msgpack")
     code, _, err = run_cli(["evaluate", run], capsys)
     assert code == 2 and len(err) == 1 and "not an rp1 policy file" in err[0]
+
+
+# --- damaged and crafted policy files (issue 34) ---------------------------------------------------
+
+
+def flip_a_bit(data: bytes) -> bytes:
+    """``data`` with one bit of its last kilobyte flipped (inside a sealed file's body)."""
+    at = len(data) - 1000
+    return data[:at] + bytes([data[at] ^ 0x10]) + data[at + 1 :]
+
+
+def resealed(change):
+    """A damage that unseals a policy file, applies ``change(payload, meta)`` and seals it again
+    (the checksum then matches: only the checks of the content can find it)."""
+
+    def damage(data: bytes) -> bytes:
+        payload, sealed = unseal(data, Path("best.msgpack"), "policy file")
+        assert sealed
+        meta = json.loads(payload["meta"])
+        change(payload, meta)
+        payload["meta"] = json.dumps(meta)
+        return seal(payload)
+
+    return damage
+
+
+def first_actor_weight(payload: dict) -> np.ndarray:
+    return payload["policy"]["actor"]["0"]["0"]
+
+
+CRAFTED = {
+    "a flipped bit": (flip_a_bit, "does not match its SHA-256 checksum"),
+    "obs_dim 2e9": (
+        resealed(lambda p, m: m.update(obs_dim=2 * 10**9)),
+        "expected float32[2000000000",
+    ),
+    "horizon 1e9": (resealed(lambda p, m: m.update(horizon=10**9)), "horizon = 1000000000"),
+    "horizon -5": (resealed(lambda p, m: m.update(horizon=-5)), "horizon = -5"),
+    "1e9 replay episodes": (
+        resealed(lambda p, m: m["replay"].update(episodes=10**9)),
+        "episodes = 1000000000",
+    ),
+    "an 18x5 actor weight": (
+        resealed(
+            lambda p, m: p["policy"]["actor"]["0"].update({"0": np.zeros((18, 5), np.float32)})
+        ),
+        "float32[18, 5]",
+    ),
+    "a NaN weight": (
+        resealed(
+            lambda p, m: p["policy"]["actor"]["0"].update(
+                {
+                    "0": np.where(
+                        np.eye(*first_actor_weight(p).shape, dtype=bool), np.nan, 0.0
+                    ).astype(np.float32)
+                }
+            )
+        ),
+        "holds inf or NaN",
+    ),
+    "a float64 weight": (
+        resealed(
+            lambda p, m: p["policy"]["actor"]["0"].update(
+                {"0": first_actor_weight(p).astype(np.float64)}
+            )
+        ),
+        "float64",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CRAFTED))
+def test_damaged_or_crafted_policy_file_is_one_line_naming_it_at_load(case, runs, tmp_path, capsys):
+    """``rp1 evaluate``: one line naming the file and what is wrong, exit code 2, nothing written
+    and nothing of the sizes it names allocated; ``rp1.load_policy`` raises ConfigError at load."""
+    damage, message = CRAFTED[case]
+    run = Path(shutil.copytree(runs["rp1"], tmp_path / "run"))
+    best = run / "policy" / "best.msgpack"
+    best.write_bytes(damage(best.read_bytes()))
+    before = snapshot(run)
+    code, out, err = run_cli(["evaluate", run], capsys)
+    assert code == 2 and out == "" and len(err) == 1, (code, err)
+    assert err[0].startswith(f"rp1: error: policy file {best}") and message in err[0], err
+    assert snapshot(run) == before
+    with pytest.raises(ConfigError, match=re.escape(str(best))):
+        rp1.load_policy(run)
+
+
+def test_policy_file_without_a_checksum_still_loads_and_replays(runs, tmp_path, capsys):
+    """A policy file of an rp1 before checksums (its payload at the top level) is read as it is."""
+    run = Path(shutil.copytree(runs["rp1"], tmp_path / "run"))
+    best = run / "policy" / "best.msgpack"
+    payload, sealed = unseal(best.read_bytes(), best, "policy file")
+    best.write_bytes(serialization.msgpack_serialize(payload))
+    code, out, _ = run_cli(["evaluate", run, "--json"], capsys)
+    assert code == 0 and sealed
+    assert json.loads(out)["mean"] == max(float(r["eval_return"]) for r in evaluated(run))

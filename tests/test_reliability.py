@@ -17,7 +17,9 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
+from flax import serialization
 
 from helpers import (
     PRESET,
@@ -37,7 +39,16 @@ from rp1.cli import main
 from rp1.config import resolve
 from rp1.core.errors import ConfigError, StorageError
 from rp1.experiments.sweep_plan import SweepRequest, plan_sweep
-from rp1.rundir.files import CHECKPOINT, CONFIG, FINISHED, METRIC_COLUMNS, METRICS
+from rp1.rundir.files import (
+    CHECKPOINT,
+    CONFIG,
+    ENVIRONMENT,
+    FINISHED,
+    METRIC_COLUMNS,
+    METRICS,
+    RunDir,
+)
+from rp1.rundir.sealed import seal, unseal
 
 # --- validation before anything is written (defects 3, 4, 5) -------------------------------------
 
@@ -254,6 +265,112 @@ def test_corrupt_file_is_one_line_naming_it(case, copied_run, capsys):
     before = snapshot(copied_run)
     one_error(*run_cli(train_args(copied_run, "--resume"), capsys), 2, str(file))
     assert snapshot(copied_run) == before
+
+
+def flip_a_bit(data: bytes) -> bytes:
+    """``data`` with one bit of its last kilobyte flipped (inside a sealed file's body)."""
+    at = len(data) - 1000
+    return data[:at] + bytes([data[at] ^ 0x10]) + data[at + 1 :]
+
+
+def resealed(change):
+    """A damage that unseals a checkpoint, applies ``change(agent state, metadata)`` and seals it
+    again (its checksum then matches: only the checks of its content can find it)."""
+
+    def damage(data: bytes) -> bytes:
+        payload, sealed = unseal(data, Path("state.msgpack"), "checkpoint")
+        assert sealed
+        meta = json.loads(payload["agent"]["meta"])
+        change(payload["agent"], meta)
+        payload["agent"]["meta"] = json.dumps(meta)
+        return seal(payload)
+
+    return damage
+
+
+def first_actor_weight(agent: dict) -> dict:
+    return agent["device"]["policy"]["actor"]["0"]
+
+
+DAMAGED = {
+    "a flipped bit in a weight": (CHECKPOINT, flip_a_bit, "does not match its SHA-256 checksum"),
+    "NaN weights": (
+        CHECKPOINT,
+        resealed(
+            lambda a, m: first_actor_weight(a).update({"0": first_actor_weight(a)["0"] * np.nan})
+        ),
+        "holds inf or NaN",
+    ),
+    "a weight of the wrong shape": (
+        CHECKPOINT,
+        resealed(lambda a, m: first_actor_weight(a).update({"0": np.zeros((18, 5), np.float32)})),
+        "is float32[18, 5], expected float32[18, 16]",
+    ),
+    "rows that are not rows": (CHECKPOINT, resealed(lambda a, m: m.update(rows=[1, 2])), "rows"),
+    "a negative sample count": (CHECKPOINT, resealed(lambda a, m: m.update(samples=-5)), "samples"),
+    "a finished marker of binary bytes": (
+        FINISHED,
+        lambda data: b"\x80\xff\xfe\x00binary",
+        "finished marker",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(DAMAGED))
+def test_damaged_checkpoint_or_marker_is_one_line_naming_it_and_nothing_changes(
+    case, copied_run, capsys
+):
+    """``--resume``: one line naming the file and what is wrong, exit code 2, nothing written; the
+    checkpoint's fault, never the config's (no "diverged … likely cause")."""
+    name, damage, message = DAMAGED[case]
+    file = copied_run / name
+    file.write_bytes(damage(file.read_bytes()))
+    before = snapshot(copied_run)
+    code, err = run_cli(train_args(copied_run, "--resume"), capsys)
+    one_error(code, err, 2, str(file), message)
+    assert "diverged" not in err[0]
+    assert snapshot(copied_run) == before
+
+
+def test_damaged_environment_record_is_rewritten_and_the_run_goes_on(copied_run, capsys):
+    """``environment.json`` is a record, not an input: a damaged one is written anew."""
+    record = copied_run / ENVIRONMENT
+    damaged = json.loads(record.read_text())
+    damaged["environments"][0]["from_iteration"] = "x"
+    record.write_text(json.dumps(damaged))
+    code, err = run_cli(train_args(copied_run, "--resume"), capsys)
+    assert code == 0 and len(err) == 1 and str(record) in err[0] and "rewritten" in err[0], err
+    entries = json.loads(record.read_text())["environments"]
+    assert [type(e["from_iteration"]) for e in entries] == [int]
+
+
+class Killed(Exception):
+    """Stands for a kill right after a checkpoint was written."""
+
+
+@pytest.mark.slow
+def test_a_checkpoint_written_before_checksums_resumes_exactly(finished_run, tmp_path, monkeypatch):
+    """The migration: a checkpoint without a checksum (its payload at the top level, as an rp1
+    before checksums wrote it) is read as it is, and the resumed run is the uninterrupted one."""
+    out = tmp_path / "run"
+    save_checkpoint, saved = RunDir.save_checkpoint, []
+
+    def save_then_stop(self, state):
+        save_checkpoint(self, state)
+        saved.append(1)
+        if len(saved) == 2:
+            raise Killed  # a kill right after the second checkpoint
+
+    with monkeypatch.context() as patch:
+        patch.setattr(RunDir, "save_checkpoint", save_then_stop)
+        with pytest.raises(Killed):
+            main(train_args(out))
+    checkpoint = out / CHECKPOINT
+    payload, sealed = unseal(checkpoint.read_bytes(), checkpoint, "checkpoint")
+    checkpoint.write_bytes(serialization.msgpack_serialize(payload))
+    assert sealed and main(train_args(out, "--resume")) == 0
+    assert metrics_without_timing(out) == metrics_without_timing(finished_run)
+    assert unseal(checkpoint.read_bytes(), checkpoint, "checkpoint")[1]  # sealed from there on
 
 
 def test_run_without_config_json_is_not_overwritten(copied_run, capsys):

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from rich.progress import BarColumn, Progress, TextColumn
 
-from rp1.agents.protocol import Agent, S
+from rp1.agents.protocol import Agent, RunState, S
 from rp1.config import MODEL_FREE, SCALES, Config, validate
 from rp1.core.compilation import enable_compilation_cache
-from rp1.core.errors import ConfigError
+from rp1.core.errors import DamagedFile
 from rp1.outputs.writer import RunOptions, RunOutputs
 from rp1.rundir.files import RunDir, check_writable_dir
 from rp1.rundir.lock import RunLock, owning
@@ -74,14 +74,20 @@ def run_training(
     with owning(out, lock):
         run = RunDir(out)
         cfg, note = (cfg, "") if overwrite else continued_config(cfg, run)
-        saved = run.prepare(cfg.to_dict(), resume=resume, overwrite=overwrite)
-        for line in (note, paper_scale_note(cfg)):
-            if line:
-                print(line, file=sys.stderr, flush=True)
         enable_compilation_cache()
         agent = make_agent(cfg)
         try:
-            drive(agent, cfg, run, saved, progress, options)
+            # a checkpoint that does not restore refuses the run before anything is written
+            restored = run.prepare(
+                cfg.to_dict(),
+                resume=resume,
+                overwrite=overwrite,
+                restore=lambda saved: restore_state(agent, saved, run),
+            )
+            for line in (note, paper_scale_note(cfg)):
+                if line:
+                    print(line, file=sys.stderr, flush=True)
+            drive(agent, cfg, run, restored, progress, options)
         finally:
             agent.close()
         run.mark_finished()
@@ -134,15 +140,16 @@ def drive(
     agent: Agent,
     cfg: Config,
     run: RunDir,
-    saved: dict | None,
+    restored: RunState | None,
     progress: bool,
     options: RunOptions | None = None,
 ) -> None:
-    """Step ``agent`` from a fresh or ``saved`` state to ``cfg.budget``, writing every row, the
+    """Step ``agent`` from a fresh state, or the ``restored`` one (:func:`restore_state` of its
+    checkpoint), to ``cfg.budget``, writing every row, the
     run's outputs (:class:`~rp1.outputs.writer.RunOutputs`: policy files, ``options``) and the
     checkpoint to ``run`` as it goes, in that order, with a progress bar unless ``progress`` is False.
     Records where it runs (:func:`rp1.rundir.provenance.record`); a warning from there goes to stderr."""
-    state = agent.initial_state() if saved is None else restore_state(agent, saved, run)
+    state = agent.initial_state() if restored is None else restored
     warning = record_environment(run.path, len(state.rows))
     if warning:
         print(warning, file=sys.stderr, flush=True)
@@ -231,10 +238,12 @@ def clock_time(seconds: float) -> str:
 
 
 def restore_state(agent: Agent[S], saved: dict, run: RunDir) -> S:
-    """``agent.restore(saved)``; ConfigError naming the checkpoint if it does not fit the agent."""
+    """``agent.restore(saved)``; :class:`~rp1.core.errors.DamagedFile` naming the checkpoint if it
+    does not fit the agent (a missing entry, an array of another shape or dtype, inf or NaN in an
+    array, metadata of the wrong type)."""
     try:
         return agent.restore(saved)
-    except (KeyError, ValueError, TypeError) as err:
-        raise ConfigError(
-            f"checkpoint {run.checkpoint_path} does not hold a state of this run ({type(err).__name__}: {err})"
+    except (KeyError, ValueError, TypeError, AttributeError) as err:
+        raise DamagedFile(
+            f"checkpoint {run.checkpoint_path} is damaged or does not hold a state of this run ({type(err).__name__}: {err})"
         ) from None

@@ -233,8 +233,19 @@ class ModelBasedAgent:
             meta["rows"],
         )
         s.evaluations = meta.get("evaluations", [])  # none in a checkpoint from before the grid
-        s.store = TransitionStore.from_state_dict(host["store"])
-        s.start_obs = np.asarray(host["start_obs"])
+        store = TransitionStore.from_state_dict(host["store"])
+        if (store.obs_dim, store.act_dim) != (self.task.obs_dim, self.task.act_dim):
+            raise ValueError(
+                f"its transitions have {store.obs_dim} and {store.act_dim} values, the task's "
+                f"observations and actions {self.task.obs_dim} and {self.task.act_dim}"
+            )
+        start_obs = np.asarray(host["start_obs"])
+        if (start_obs.shape, start_obs.dtype) != (s.start_obs.shape, s.start_obs.dtype):
+            raise ValueError(
+                f"its start states are {start_obs.dtype}{list(start_obs.shape)}, "
+                f"expected {s.start_obs.dtype}{list(s.start_obs.shape)}"
+            )
+        s.store, s.start_obs = store, start_obs
         return s
 
     # --- one outer iteration -------------------------------------------------------------------

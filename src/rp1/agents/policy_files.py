@@ -11,7 +11,8 @@ it (:data:`EVALUATORS`: the deterministic actor and the dtype of the returns) an
 evaluation exactly (:class:`EvaluationEpisodes`). Both agents evaluate through :meth:`PolicySnapshot.evaluate`,
 and so does ``rp1 evaluate`` when it replays a kept policy: the same code, the same numbers.
 
-A policy file is msgpack::
+A policy file is sealed with a SHA-256 checksum of its content (:mod:`rp1.rundir.sealed`; one
+written before that, unsealed, still loads); what it seals is msgpack::
 
     {"meta": JSON text   format, task, horizon, sizes, action bounds, the run (method, preset,
                          seed, config hash), the iteration and real samples that produced it, its
@@ -19,7 +20,9 @@ A policy file is msgpack::
      "policy": {...}     the actor-critic parameters (rp1.policy.Policy as a state dict)
      "obs_norm": {...}}  the normaliser the policy reads (mean, var, count)
 
-:class:`TrainedPolicy` is a file read back (:func:`read_policy`): calling it acts.
+:class:`TrainedPolicy` is a file read back (:func:`read_policy`): calling it acts. Reading checks
+everything first (checksum, metadata ranges, array shapes and dtypes, finite weights) and
+allocates nothing of the sizes the file names before they are checked.
 
 Example::
 
@@ -31,9 +34,10 @@ Example::
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
@@ -41,13 +45,15 @@ import jax
 import numpy as np
 from flax import serialization
 
-from rp1.core.errors import ConfigError, StorageError
+from rp1.config.schema import Config, PolicyConfig, declared_range
+from rp1.core.errors import DamagedFile, StorageError
 from rp1.core.seeding import episode_seeds
 from rp1.dynamics.normalizer import Normalizer, normalizer_init
 from rp1.policy.networks import Policy, device_actor, host_actor, policy_init
 from rp1.realenv import MakeEnv, MeanAction, RealEnvs, evaluate, mean_policy
 from rp1.rundir.checkpoints import restore_pytree
 from rp1.rundir.files import write_atomically
+from rp1.rundir.sealed import seal, unseal
 
 FORMAT = 1
 BEST, LAST = "best", "last"
@@ -129,6 +135,12 @@ class EvaluationEpisodes:
             tup(data["seed_source"]),
             tup(data["rng_states"]),
         )
+
+
+def _fresh_policy(obs_dim: int, act_dim: int, hidden: tuple[int, ...]) -> Policy:
+    """A policy of these sizes (what :func:`read_policy` takes the shapes of, with
+    :func:`jax.eval_shape`: nothing is allocated)."""
+    return policy_init(jax.random.PRNGKey(0), obs_dim, act_dim, hidden)
 
 
 def _generator(state: Mapping[str, Any]) -> np.random.Generator:
@@ -248,13 +260,14 @@ class TrainedPolicy:
 
 
 def write_policy(path: Path, policy: TrainedPolicy) -> None:
-    """Write ``policy`` to ``path`` atomically (StorageError naming the file if the machine fails)."""
+    """Write ``policy`` to ``path`` atomically, sealed with its checksum (:mod:`rp1.rundir.sealed`;
+    StorageError naming the file if the machine fails)."""
     data = {
         "meta": json.dumps(policy.meta()),
         "policy": serialization.to_state_dict(jax.device_get(policy.snapshot.policy)),
         "obs_norm": serialization.to_state_dict(jax.device_get(policy.snapshot.obs_norm)),
     }
-    write_atomically(path, serialization.msgpack_serialize(data), "policy file")
+    write_atomically(path, seal(data), "policy file")
 
 
 META_TYPES: dict[str, type | tuple[type, ...]] = {
@@ -283,14 +296,25 @@ META_TYPES: dict[str, type | tuple[type, ...]] = {
 """The metadata a policy file holds (:meth:`TrainedPolicy.meta`): each key and its JSON types."""
 
 
+HORIZON = declared_range(Config, "horizon")["at_most"]
+"""Steps per episode a policy file may name at most: as many as a run may have."""
+EPISODES = declared_range(Config, "eval_episodes")["at_most"]
+"""Episodes (and environments side by side) a policy file's replay may name at most: as many as
+a run evaluates."""
+WIDTHS = declared_range(PolicyConfig, "hidden")
+"""The hidden layers a policy may have: their count and widths, as ``policy.hidden`` allows."""
+
+
 def check_meta(meta: Any) -> None:
     """``ValueError`` saying what is wrong unless ``meta`` is the metadata of a policy file of
-    :data:`FORMAT`: a map with every key of :data:`META_TYPES`, of its type, sizes that fit together
-    and a known evaluator."""
+    :data:`FORMAT`: a map with every key of :data:`META_TYPES`, of its type, in its range (the
+    horizon in ``[1, HORIZON]``, hidden layers as ``policy.hidden`` allows, counters >= 0, finite
+    action bounds, a replay of at most :data:`EPISODES` episodes), sizes that fit together and a
+    known evaluator. Allocates nothing of the sizes it names."""
     if not isinstance(meta, dict):
         raise ValueError(f"its metadata is a {type(meta).__name__}, not a map")
     if meta.get("format") != FORMAT:
-        raise ValueError(f"format {meta.get('format')!r}, expected {FORMAT}")
+        raise ValueError(f"format {_short(meta.get('format'))}, expected {FORMAT}")
     missing = [key for key in META_TYPES if key not in meta]
     if missing:
         raise ValueError(f"its metadata lacks {', '.join(missing)}")
@@ -301,8 +325,11 @@ def check_meta(meta: Any) -> None:
     ]
     if wrong:
         raise ValueError(
-            f"its metadata has {', '.join(f'{key} = {meta[key]!r}' for key in wrong)}, of the wrong type"
+            f"its metadata has {', '.join(f'{key} = {_short(meta[key])}' for key in wrong)}, of the wrong type"
         )
+    _check_range(meta, "horizon", 1, HORIZON)
+    for key in ("seed", "iteration", "samples", "kept_since"):
+        _check_range(meta, key, 0, None)
     if not (
         meta["obs_dim"] >= 1
         and meta["act_dim"] >= 1
@@ -311,36 +338,97 @@ def check_meta(meta: Any) -> None:
         raise ValueError(
             f"its sizes do not fit together (obs_dim {meta['obs_dim']}, act_dim {meta['act_dim']}, action bounds of {len(meta['action_low'])} and {len(meta['action_high'])})"
         )
-    if not all(isinstance(width, int) and width >= 1 for width in meta["hidden"]):
-        raise ValueError(f"its hidden layer widths {meta['hidden']} are not positive integers")
+    bounds = [*meta["action_low"], *meta["action_high"]]
+    if not all(_finite_number(b) for b in bounds) or not all(
+        low <= high for low, high in zip(meta["action_low"], meta["action_high"], strict=True)
+    ):
+        raise ValueError("its action bounds are not finite numbers with low <= high")
+    if not 1 <= len(meta["hidden"]) <= WIDTHS["layers"] or not all(
+        isinstance(width, int) and 1 <= width <= WIDTHS["at_most"] for width in meta["hidden"]
+    ):
+        raise ValueError(
+            f"its hidden layer widths {_short(meta['hidden'])} are not 1 to {WIDTHS['layers']} integers in [1, {WIDTHS['at_most']}]"
+        )
+    if not meta["obs_clip"] > 0:
+        raise ValueError(f"its observation clip {meta['obs_clip']} is not > 0")
     if meta["evaluator"] not in EVALUATORS:
-        raise ValueError(f"unknown evaluator {meta['evaluator']!r}")
+        raise ValueError(f"unknown evaluator {_short(meta['evaluator'])}")
+    if meta["replay"] is not None:
+        check_replay(meta["replay"])
+
+
+def check_replay(replay: dict[str, Any]) -> None:
+    """``ValueError`` unless ``replay`` is an :meth:`EvaluationEpisodes.to_json`: 1 to
+    :data:`EPISODES` episodes in 1 to :data:`EPISODES` slots, reset from as many seeds as episodes
+    (integers in ``[0, 2**32)``) or from one generator state per slot."""
+    for key in ("slots", "episodes"):
+        value = replay.get(key)
+        if type(value) is not int or not 1 <= value <= EPISODES:
+            raise ValueError(f"its replay's {key} = {_short(value)} is not in [1, {EPISODES}]")
+    seeds, states, source = replay.get("seeds"), replay.get("rng_states"), replay.get("seed_source")
+    if seeds is not None:
+        if not isinstance(seeds, list) or len(seeds) != replay["episodes"]:
+            raise ValueError(
+                f"its replay has {_short(seeds)} for {replay['episodes']} episodes' seeds"
+            )
+        if not all(type(seed) is int and 0 <= seed < 2**32 for seed in seeds):
+            raise ValueError("its replay's seeds are not integers in [0, 2**32)")
+    elif not (
+        isinstance(states, list)
+        and len(states) == replay["slots"]
+        and all(isinstance(state, dict) for state in states)
+    ):
+        raise ValueError("its replay has neither seeds nor a generator state per slot")
+    if source is not None and not (
+        isinstance(source, list) and len(source) == 3 and all(type(v) is int for v in source)
+    ):
+        raise ValueError(f"its replay's seed source {_short(source)} is not three integers")
+
+
+def _check_range(meta: dict[str, Any], key: str, low: int, high: int | None) -> None:
+    value = meta[key]
+    if value < low or (high is not None and value > high):
+        where = f"[{low}, {high}]" if high is not None else f">= {low}"
+        raise ValueError(f"its {key} = {_short(value)} is not {where}")
+
+
+def _finite_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}…"
 
 
 def read_policy(path: Path) -> TrainedPolicy:
-    """The policy :func:`write_policy` wrote to ``path``; ConfigError if the file is not one,
-    StorageError if it cannot be read."""
+    """The policy :func:`write_policy` wrote to ``path``, its checksum checked (a file of an
+    earlier rp1 has none and is read as it is); :class:`~rp1.core.errors.DamagedFile` (a
+    ConfigError) naming the file and what is wrong if it is not one, its checksum does not match,
+    its metadata is out of range (:func:`check_meta`) or an array is of another shape or dtype than
+    the metadata says, or holds inf or NaN; StorageError if it cannot be read. Everything is
+    checked here: the policy returned acts."""
     try:
         raw = path.read_bytes()
     except OSError as err:
         raise StorageError(f"cannot read policy file {path}: {err.strerror or err}") from err
+    data, _ = unseal(raw, path, "policy file")
     try:
-        data = serialization.msgpack_restore(raw)
-        if not isinstance(data, dict) or not isinstance(data.get("meta"), str):
+        if not isinstance(data.get("meta"), str):
             raise ValueError("not a map holding its metadata as JSON text")
         meta = json.loads(data["meta"])
         check_meta(meta)
-        template = policy_init(
-            jax.random.PRNGKey(0), meta["obs_dim"], meta["act_dim"], meta["hidden"]
-        )
-        policy = restore_pytree(template, data["policy"])
+        sizes = (meta["obs_dim"], meta["act_dim"], tuple(meta["hidden"]))
+        policy = restore_pytree(jax.eval_shape(partial(_fresh_policy, *sizes)), data["policy"])
         obs_norm = restore_pytree(
-            normalizer_init(meta["obs_dim"], meta["obs_clip"]), data["obs_norm"]
+            jax.eval_shape(partial(normalizer_init, meta["obs_dim"], meta["obs_clip"])),
+            data["obs_norm"],
         )
         replay = None if meta["replay"] is None else EvaluationEpisodes.from_json(meta["replay"])
     except (ValueError, TypeError, KeyError, AttributeError) as err:
-        raise ConfigError(
-            f"{path} is corrupt or not an rp1 policy file ({type(err).__name__}: {err})"
+        raise DamagedFile(
+            f"policy file {path} is damaged or not an rp1 policy file ({type(err).__name__}: {err})"
         ) from None
     return TrainedPolicy(
         snapshot=PolicySnapshot(policy, obs_norm, meta["evaluator"], replay),

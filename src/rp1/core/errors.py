@@ -22,6 +22,13 @@ class ConfigError(Rp1Error, ValueError):
     exit_code = 2
 
 
+class DamagedFile(ConfigError):
+    """A file rp1 wrote in a run directory is damaged (exit code 2): its content is not what rp1
+    writes there (truncated, altered, a checksum that does not match, a value out of range). The
+    message names the file and what is wrong; nothing is overwritten. A sweep fails that run alone
+    with this message and runs the others."""
+
+
 class StorageError(Rp1Error, OSError):
     """The machine failed a file operation (exit code 1): a full disk, an I/O error, a file that
     cannot be read. The message names the file and the operating system's cause."""

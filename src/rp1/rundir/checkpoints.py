@@ -18,6 +18,7 @@ import json
 from typing import Any, TypeVar
 
 import jax
+import numpy as np
 from flax import serialization
 
 T = TypeVar("T")
@@ -39,13 +40,71 @@ def unpack_checkpoint(
     data: dict[str, Any], template: T
 ) -> tuple[dict[str, Any], T, dict[str, Any]]:
     """``(meta, device, host)`` of a :func:`pack_checkpoint` dict; ``device`` takes ``template``'s
-    structure (a state built the same way). Missing entries raise ``KeyError``, mismatched shapes
-    ``ValueError``."""
-    return json.loads(data["meta"]), restore_pytree(template, data["device"]), data["host"]
+    structure (a state built the same way). Missing entries raise ``KeyError``; metadata of the
+    wrong type (:func:`check_progress`), arrays of another shape or dtype than the template's, and
+    inf or NaN in them (:func:`restore_pytree`) raise ``ValueError`` naming what is wrong."""
+    meta = json.loads(data["meta"])
+    check_progress(meta)
+    host = data["host"]
+    if not isinstance(host, dict):
+        raise ValueError(f"its host state is a {type(host).__name__}, not a map")
+    return meta, restore_pytree(template, data["device"]), host
+
+
+COUNTERS = ("iteration", "update", "samples")
+"""The counters of a checkpoint's metadata (an agent has some of them): integers >= 0."""
+
+
+def check_progress(meta: Any) -> None:
+    """``ValueError`` saying what is wrong unless ``meta`` is a map whose counters
+    (:data:`COUNTERS`) are integers >= 0, whose ``rows`` are a list of maps from names to numbers
+    (or ``None``) and whose ``evaluations``, where present, are too."""
+    if not isinstance(meta, dict):
+        raise ValueError(f"its metadata is a {type(meta).__name__}, not a map")
+    for key in COUNTERS:
+        value = meta.get(key, 0)
+        if type(value) is not int or value < 0:
+            raise ValueError(f"its metadata has {key} = {_short(value)}, not an integer >= 0")
+    for key in ("rows", "evaluations"):
+        rows = meta.get(key, [])
+        if not isinstance(rows, list) or not all(_is_row(row) for row in rows):
+            raise ValueError(f"its metadata's {key} are not a list of metric rows: {_short(rows)}")
+
+
+def _is_row(row: Any) -> bool:
+    """Whether ``row`` is a metric row: a map from names to numbers or ``None``."""
+    return isinstance(row, dict) and all(
+        isinstance(key, str)
+        and (value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)))
+        for key, value in row.items()
+    )
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}…"
 
 
 def restore_pytree(target: T, saved: dict[str, Any]) -> T:
     """``saved`` (a ``flax.serialization.to_state_dict``) restored into ``target``'s structure, as
     device arrays: NumPy leaves would make eager arithmetic run in NumPy, whose last bits differ
-    from XLA's, and a resumed run would drift from an uninterrupted one."""
-    return jax.device_put(serialization.from_state_dict(target, saved))
+    from XLA's, and a resumed run would drift from an uninterrupted one. ``target``'s leaves may be
+    arrays or ``jax.ShapeDtypeStruct`` s (:func:`jax.eval_shape`: nothing of its size is
+    allocated). ``ValueError`` naming the leaf if a saved array has another shape or dtype than
+    ``target``'s, or holds inf or NaN (no state rp1 saves does)."""
+    restored = serialization.from_state_dict(target, saved)
+    wanted = jax.tree_util.tree_leaves_with_path(target)
+    got = jax.tree_util.tree_leaves(restored)
+    if len(wanted) != len(got):
+        raise ValueError(f"it holds {len(got)} arrays where {len(wanted)} were expected")
+    for (where, want), array in zip(wanted, got, strict=True):
+        name = jax.tree_util.keystr(where)
+        array = np.asarray(array)
+        if (array.shape, array.dtype) != (tuple(want.shape), np.dtype(want.dtype)):
+            raise ValueError(
+                f"its array {name} is {array.dtype}{list(array.shape)}, expected {np.dtype(want.dtype)}{list(want.shape)}"
+            )
+        if np.issubdtype(array.dtype, np.inexact) and not np.isfinite(array).all():
+            raise ValueError(f"its array {name} holds inf or NaN")
+    return jax.device_put(restored)

@@ -31,6 +31,12 @@ A stored config (``config.json``, the checkpoint's copy) is read through
 :func:`rp1.rundir.migrations.migrate`: a config written by an earlier rp1 gets each key it lacks with the
 value that reproduces that rp1's behaviour, then is compared with the config given now.
 
+The checkpoint (like the policy files) is sealed with a SHA-256 checksum of its content
+(:mod:`rp1.rundir.sealed`) and checked when read: a damaged file, a ``finished`` marker that holds
+no config hash, a ``config.json`` that is not JSON raise :class:`~rp1.core.errors.DamagedFile`
+naming the file, and nothing is overwritten. A checkpoint written before checksums is read as it
+is, so such runs resume exactly.
+
 A run directory is never lost: a run only starts in a directory that holds no run, continues one
 of the same config (``resume``), or replaces the run's files when told to (``overwrite``); a
 checkpoint or ``finished`` marker written under another config is refused. Bad input raises
@@ -48,15 +54,15 @@ import io
 import json
 import numbers
 import os
+import re
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from flax import serialization
-
-from rp1.core.errors import ConfigError, StorageError
+from rp1.core.errors import ConfigError, DamagedFile, StorageError
 from rp1.rundir.migrations import SCHEMA_KEY, check_continuable, continued, migrate
+from rp1.rundir.sealed import seal, unseal
 
 METRIC_COLUMNS = (
     "iteration",
@@ -138,13 +144,12 @@ class RunDir:
 
     def is_finished(self, config: dict[str, Any] | None = None) -> bool:
         """Whether the run reached its budget (its ``finished`` marker exists). Given ``config``,
-        the marker must have been written under it: a marker of another config is a ConfigError."""
+        the marker must have been written under it: a marker of another config is a ConfigError,
+        one that holds no config hash :class:`~rp1.core.errors.DamagedFile`."""
         marker = self.path / FINISHED
         if not marker.exists():
             return False
-        if config is not None and not self._marks(
-            _read(marker, "finished marker").decode().strip(), config
-        ):
+        if config is not None and not self._marks(_marker_hash(marker), config):
             raise ConfigError(
                 f"{marker} marks a run of another config as finished; delete it, choose another --out or pass --overwrite"
             )
@@ -170,17 +175,17 @@ class RunDir:
         return None if stored is None else migrate(stored, str(self.path / CONFIG))
 
     def read_stored_config(self) -> dict[str, Any] | None:
-        """The stored config dict as written, or ``None`` if there is none; ConfigError if it is
-        not one."""
+        """The stored config dict as written, or ``None`` if there is none; DamagedFile if the file
+        is not a JSON object, ConfigError if it is not an rp1 config."""
         file = self.path / CONFIG
         if not file.exists():
             return None
         try:
             config = json.loads(_read(file, "config"))
-        except ValueError as err:
-            raise ConfigError(f"{file} is not valid JSON ({err})") from None
+        except ValueError as err:  # UnicodeDecodeError included
+            raise DamagedFile(f"{file} is not valid JSON ({err})") from None
         if not isinstance(config, dict):
-            raise ConfigError(
+            raise DamagedFile(
                 f"{file} does not hold a config (a JSON object), but a {type(config).__name__}"
             )
         missing = [key for key in CONFIG_KEYS if key not in config]
@@ -191,10 +196,16 @@ class RunDir:
         return config
 
     def prepare(
-        self, config: dict[str, Any], resume: bool = False, overwrite: bool = False
-    ) -> dict[str, Any] | None:
+        self,
+        config: dict[str, Any],
+        resume: bool = False,
+        overwrite: bool = False,
+        restore: Callable[[dict[str, Any]], Any] | None = None,
+    ) -> Any:
         """Check that ``config`` may run here, write ``config.json`` and return the checkpointed
-        agent state to continue from (``None``: start afresh).
+        agent state to continue from (``None``: start afresh), made by ``restore`` where given
+        (the agent's state from the checkpoint's dict; what it raises refuses the run with nothing
+        written, as every check here does).
 
         - Neither flag: the directory must hold no run (a ``config.json`` of this same config
           alone is a run that never started).
@@ -226,6 +237,8 @@ class RunDir:
             self.clear()
         elif resume:
             saved = self._check_resume(config)
+            if saved is not None and restore is not None:
+                saved = restore(saved)
         else:
             self._check_new(config)
         self._config = config
@@ -350,21 +363,24 @@ class RunDir:
 
     def save_checkpoint(self, state: dict[str, Any]) -> None:
         """Write ``state`` (nested dicts of arrays, numbers, strings) with the config it belongs
-        to, atomically: on any failure the previous checkpoint stays as it was."""
+        to, sealed with its checksum (:mod:`rp1.rundir.sealed`), atomically: on any failure the
+        previous checkpoint stays as it was."""
         data = {"config": _canonical(self._bound_config()), "agent": state}
-        write_atomically(self.checkpoint_path, serialization.msgpack_serialize(data), "checkpoint")
+        write_atomically(self.checkpoint_path, seal(data), "checkpoint")
 
     def load_checkpoint(self, config: dict[str, Any]) -> dict[str, Any]:
-        """The agent state saved by :meth:`save_checkpoint` under ``config``; ConfigError if the
-        file is not such a checkpoint or was written under another config."""
+        """The agent state saved by :meth:`save_checkpoint` under ``config`` (its checksum
+        checked; a checkpoint of an earlier rp1 has none and is read as it is);
+        :class:`~rp1.core.errors.DamagedFile` if the file is not such a checkpoint or its checksum
+        does not match, ConfigError if it was written under another config."""
         file = self.checkpoint_path
+        data, _ = unseal(_read(file, "checkpoint"), file, "checkpoint")
         try:
-            data = serialization.msgpack_restore(_read(file, "checkpoint"))
             saved, agent = json.loads(data["config"]), data["agent"]
-            if not isinstance(saved, dict):
-                raise TypeError("its config is not a JSON object")
-        except (ValueError, TypeError, KeyError) as err:  # not msgpack, or not {"config", "agent"}
-            raise ConfigError(
+            if not isinstance(saved, dict) or not isinstance(agent, dict):
+                raise TypeError("its config is not a JSON object, or its state not a map")
+        except (ValueError, TypeError, KeyError) as err:  # not {"config", "agent"}
+            raise DamagedFile(
                 f"checkpoint {file} is corrupt or not an rp1 checkpoint ({_cause(err)})"
             ) from None
         check_continuable(saved, f"checkpoint {file}")
@@ -433,6 +449,23 @@ def _storage(action: str, path: Path) -> Iterator[None]:
         yield
     except OSError as err:
         raise StorageError(f"cannot {action} {path}: {err.strerror or err}") from err
+
+
+def _marker_hash(marker: Path) -> str:
+    """The config hash a ``finished`` marker holds (:func:`config_hash`, 64 hex digits);
+    DamagedFile naming it if it holds anything else."""
+    text = _read(marker, "finished marker").decode("ascii", errors="replace").strip()
+    if not re.fullmatch(r"[0-9a-f]{64}", text):
+        raise DamagedFile(
+            f"{marker} is damaged: a finished marker holds its run's config hash (64 hex digits), "
+            f"not {_quoted(text)}; delete it and pass --resume to continue (or finish) the run"
+        )
+    return text
+
+
+def _quoted(text: str, limit: int = 40) -> str:
+    """``text`` quoted, cut to ``limit`` characters."""
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}… ({len(text):,} characters)"
 
 
 def _read(path: Path, what: str) -> bytes:

@@ -22,7 +22,8 @@ measurements). :func:`environment` collects these:
 
 :func:`record` keeps a list of them in the run directory, each with the iteration from which it
 applies: a fresh run writes one; a resume on the environment of the last entry adds nothing, a
-resume elsewhere appends one and returns a one-line warning. ``host`` and ``recorded`` (local time)
+resume elsewhere appends one and returns a one-line warning. A damaged record (not JSON, an entry
+of the wrong shape) is rewritten with this environment alone, and the warning says so. ``host`` and ``recorded`` (local time)
 are kept with each entry but not compared: identical machines give identical numbers. An entry
 written before a field existed is read too; the field counts as differing (``not recorded``).
 """
@@ -120,7 +121,7 @@ def record(run_dir: str | os.PathLike, iteration: int) -> str | None:
     is appended unless the last entry's is the same.
     """
     file = Path(run_dir) / ENVIRONMENT
-    entries = _read(file) if iteration > 0 else []
+    entries, damage = _read(file) if iteration > 0 else ([], "")
     entries = [e for e in entries if e.get("from_iteration", 0) < iteration]
     here = environment()
     last = entries[-1] if entries else None
@@ -139,6 +140,11 @@ def record(run_dir: str | os.PathLike, iteration: int) -> str | None:
     )
     if iteration == 0:
         return None
+    if damage:
+        return (
+            f"rp1: warning: {file} was damaged ({damage}) and is rewritten: from iteration {iteration} on "
+            f"the run runs on {summary(here)}; where iterations 0-{iteration - 1} ran is not known"
+        )
     if last is None:
         return (
             f"rp1: warning: {run_dir} has no record of where iterations 0-{iteration - 1} ran (an earlier rp1 wrote "
@@ -176,14 +182,24 @@ def _compared(entry: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in entry.items() if key not in NOT_COMPARED}
 
 
-def _read(file: Path) -> list[dict[str, Any]]:
-    """The entries recorded in ``file``; none if it is missing or unreadable (it is a record, not
-    an input: a damaged one is rewritten)."""
+def _read(file: Path) -> tuple[list[dict[str, Any]], str]:
+    """The entries recorded in ``file`` (none if it is missing), and what is wrong with it if it
+    is damaged (``""`` if not): unreadable, not JSON, or an entry that is not a map whose
+    ``from_iteration`` is an integer. A damaged record gives no entries: it is a record, not an
+    input, and is rewritten."""
+    if not file.exists():
+        return [], ""
     try:
         entries = json.loads(file.read_text())["environments"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return []
-    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        return [], f"{type(err).__name__}: {err}"[:200]
+    if not isinstance(entries, list) or not all(_is_entry(e) for e in entries):
+        return [], "an entry is not a map with an integer from_iteration"
+    return entries, ""
+
+
+def _is_entry(entry: Any) -> bool:
+    return isinstance(entry, dict) and type(entry.get("from_iteration", 0)) is int
 
 
 def _version(package: str) -> str:

@@ -1,0 +1,69 @@
+"""Files sealed with a checksum of their content: checkpoints (:mod:`rp1.rundir.files`) and policy
+files (:mod:`rp1.agents.policy_files`).
+
+A sealed file is msgpack ``{"sha256": HEX, "body": BYTES}``: ``BYTES`` is the msgpack of the
+payload (a map) and ``HEX`` the SHA-256 of those bytes, checked before any of the payload is read.
+A bit flipped on disk, a truncated or spliced copy, an edit: each is found at load, and the file is
+refused as damaged (:class:`~rp1.core.errors.DamagedFile`) instead of being used.
+
+Files written before rp1 sealed them hold the payload itself at the top level (a map without
+``sha256``); they are read as they are, unchecked, so runs and policies of an earlier rp1 still
+load (:func:`unseal` says whether a file was sealed). The next checkpoint a resumed run writes is
+sealed.
+
+Example::
+
+    write_atomically(path, seal({"meta": "...", "policy": {...}}), "policy file")
+    payload, sealed = unseal(path.read_bytes(), path, "policy file")
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from flax import serialization
+
+from rp1.core.errors import DamagedFile
+
+SEAL = ("sha256", "body")
+"""The keys of a sealed file's top level, and nothing else."""
+
+
+def seal(payload: dict[str, Any]) -> bytes:
+    """The bytes of a sealed file holding ``payload`` (nested maps of arrays, numbers, strings)."""
+    body = serialization.msgpack_serialize(payload)
+    return serialization.msgpack_serialize(
+        {"sha256": hashlib.sha256(body).hexdigest(), "body": body}
+    )
+
+
+def unseal(data: bytes, path: Path, kind: str) -> tuple[dict[str, Any], bool]:
+    """The payload of the ``kind`` file (``"checkpoint"``, ``"policy file"``) at ``path`` whose
+    bytes are ``data``, and whether it was sealed (``False``: a file of an earlier rp1, read
+    unchecked). :class:`~rp1.core.errors.DamagedFile` naming the file if the bytes are not msgpack
+    of a map, or the checksum does not match the body."""
+    outer = _restore(data, path, kind)
+    if set(outer) != set(SEAL):
+        return outer, False
+    digest, body = outer["sha256"], outer["body"]
+    if not isinstance(body, bytes) or hashlib.sha256(body).hexdigest() != digest:
+        raise DamagedFile(
+            f"{kind} {path} is damaged: its content does not match its SHA-256 checksum "
+            "(changed on disk or copied in part); rp1 uses no part of it"
+        )
+    return _restore(body, path, kind), True
+
+
+def _restore(data: bytes, path: Path, kind: str) -> dict[str, Any]:
+    """``data`` as msgpack of a map; DamagedFile naming the file if it is not."""
+    try:
+        restored = serialization.msgpack_restore(data)
+    except Exception as err:  # msgpack's own errors (ExtraData, FormatError, …) and ValueError
+        cause = f"{type(err).__name__}: {err}"
+    else:
+        if isinstance(restored, dict):
+            return restored
+        cause = f"it holds a {type(restored).__name__}, not a map"
+    raise DamagedFile(f"{kind} {path} is corrupt or not an rp1 {kind} ({cause})")
