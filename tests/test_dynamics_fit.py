@@ -312,7 +312,9 @@ def test_round_robin_gives_each_member_the_gradient_of_its_own_minibatch(small_s
     assert rows.tolist() == [0, 0, 256, 256, 256]
     for j in range(5):
         if j < first:
-            jax.tree_util.tree_map(np.testing.assert_array_equal, member(new, j), member(weights, j))
+            jax.tree_util.tree_map(
+                np.testing.assert_array_equal, member(new, j), member(weights, j)
+            )
             continue
         alone, _, _ = FIT_MODULE._member_step(
             optimizer, model, train, member(weights, j), member(opt, j), batches[j - first], True
