@@ -22,7 +22,8 @@ the driver writes ``cli_driver: exit CODE`` on stderr. Its exit code is the last
   ``io_callback`` that writes FILE and waits. A signal sent then arrives while the main thread is
   in compiled code.
 
-Either way the process holds until it is killed or signalled; FILE tells the test it got there.
+Either way the process holds until it is killed or signalled, or until the test creates
+``FILE.go`` (``FILE.PID.go`` in a sweep's worker); FILE tells the test it got there.
 """
 
 from __future__ import annotations
@@ -42,10 +43,12 @@ PR_CAPBSET_DROP = 24
 
 
 def hold(ready: Path) -> None:
-    """Say we got there, then wait to be killed."""
+    """Say we got there, then wait to be killed, or for a file ``FILE.go`` (``ready`` with
+    ``.go`` appended) to exist, then go on."""
     ready.write_text("ready\n")
-    while True:
-        time.sleep(60)
+    go = ready.with_name(f"{ready.name}.go")
+    while not go.exists():
+        time.sleep(0.05)
 
 
 def pause_after_row(ready: Path, row: int, at: str) -> None:

@@ -27,7 +27,7 @@ from rp1.core.errors import ConfigError
 from rp1.experiments.executors import Backend
 from rp1.experiments.report import write_report
 from rp1.experiments.sweep import run_sweep
-from rp1.experiments.sweep_plan import SweepRequest, plan_sweep
+from rp1.experiments.sweep_plan import FAIL, SweepRequest, plan_sweep
 from rp1.experiments.sweep_worker import SINGLE_THREAD_XLA_FLAG, STOPPED, worker_env
 from rp1.rundir.files import RunDir
 from rp1.rundir.lock import LOCK, RunLock, read_holder
@@ -131,6 +131,37 @@ def test_failed_run_is_reported_and_the_others_finish(tmp_path, capsys):
     assert "failed" in out and "ExtraData" in out and "1 of 2 runs finished" in out
 
 
+def damaged_run(out: Path) -> Path:
+    """A greedy run (seed 1) in ``out`` whose ``finished`` marker holds binary bytes."""
+    run = RunDir(out / "halfcheetah-greedy" / "seed1")
+    run.prepare(tiny_config("halfcheetah-greedy", 1).to_dict(), resume=False)
+    (run.path / "finished").write_bytes(b"\x80\xff\xfe\x00")
+    return run.path
+
+
+def test_a_damaged_run_is_planned_to_fail_with_its_reason_and_the_others_to_run(tmp_path):
+    damaged = damaged_run(tmp_path)
+    before = snapshot(damaged)
+    jobs = plan_sweep(
+        SweepRequest(["halfcheetah-greedy"], SEEDS, tmp_path, budget=BUDGET, overrides={**TINY})
+    )
+    assert [job.action for job in jobs] == ["start", FAIL]
+    assert str(damaged / "finished") in jobs[1].problem and "finished marker" in jobs[1].problem
+    assert snapshot(damaged) == before
+
+
+@pytest.mark.slow
+def test_a_sweep_runs_around_a_damaged_run(tmp_path, capsys):
+    damaged = damaged_run(tmp_path)
+    before = snapshot(damaged)
+    assert tiny_sweep(tmp_path, presets=["halfcheetah-greedy"], workers=1) == 1
+    assert RunDir(tmp_path / "halfcheetah-greedy" / "seed0").is_finished()
+    assert snapshot(damaged) == before
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"halfcheetah-greedy seed 1: {damaged / 'finished'} is damaged" in out
+    assert "1 of 2 runs finished, 1 failed" in out
+
+
 @pytest.mark.slow
 # Ray starts its processes with fork + exec, which is safe; JAX warns once it has run in this process.
 @pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")
@@ -204,11 +235,12 @@ def test_a_signal_to_the_sweep_is_one_line_and_its_exit_code(tmp_path, monkeypat
     assert signal.getsignal(signal.SIGTERM) == before
 
 
-def held_sweep(out: Path) -> tuple[subprocess.Popen, list[int]]:
+def held_sweep(out: Path, stdout=subprocess.DEVNULL) -> tuple[subprocess.Popen, list[int]]:
     """``rp1 sweep`` of :data:`PRESETS`, seed 0, on two local workers, in another process that
-    leads a process group of its own; each worker holds right after its run's first checkpoint
-    (:mod:`cli_driver` ``--in-workers``). Once both hold: the sweep and the workers' pids, as
-    their run locks name them."""
+    leads a process group of its own (its stdout to ``stdout``); each worker holds right after its
+    run's first checkpoint (:mod:`cli_driver` ``--in-workers``) until killed or let go
+    (:func:`let_go`). Once both hold: the sweep and the workers' pids, as their run locks name
+    them."""
     ready = out.parent / "ready"
     args = [
         "sweep",
@@ -230,13 +262,18 @@ def held_sweep(out: Path) -> tuple[subprocess.Popen, list[int]]:
             *set_args(tiny_sets()),
         ],
         env=subprocess_env(),
-        stdout=subprocess.DEVNULL,
+        stdout=stdout,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
     )
     wait_for(lambda: len(list(out.parent.glob("ready.*"))) == len(PRESETS), sweep)
     return sweep, [read_holder(out / preset / "seed0" / LOCK).pid for preset in PRESETS]
+
+
+def let_go(out: Path, worker: int) -> None:
+    """Let the held worker ``worker`` of a :func:`held_sweep` in ``out`` go on with its run."""
+    (out.parent / f"ready.{worker}.go").touch()
 
 
 def running(pid: int) -> bool:
@@ -312,3 +349,39 @@ def test_a_stopped_sweep_leaves_no_worker_and_its_runs_to_resume(stop, tmp_path)
     assert sig == signal.SIGKILL or err == [stopped_sweep_line(sig)], err
     jobs = plan_sweep(SweepRequest(PRESETS, [0], out, budget=BUDGET, overrides={**TINY}))
     assert [job.action for job in jobs] == ["resume", "resume"]
+
+
+@pytest.mark.slow
+def test_a_killed_worker_fails_its_own_run_only_and_the_sweep_again_resumes_it(tmp_path):
+    """SIGKILL, as the out-of-memory killer sends it, to the process of one run: that run fails
+    (the signal and its log in the summary, exit code 1), the run beside it finishes, and the same
+    sweep resumes the killed run from its checkpoint."""
+    out = tmp_path / "out"
+    sweep, (victim, healthy) = held_sweep(out, stdout=subprocess.PIPE)
+    killed, other = (out / preset / "seed0" for preset in PRESETS)
+    try:
+        os.kill(victim, signal.SIGKILL)
+        let_go(out, healthy)
+        summary = sweep.communicate(timeout=300)[0]
+    except BaseException:
+        os.killpg(sweep.pid, signal.SIGKILL)  # the group of this test's sweep only
+        raise
+    assert sweep.returncode == 1
+    assert RunDir(other).is_finished() and not RunDir(killed).is_finished()
+    words = " ".join(summary.split())
+    assert f"{PRESETS[0]} seed 0: its process was killed by SIGKILL" in words, summary
+    assert str(killed / "log.txt") in summary  # on one line: a path is never broken
+    assert "1 of 2 runs finished, 1 failed" in words
+    died = (killed / "log.txt").read_text()
+    assert f"=== rp1 sweep: died {PRESETS[0]} seed 0 at " in died
+    assert "its process was killed by SIGKILL" in died
+    finished = (other / "log.txt").read_text()
+    assert f"=== rp1 sweep: finished {PRESETS[1]} seed 0 at " in finished
+    assert "best evaluation return" in finished and "wall time" in finished
+
+    assert tiny_sweep(out, seeds=[0], workers=2) == 0
+    assert f"=== rp1 sweep: resume {PRESETS[0]} seed 0" in (killed / "log.txt").read_text()
+    assert RunDir(killed).is_finished() and [int(r["iteration"]) for r in read_rows(killed)] == [
+        0,
+        1,
+    ]

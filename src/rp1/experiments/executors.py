@@ -1,4 +1,4 @@
-"""Where a sweep's runs go: a pool of processes on this machine (``local``) or Ray tasks on a
+"""Where a sweep's runs go: processes on this machine, one per run (``local``), or Ray tasks on a
 cluster (``ray``), behind one small :class:`Executor` interface."""
 
 from __future__ import annotations
@@ -7,16 +7,23 @@ import importlib.util
 import math
 import multiprocessing
 import os
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor
-from concurrent.futures import wait as wait_futures
-from concurrent.futures.process import BrokenProcessPool
+import pickle
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.connection import wait as wait_connections
+from multiprocessing.process import BaseProcess
 from typing import Any, Protocol
 
 from rp1.config.methods import METHODS_VARIABLE
 from rp1.core.errors import ConfigError
 from rp1.experiments.sweep_plan import RunJob, RunOutcome
-from rp1.experiments.sweep_worker import execute_run, start_local_worker, worker_env
+from rp1.experiments.sweep_worker import (
+    died,
+    execute_run,
+    run_in_process,
+    start_local_worker,
+    worker_env,
+)
 
 BACKENDS = ("local", "ray")
 MAX_WORKERS = 1024
@@ -81,29 +88,43 @@ def make_executor(backend: Backend) -> Executor:
     return RayExecutor(backend)
 
 
+@dataclass(eq=False)  # a handle: equal only to itself, hashable
+class LocalRun:
+    """One run of the local backend: its job, the process it runs in alone and the end of the pipe
+    its outcome comes back on."""
+
+    job: RunJob
+    process: BaseProcess
+    outcome: Connection
+
+
 class LocalExecutor:
-    """Runs in a pool of spawned processes on this machine, one run per process at a time. The
-    processes end with the sweep: left with an exception, it sends each SIGTERM, which stops its
+    """Runs on this machine, each in a spawned process of its own (JAX is not fork-safe), at most
+    ``workers`` at a time. A run's process ends with its run, so a process that dies (killed by a
+    signal, the out-of-memory killer's SIGKILL, a crash) fails its own run only: its exit status
+    is the run's outcome (:func:`~rp1.experiments.sweep_worker.died`), and the other runs go on.
+    The processes end with the sweep: left with an exception, it sends each SIGTERM, which stops its
     run as it stops ``rp1 train``, and waits for them; a process whose sweep was killed ends itself
     (:func:`~rp1.experiments.sweep_worker.start_local_worker`)."""
 
     def __init__(self, workers: int | None):
         self.workers = workers
-        self._pool: ProcessPoolExecutor | None = None
         self._env: dict[str, str] = {}
+        self._runs: list[LocalRun] = []
+        self._context = multiprocessing.get_context("spawn")
 
     def __enter__(self) -> LocalExecutor:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._pool is None:
-            return
         if exc[0] is not None:
-            for process in list(
-                self._pool._processes.values()
-            ):  # the pool's own (no public way before Python 3.14)
-                process.terminate()
-        self._pool.shutdown(wait=True, cancel_futures=True)
+            for run in self._runs:
+                if run.process.is_alive():
+                    run.process.terminate()
+        for run in self._runs:
+            run.process.join()
+            run.outcome.close()
+        self._runs = []
 
     def prepare(self, runs: int) -> int:
         cores = os.cpu_count() or 1
@@ -111,28 +132,34 @@ class LocalExecutor:
         self._env = worker_env(max(1, cores // self.workers))
         return self.workers
 
-    def submit(self, job: RunJob) -> Future:
+    def submit(self, job: RunJob) -> LocalRun:
+        receive, send = self._context.Pipe(duplex=False)
+        process = self._context.Process(
+            target=run_in_process,
+            # start_local_worker looked up now: a test patches it here
+            args=(start_local_worker, self._env, os.getpid(), job, send),
+            name=f"rp1 sweep: {job.cfg.preset} seed {job.cfg.seed}",
+        )
+        process.start()
+        send.close()  # the process holds the sending end: the pipe ends with it
+        run = LocalRun(job, process, receive)
+        self._runs.append(run)
+        return run
+
+    def wait(self, handles: list[LocalRun], timeout: float) -> list[LocalRun]:
+        ended = set(wait_connections([run.process.sentinel for run in handles], timeout))
+        return [run for run in handles if run.process.sentinel in ended]
+
+    def result(self, handle: LocalRun) -> RunOutcome:
+        handle.process.join()
+        self._runs.remove(handle)
         try:
-            return self._started_pool().submit(execute_run, job, stop_on_signals=True)
-        except BrokenProcessPool:  # a worker died hard (killed, crashed): go on with a new pool
-            self._pool = None
-            return self._started_pool().submit(execute_run, job, stop_on_signals=True)
-
-    def _started_pool(self) -> ProcessPoolExecutor:
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(
-                self.workers,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=start_local_worker,
-                initargs=(self._env, os.getpid()),
-            )
-        return self._pool
-
-    def wait(self, handles: list[Future], timeout: float) -> list[Future]:
-        return list(wait_futures(handles, timeout, return_when=FIRST_COMPLETED).done)
-
-    def result(self, handle: Future) -> RunOutcome:
-        return handle.result()
+            outcome = handle.outcome.recv() if handle.outcome.poll() else None
+        except (EOFError, OSError, pickle.UnpicklingError):  # it died while sending
+            outcome = None
+        finally:
+            handle.outcome.close()
+        return outcome or died(handle.job, handle.process.exitcode)
 
 
 class RayExecutor:

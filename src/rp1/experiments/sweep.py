@@ -4,18 +4,24 @@ method, seed) in ``OUT/<task>-<method>/seed<k>/`` (the config's ``preset``, see
 
 Every run is planned before any starts: its config is resolved and checked, and its directory
 decides what happens to it — a finished run is skipped, a run with a checkpoint is resumed, any
-other run starts afresh (a run that died before its first checkpoint is cleared first). The runs
+other run starts afresh (a run that died before its first checkpoint is cleared first), and a run
+whose directory holds a damaged file (:class:`~rp1.core.errors.DamagedFile`) fails with that
+reason while the others run. The runs
 then go to a *backend*:
 
-- ``local`` (default): a pool of spawned processes on this machine (JAX is not fork-safe);
+- ``local`` (default): a spawned process per run on this machine (JAX is not fork-safe), at most
+  ``workers`` at a time; a process that dies (a signal, the out-of-memory killer) fails its own run
+  only, named with the signal in the summary, and the same sweep resumes it;
 - ``ray``: the same run function as Ray tasks, on the cluster at ``address`` or on a local Ray
   instance, each task asking for ``cpus_per_run`` CPUs and ``gpus_per_run`` GPUs, so several runs
   can share one GPU. Run directories must be on a file system that every Ray node sees.
 
-Each run appends its output (including a traceback if it fails) to ``<run_dir>/log.txt``. A failed
-run does not stop the others; it is listed with its error and log in the summary at the end. An
-exception in the sweep's process (``rp1 sweep`` turns SIGINT and SIGTERM into one,
-:func:`rp1.cli.signals.raise_on_signals`) stops the local pool's runs before it goes on
+Each run appends its output (including a traceback if it fails) to ``<run_dir>/log.txt``, with a
+line of the sweep's for its start and its end (:mod:`~rp1.experiments.sweep_worker`). A failed
+run does not stop the others; the summary at the end lists every run with its best evaluation
+return, and each run that did not finish with its error and log. An exception in the sweep's
+process (``rp1 sweep`` turns SIGINT and SIGTERM into one,
+:func:`rp1.cli.signals.raise_on_signals`) stops the local runs before it goes on
 (:class:`~rp1.experiments.executors.LocalExecutor`); the same sweep resumes them.
 
 One owner per run (:mod:`rp1.rundir.lock`): planning reads run directories without locking; a worker
@@ -45,13 +51,16 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from rp1.experiments.executors import Backend, Executor, make_executor
 from rp1.experiments.sweep_plan import (
     ELSEWHERE,
+    FAIL,
     RunJob,
     RunOutcome,
     SweepRequest,
+    best_return,
     plan_sweep,
     with_options,
 )
@@ -82,12 +91,13 @@ def run_sweep(
     jobs = plan_sweep(request)
     if options is not None:
         jobs = with_options(jobs, options)
-    todo = [job for job in jobs if job.action != "skip"]
-    outcomes = {
-        (o.preset, o.seed): o for o in run_jobs(executor, todo, skipped=len(jobs) - len(todo))
-    }
+    todo = [job for job in jobs if job.action not in ("skip", FAIL)]
+    skipped = sum(job.action == "skip" for job in jobs)
+    outcomes = {(o.preset, o.seed): o for o in run_jobs(executor, todo, skipped=skipped)}
     summary = [
-        outcomes.get((job.cfg.preset, job.cfg.seed)) or job.outcome("skipped") for job in jobs
+        outcomes.get((job.cfg.preset, job.cfg.seed))
+        or (job.outcome("failed", job.problem) if job.action == FAIL else job.outcome("skipped"))
+        for job in jobs
     ]
     print_summary(summary)
     statuses = {o.status for o in summary}
@@ -138,7 +148,8 @@ def counts(outcomes: list[RunOutcome], running: int, queued: int, skipped: int) 
 
 
 def collect(executor: Executor, handle: Any, job: RunJob) -> RunOutcome:
-    """The outcome of ``job``; a worker that died without reporting counts as a failed run."""
+    """The outcome of ``job``; a worker that died without reporting (an executor that raises for
+    it: Ray) counts as a failed run."""
     try:
         return executor.result(handle)
     except Exception as error:
@@ -161,24 +172,29 @@ def sweep_progress() -> Progress:
 
 
 def print_summary(outcomes: list[RunOutcome]) -> None:
-    """A table of every run (preset, seed, status, time, error, log) and a closing count."""
+    """A table of every run (preset, seed, status, best evaluation return, wall time), then one
+    line per run that did not finish, with its error and its log (a path is never broken across
+    lines), and a closing count."""
     table = Table(title="sweep")
-    for column in ("preset", "seed", "status", "time", "error", "log"):
-        table.add_column(column, overflow="fold")
+    for column in ("preset", "seed", "status", "best return", "time"):
+        table.add_column(column, overflow="fold" if column == "preset" else "ellipsis")
     styles = {"finished": "green", "skipped": "dim", "failed": "bold red", ELSEWHERE: "yellow"}
     for o in outcomes:
         resumed = " (resumed)" if o.action == "resume" and o.status == "finished" else ""
-        status = f"[{styles[o.status]}]{o.status}{resumed}[/]"
+        best = o.best if o.best is not None or o.status != "skipped" else best_return(o.log.parent)
         table.add_row(
             o.preset,
             str(o.seed),
-            status,
+            f"[{styles[o.status]}]{o.status}{resumed}[/]",
+            "" if best is None else f"{best:.1f}",
             f"{o.wall_s:.0f} s" if o.wall_s else "",
-            o.error,
-            str(o.log),
         )
     console = Console()
     console.print(table)
+    for o in outcomes:
+        if o.error:
+            which = Text(f"{o.preset} seed {o.seed}: ", style=styles[o.status])
+            console.print(which + Text(f"{o.error}; log {o.log}"), soft_wrap=True)
     failed = sum(o.status == "failed" for o in outcomes)
     elsewhere = sum(o.status == ELSEWHERE for o in outcomes)
     line = f"{len(outcomes) - failed - elsewhere} of {len(outcomes)} runs finished" + (

@@ -4,19 +4,24 @@ with a checkpoint, start the rest), all decided before any run starts."""
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
 from rp1.config import Config, env_config, resolve
-from rp1.core.errors import ConfigError
+from rp1.core.errors import ConfigError, DamagedFile
 from rp1.outputs.writer import RunOptions
-from rp1.rundir.files import RunDir
+from rp1.rundir.files import METRICS, RunDir
 from rp1.train import continued_config
 
 RUN_LOG = "log.txt"
+FAIL = "fail"
+"""The action of a run whose directory holds a damaged file (:class:`~rp1.core.errors.DamagedFile`):
+it fails with that reason, the others run."""
 ELSEWHERE = "running elsewhere"
 """The status of a run that another process owned when its turn came (:mod:`rp1.rundir.lock`)."""
 
@@ -24,7 +29,8 @@ ELSEWHERE = "running elsewhere"
 @dataclass(frozen=True)
 class RunOutcome:
     """How one run of a sweep ended: ``status`` is ``finished``, ``skipped``, ``failed`` or
-    :data:`ELSEWHERE`."""
+    :data:`ELSEWHERE`; ``best``: its best evaluation return (:func:`best_return`) where it
+    finished."""
 
     preset: str
     seed: int
@@ -33,27 +39,32 @@ class RunOutcome:
     log: Path
     error: str = ""
     wall_s: float = 0.0
+    best: float | None = None
 
 
 @dataclass(frozen=True)
 class RunJob:
     """One (preset, seed) of a sweep: its resolved config, its directory and what to do there.
 
-    ``action`` is ``skip`` (finished), ``resume`` (from its checkpoint) or ``start`` (afresh).
+    ``action`` is ``skip`` (finished), ``resume`` (from its checkpoint), ``start`` (afresh) or
+    :data:`FAIL` (``problem`` says why).
     """
 
     cfg: Config
     run_dir: Path
     action: str
     options: RunOptions = RunOptions()  # videos, TensorBoard (rp1.outputs.writer)
+    problem: str = ""
 
     @property
     def log(self) -> Path:
         return self.run_dir / RUN_LOG
 
-    def outcome(self, status: str, error: str = "", wall_s: float = 0.0) -> RunOutcome:
+    def outcome(
+        self, status: str, error: str = "", wall_s: float = 0.0, best: float | None = None
+    ) -> RunOutcome:
         return RunOutcome(
-            self.cfg.preset, self.cfg.seed, self.action, status, self.log, error, wall_s
+            self.cfg.preset, self.cfg.seed, self.action, status, self.log, error, wall_s, best
         )
 
 
@@ -115,10 +126,14 @@ def plan_sweep(request: SweepRequest) -> list[RunJob]:
 
 def planned(cfg: Config, run_dir: Path) -> tuple[RunJob, str]:
     """The job of ``cfg`` in ``run_dir`` (its config as it continues a run held there,
-    :func:`rp1.train.continued_config`, and :func:`run_action`) and that function's note."""
+    :func:`rp1.train.continued_config`, and :func:`run_action`) and that function's note; a
+    :data:`FAIL` job if the directory holds a damaged file."""
     run = RunDir(run_dir)
-    cfg, note = continued_config(cfg, run)
-    return RunJob(cfg, run_dir, run_action(cfg, run)), note
+    try:
+        cfg, note = continued_config(cfg, run)
+        return RunJob(cfg, run_dir, run_action(cfg, run)), note
+    except DamagedFile as damaged:
+        return RunJob(cfg, run_dir, FAIL, problem=str(damaged)), ""
 
 
 def run_action(cfg: Config, run: RunDir) -> str:
@@ -133,6 +148,23 @@ def run_action(cfg: Config, run: RunDir) -> str:
     if run.is_finished(cfg.to_dict()):
         return "skip"
     return "resume" if run.has_checkpoint() else "start"
+
+
+def best_return(run_dir: Path) -> float | None:
+    """The best evaluation return of a trained policy (iteration ≥ 1, as ``rp1 report`` counts)
+    in ``run_dir``'s ``metrics.csv``; ``None`` if there is none or the file cannot be read."""
+    try:
+        with open(Path(run_dir) / METRICS, newline="") as file:
+            rows = list(csv.DictReader(file))
+        returns = [
+            float(row["eval_return"])
+            for row in rows
+            if row.get("eval_return") and float(row.get("iteration") or 0) >= 1
+        ]
+    except (OSError, ValueError, csv.Error, UnicodeDecodeError):
+        return None
+    finite = [value for value in returns if math.isfinite(value)]
+    return max(finite) if finite else None
 
 
 def with_options(jobs: list[RunJob], options: RunOptions) -> list[RunJob]:

@@ -1,6 +1,13 @@
 """One run of a sweep, in a worker process: :func:`execute_run` does a :class:`RunJob` with its
-output appended to the run's log, :func:`worker_env` is the environment a worker gets, and
-:func:`start_local_worker` readies a process of the local pool, which ends with the sweep."""
+output appended to the run's log, :func:`worker_env` is the environment a worker gets,
+:func:`run_in_process` is the body of the local backend's process of one run (readied by
+:func:`start_local_worker`, it ends with its run and with the sweep) and :func:`died` the outcome
+of a run whose process ended without one.
+
+Besides the run's own output, its log (``RUN/log.txt``) says what the sweep did with it, one line
+each, ``=== rp1 sweep: …``: started or resumed (when), and how it ended: finished (when, its best
+evaluation return, the wall time), failed (the error, after its traceback) or its process died
+(the signal or exit code)."""
 
 from __future__ import annotations
 
@@ -11,14 +18,15 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from datetime import datetime
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 from rp1.cli.signals import exit_on_signals
 from rp1.experiments.figures import write_learning_curve
-from rp1.experiments.sweep_plan import ELSEWHERE, RunJob, RunOutcome, run_action
+from rp1.experiments.sweep_plan import ELSEWHERE, RunJob, RunOutcome, best_return, run_action
 from rp1.rundir.files import RunDir
 from rp1.rundir.lock import RunInUse, RunLock
 from rp1.train import run_training
@@ -56,9 +64,7 @@ def execute_run(job: RunJob, stop_on_signals: bool = False) -> RunOutcome:
                 job = replace(job, action=run_action(job.cfg, RunDir(job.run_dir)))
                 if job.action == "skip":  # finished by another process since planning
                     return job.outcome("skipped")
-                print(
-                    f"=== rp1 sweep: {job.action} {job.cfg.preset} seed {job.cfg.seed} at {datetime.now():%Y-%m-%d %H:%M:%S}"
-                )
+                print(f"{log_head(job, job.action)} at {now()}")
                 if (
                     job.action == "start"
                 ):  # what a run that died before its first checkpoint left (the log stays)
@@ -74,10 +80,58 @@ def execute_run(job: RunJob, stop_on_signals: bool = False) -> RunOutcome:
                 write_learning_curve(job.run_dir, job.cfg.preset)
             except Exception as error:
                 traceback.print_exc()
+                print(f"{log_head(job, 'failed')} at {now()}: {one_line(error)}")
                 return job.outcome("failed", one_line(error), time.perf_counter() - started)
+            wall_s = time.perf_counter() - started
+            best = best_return(job.run_dir)
+            print(
+                f"{log_head(job, 'finished')} at {now()}: best evaluation return "
+                f"{'none' if best is None else repr(best)}, wall time {wall_s:.0f} s"
+            )
     finally:
         lock.release()
-    return job.outcome("finished", wall_s=time.perf_counter() - started)
+    return job.outcome("finished", wall_s=wall_s, best=best)
+
+
+def log_head(job: RunJob, what: str) -> str:
+    """The start of a line the sweep writes in a run's log: ``=== rp1 sweep: WHAT PRESET seed K``."""
+    return f"=== rp1 sweep: {what} {job.cfg.preset} seed {job.cfg.seed}"
+
+
+def now() -> str:
+    return f"{datetime.now():%Y-%m-%d %H:%M:%S}"
+
+
+def run_in_process(
+    start: Callable[[dict[str, str], int], None],
+    env: dict[str, str],
+    sweep_pid: int,
+    job: RunJob,
+    outcome: Connection,
+) -> None:
+    """The body of the local backend's process of ``job``: ``start(env, sweep_pid)`` readies it
+    (:func:`start_local_worker`), then the run (:func:`execute_run`, stopped by SIGINT or SIGTERM),
+    whose outcome is sent on ``outcome``."""
+    start(env, sweep_pid)
+    outcome.send(execute_run(job, stop_on_signals=True))
+    outcome.close()
+
+
+def died(job: RunJob, exitcode: int | None) -> RunOutcome:
+    """The failed outcome of ``job`` whose process ended with ``exitcode`` (``-N``: killed by
+    signal N, as :attr:`multiprocessing.Process.exitcode` says) without sending one; the same line
+    is appended to the run's log (if it can be)."""
+    if exitcode is not None and exitcode < 0:
+        name = signal.Signals(-exitcode).name
+        how = f"its process was killed by {name}" + (
+            " (as the out-of-memory killer does)" if -exitcode == signal.SIGKILL else ""
+        )
+    else:
+        how = f"its process ended with exit code {exitcode} before it reported"
+    error = f"{how}; run the same sweep again to resume it"
+    with contextlib.suppress(OSError), open(job.log, "a") as log:
+        log.write(f"{log_head(job, 'died')} at {now()}: {how}\n")
+    return job.outcome("failed", error)
 
 
 @contextlib.contextmanager
@@ -122,11 +176,11 @@ def worker_env(threads: int, environ: Mapping[str, str] = os.environ) -> dict[st
 
 
 def start_local_worker(env: dict[str, str], sweep_pid: int) -> None:
-    """Initializer of a local pool's process: ``env`` joins the environment (JAX reads it when it
-    first starts a backend, after this); SIGINT is ignored between runs (a Ctrl-C reaches the whole
-    process group, and the sweep's process stops its workers itself); and a thread sends this
-    process SIGTERM once its parent is no longer ``sweep_pid`` (the sweep was killed with
-    SIGKILL), which stops its run as a signal does, or ends it between runs."""
+    """Readies the local backend's process of a run: ``env`` joins the environment (JAX reads it
+    when it first starts a backend, after this); SIGINT is ignored until the run starts (a Ctrl-C
+    reaches the whole process group, and the sweep's process stops its workers itself); and a
+    thread sends this process SIGTERM once its parent is no longer ``sweep_pid`` (the sweep was
+    killed with SIGKILL), which stops its run as a signal does."""
     os.environ.update(env)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(
