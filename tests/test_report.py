@@ -19,6 +19,7 @@ from rp1.core.errors import ConfigError
 from rp1.experiments import stats
 from rp1.experiments.claims import CLAIM_COLUMNS, CLAIMS, claim_table, write_claims
 from rp1.experiments.fair import in_force_returns
+from rp1.experiments.learning import gain_p
 from rp1.experiments.measures import MEASURES, number, run_tables, values_at
 from rp1.experiments.report import (
     direction_verdict,
@@ -862,18 +863,23 @@ def test_equivalent_only_where_the_interval_lies_inside_the_margin():
     assert verdict(judged_row(4.0, 6.0, p_holm=0.01), digits) == "holds"
     assert verdict(judged_row(-6.0, -4.0, p_holm=0.01, t=-2.0), digits) == "does not hold"
     assert verdict(judged_row(math.nan, math.nan), digits) == "inconclusive: too few seeds"
-    # the margins, fixed before looking: a tenth of the paper's RP1 median best at 10⁵ samples
-    # (Hopper 619.73), a tenth of b's mean test-set error
-    assert return_margin("hopper") == pytest.approx(61.973)
-    assert math.isnan(return_margin("Pendulum-v1"))
+    # the margins: a tenth of the paper's RP1 median best at its sample count for N (Hopper: 322.22
+    # at 10⁴, 619.73 at 10⁵), a tenth of b's mean test-set error
+    assert return_margin("hopper", 10_000) == pytest.approx(32.222)
+    assert (
+        return_margin("hopper", 5_000) == return_margin("hopper", 99_999) == pytest.approx(32.222)
+    )
+    assert return_margin("hopper", 100_000) == pytest.approx(61.973)
+    assert math.isnan(return_margin("Pendulum-v1", 10_000))
     assert error_margin(np.array([0.4, 0.6])) == pytest.approx(0.05)
 
 
 def test_a_task_where_nothing_learned_is_marked_and_left_out_of_the_families(tmp_path):
-    """Ant: every method within 2 of its untrained policy's 100 (margin 23.84): its comparisons
-    keep their numbers, say "nothing learned by 10,000", and leave Hopper's family of one."""
+    """Ant: no method's return at N is shown above its untrained policy's 100 (RP1's gains 3, −2,
+    0.5: one-sided p 0.33; Greedy's all below): its comparisons keep their numbers, say "nothing
+    learned by 10,000" on every measure, and leave Hopper's family of one."""
     two_method_runs(
-        tmp_path, "ant", {"rp1": [101.0, 102.0, 100.5], "greedy": [99.0, 98.0, 99.5]}, 100.0
+        tmp_path, "ant", {"rp1": [103.0, 98.0, 100.5], "greedy": [99.0, 98.0, 99.5]}, 100.0
     )
     two_method_runs(
         tmp_path, "hopper", {"rp1": [300.0, 280.0, 310.0], "greedy": [0.0, 20.0, -5.0]}, 0.0
@@ -886,15 +892,22 @@ def test_a_task_where_nothing_learned_is_marked_and_left_out_of_the_families(tmp
         assert math.isnan(ant["p_holm"]) and math.isnan(ant["p_holm_all"]) and ant["diff"] > 0
         assert hopper["learned"] and hopper["p_holm"] == pytest.approx(hopper["p"])
     learning = frames["table1"].learning.set_index(["task", "metric"])
-    assert learning.loc[("ant", "return_at"), "untrained"] == 100.0
-    assert learning.loc[("ant", "return_at"), "top_method"] == "rp1"
-    assert learning.loc[("ant", "return_at"), "top_median"] == 101.0
+    ant = learning.loc[("ant", "return_at")]
+    assert (ant["untrained"], ant["top_method"], ant["top_median"]) == (100.0, "rp1", 100.5)
+    assert ant["gain_p"] > 0.05 and learning.loc[("hopper", "return_at"), "gain_p"] < 0.05
     (tmp_path / "out").mkdir()
     write_claims(frames, tmp_path / "out")
+    text = (tmp_path / "out" / "claims.md").read_text()
     assert (
-        "| ant | paper | 10,000 | 100.0 | 23.8 | 101.0 (RP1) — **nothing learned** |"
-        in (tmp_path / "out" / "claims.md").read_text()
+        "| ant | paper | 10,000 | 100.0 | RP1: 100.5 |" in text and "**nothing learned** |" in text
     )
+
+
+def test_learned_is_a_one_sided_test_of_each_runs_gain_over_its_untrained_policy():
+    assert gain_p(np.array([1.0, 2.0, 3.0])) < 0.05
+    assert gain_p(np.array([1.0, -1.0, 0.5])) > 0.05
+    assert gain_p(np.array([2.0, 2.0])) == 0.0 and gain_p(np.array([-1.0, -1.0])) == 1.0
+    assert math.isnan(gain_p(np.array([1.0, math.nan])))  # one gain: no test
 
 
 def test_every_comparison_of_every_table_is_a_claim():

@@ -199,27 +199,26 @@ def learning_rows(frames: dict[str, TableFrames | None]) -> pd.DataFrame:
 
 def learning_text(learning: pd.DataFrame) -> str:
     """A Markdown table: per (task, scale, samples), the untrained policy's median return, the
-    margin, and per return measure the largest median (its method) and whether it learned."""
+    method whose gain over it is clearest (its median return at N, the one-sided p)
+    and whether the task learned (:mod:`rp1.experiments.learning`)."""
     rows = []
-    for (task, scale, samples), group in learning.groupby(["task", "scale", "samples"], sort=False):
-        by_measure = {row.metric: row for row in group.itertuples()}
-        first = group.iloc[0]
+    for row in learning.drop_duplicates(["task", "scale", "samples"]).itertuples():
+        p = "—" if math.isnan(row.gain_p) else f"{row.gain_p:.2g}"
         rows.append(
-            [task, scale, f"{samples:,}", value_text(first["untrained"], RETURN_MEASURES[0])]
-            + [value_text(first["margin"], RETURN_MEASURES[0])]
-            + [learning_cell(by_measure.get(m)) for m in RETURN_MEASURES]
+            [row.task, row.scale, f"{row.samples:,}", value_text(row.untrained, RETURN_MEASURES[0])]
+            + [f"{method_label(row.top_method)}: {value_text(row.top_median, RETURN_MEASURES[0])}"]
+            + [p, "yes" if row.learned else "**nothing learned**"]
         )
-    header = ["task", "scale", "samples", "untrained", "margin"]
-    return markdown_table(header + [MEASURES[m].label for m in RETURN_MEASURES], rows)
-
-
-def learning_cell(row: FrameRow | None) -> str:
-    """``top median (method)``, and ``— nothing learned`` where it did not beat the untrained
-    policy by the margin."""
-    if row is None:
-        return "—"
-    text = f"{value_text(row.top_median, row.metric)} ({method_label(row.top_method)})"
-    return text if row.learned else f"{text} — **nothing learned**"
+    header = [
+        "task",
+        "scale",
+        "samples",
+        "untrained",
+        "clearest gain: return at N",
+        "p_H",
+        "learned",
+    ]
+    return markdown_table(header, rows)
 
 
 INTRODUCTION = """\
@@ -237,11 +236,12 @@ Each cell: the verdict, Δ = mean(a) − mean(b) with its 95 % bootstrap interva
 Holm–Bonferroni adjusted p of the claim's family (the comparisons of one table at one measure,
 scale and sample count, on every task that learned). **holds**: a better with p_H < 0.05; **does
 not hold**: worse with p_H < 0.05; **equivalent**: not significant and the interval inside the
-equivalence margin (returns: ±10 % of the paper's RP1 median best return on the task at 10⁵
-samples; model error: ±10 % of b's mean error), fixed before looking at the results;
+equivalence margin (returns: ±10 % of the paper's RP1 median best return on the task at the
+paper's sample count for N, 10⁴ or 10⁵; model error: ±10 % of b's mean error);
 **inconclusive**: neither — every difference in the interval is consistent with the data;
-**nothing learned**: no method's median beat the untrained policy's return by the task's margin
-by then, so the comparison is not evidence for either method and is left out of every family.
+**nothing learned**: no method's policy in force at N was shown to beat its own untrained policy
+(per run, return at N minus iteration 0's; one-sided t-test per method, p < 0.05 for none),
+so the comparison is not evidence for either method and is left out of every family.
 claims.csv holds every number (t, p, p_holm, p_holm_all adjusted over the whole table of one
 measure, scale and sample count, the probability of improvement, the smallest detectable
 difference), one row per claim, task and measure.
@@ -267,8 +267,9 @@ def claims_text(claims: pd.DataFrame, frames: dict[str, TableFrames | None]) -> 
     if not learning.empty:
         sections.append(
             "## Did anything learn?\n\nPer task: the untrained policy's median return "
-            "(iteration 0), the equivalence margin, and per measure the largest median of any "
-            "method and whether it beat the untrained policy by more than the margin.\n\n"
+            "(iteration 0), the method whose policy in force at N gains most clearly over its own "
+            "untrained policy (its median return at N; p: one-sided t-test of the runs' gains) and "
+            "whether any method learned (one decision for every measure).\n\n"
             f"{learning_text(learning)}\n"
         )
     body = "\n".join(sections)

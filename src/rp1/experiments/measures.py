@@ -47,8 +47,9 @@ class Measure(NamedTuple):
     """One measure: ``name`` (``claims.csv``'s ``metric``), ``label`` (a column header),
     ``table`` (the field of :class:`RunTables` it reads), ``per_seed(table, timestep) -> Series
     by run`` (sorted by run), whether lower is better, the sentence that defines it in a table's
-    file, how to write its values, and ``margin(task, b) -> float``, the equivalence margin of a
-    difference a − b with per-seed values ``b`` (:mod:`rp1.experiments.significance`)."""
+    file, how to write its values, and ``margin(task, samples, b) -> float``, the equivalence margin
+    of a difference a − b at ``samples`` real samples with per-seed values ``b``
+    (:mod:`rp1.experiments.significance`)."""
 
     name: str
     label: str
@@ -57,7 +58,7 @@ class Measure(NamedTuple):
     lower_is_better: bool
     description: str
     digits: Callable[[float], str]
-    margin: Callable[[str, np.ndarray], float]
+    margin: Callable[[str, int, np.ndarray], float]
 
 
 def values_at(runs: RunTables, measure: Measure, timestep: float) -> pd.Series:
@@ -65,14 +66,14 @@ def values_at(runs: RunTables, measure: Measure, timestep: float) -> pd.Series:
     return measure.per_seed(getattr(runs, measure.table), timestep)
 
 
-def task_margin(task: str, b: np.ndarray) -> float:
-    """:func:`~rp1.experiments.significance.return_margin` of ``task`` (``b`` unused: a return's
-    margin is the task's)."""
-    return return_margin(task)
+def task_margin(task: str, samples: int, b: np.ndarray) -> float:
+    """:func:`~rp1.experiments.significance.return_margin` of ``task`` at ``samples`` (``b`` unused:
+    a return's margin is the task's)."""
+    return return_margin(task, samples)
 
 
-def seeds_margin(task: str, b: np.ndarray) -> float:
-    """:func:`~rp1.experiments.significance.error_margin` of ``b`` (``task`` unused)."""
+def seeds_margin(task: str, samples: int, b: np.ndarray) -> float:
+    """:func:`~rp1.experiments.significance.error_margin` of ``b`` (``task``, ``samples`` unused)."""
     return error_margin(b)
 
 

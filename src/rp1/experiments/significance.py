@@ -9,13 +9,13 @@ nothing was learned.
   under any dependence between the tests, and rejects at least what Bonferroni rejects.
 - **Equivalence**: "no significant difference" is not "equal". A comparison is *equivalent* only
   where the 95 % bootstrap interval of the difference of means (a − b) lies inside a margin fixed
-  here before any result was looked at (:func:`return_margin`, :func:`error_margin`): a tenth of
-  a good return on the task, or a tenth of b's model error. Otherwise an insignificant
+  here (:func:`return_margin`, :func:`error_margin`): a tenth of what the paper's RP1 returned on
+  the task at that many samples, or a tenth of b's model error. Otherwise an insignificant
   comparison is *inconclusive*, and says which differences its data leave open.
-- **Nothing learned**: a comparison on a task where no method's median beats the untrained
-  policy's median return by more than the task's margin compares noise; its verdict says so,
-  and it is left out of every Holm family so that it neither counts as evidence nor dilutes the
-  tests that do.
+- **Nothing learned**: a comparison on a task where no method's policy in force at N beats its
+  own untrained policy (:mod:`rp1.experiments.learning`) compares noise; its verdict says so, and
+  it is left out of every Holm family so that it neither counts as evidence nor dilutes the tests
+  that do.
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ EQUIVALENCE_SHARE = 0.1
 """The equivalence margin as a share of the quantity's scale (:func:`return_margin`,
 :func:`error_margin`): a difference below a tenth of it is practically negligible."""
 
-MARGIN_SAMPLES = 100_000
-"""The paper's sample count whose RP1 median sets a task's return scale (:func:`return_margin`)."""
+PAPER_SAMPLES = (10_000, 100_000)
+"""The sample counts of the paper's Table 1, whose RP1 medians set a task's return scale
+(:func:`return_margin`)."""
 
 
 def holm(p: np.ndarray) -> np.ndarray:
@@ -61,13 +62,15 @@ def holm_within(tests: pd.DataFrame, family: list[str], counted: pd.Series) -> p
     return adjusted
 
 
-def return_margin(task: str) -> float:
-    """The equivalence margin of a return on ``task``: :data:`EQUIVALENCE_SHARE` of the paper's
-    RP1 median best return at :data:`MARGIN_SAMPLES` samples (HalfCheetah 39.0, Ant 23.8,
-    Swimmer 6.4, Hopper 62.0), the scale of a good return on the task in the paper. Fixed before
-    looking at rp1's results and the same for every metric of returns; NaN off the paper's
-    tasks (no comparison there is called equivalent)."""
-    return EQUIVALENCE_SHARE * PAPER_MEDIANS.get((task, "rp1", MARGIN_SAMPLES), math.nan)
+def return_margin(task: str, samples: int) -> float:
+    """The equivalence margin of a return on ``task`` at ``samples`` real samples:
+    :data:`EQUIVALENCE_SHARE` of the paper's RP1 median best return at the largest of
+    :data:`PAPER_SAMPLES` not above ``samples`` (the smallest below 10⁴): the scale of a good return
+    on the task by then in the paper (at 10⁴: HalfCheetah 10.1, Ant 11.4, Swimmer 0.32, Hopper
+    32.2; at 10⁵: 39.0, 23.8, 6.4, 62.0). The same for every measure of returns; NaN off the
+    paper's tasks (no comparison there is called equivalent)."""
+    reference = max([n for n in PAPER_SAMPLES if n <= samples] or [PAPER_SAMPLES[0]])
+    return EQUIVALENCE_SHARE * PAPER_MEDIANS.get((task, "rp1", reference), math.nan)
 
 
 def error_margin(b: np.ndarray) -> float:

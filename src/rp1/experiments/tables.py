@@ -268,7 +268,7 @@ def ttest_table(bests: Bests, spec: TableSpec) -> pd.DataFrame:
             (measure.name, task, scale, timestep, header, method_a, method_b, len(a), len(b))
             + comparison_values(measure, a, b)
             + (
-                measure.margin(task, b),
+                measure.margin(task, timestep, b),
                 *paper_t(measure.name, task, timestep, (method_a, method_b)),
             )
         )
@@ -442,8 +442,8 @@ PREAMBLE = (
     f"count, on every task that learned) is below {SIGNIFICANCE_LEVEL}; Δ: the difference of means "
     "a − b with its 95 % bootstrap interval; PI: probability of improvement P(a > b) = U / (n·m) of "
     "the Mann–Whitney test, with its 95 % bootstrap interval (a: the first method the comparison "
-    "names); nothing learned: no method's median beat the untrained policy's return by the task's "
-    "margin. Verdicts: claims.md. See index.md for the definitions."
+    "names); nothing learned: no method's policy in force at N was shown to beat its own untrained "
+    "policy. Verdicts: claims.md. See index.md for the definitions."
 )
 """The paragraph under a table's title."""
 
