@@ -146,12 +146,13 @@ def test_out_of_range_options_are_one_line_exit_2_nothing_written(case, tmp_path
 
 
 def rewrite_meta(path: Path, change) -> None:
-    """Replace the metadata of the policy file ``path`` by ``change(meta)`` (a valid msgpack file)."""
-    from flax import serialization
+    """Replace the metadata of the policy file ``path`` by ``change(meta)``, sealed again (its
+    checksum matches: the checks of the metadata must find it)."""
+    from rp1.rundir.sealed import seal, unseal
 
-    data = serialization.msgpack_restore(path.read_bytes())
+    data, _ = unseal(path.read_bytes(), path, "policy file")
     data["meta"] = json.dumps(change(json.loads(data["meta"])))
-    path.write_bytes(serialization.msgpack_serialize(data))
+    path.write_bytes(seal(data))
 
 
 BAD_META = {

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from rp1.cli.options import LOGGING, MANY_RUNS, ONE_RUN, RUN_SETTINGS, Options, command, reflowed
-from rp1.core.errors import ConfigError, Interrupted, Rp1Error
+from rp1.cli.stdout import open_stdout, stdout_failure
+from rp1.core.errors import ConfigError, Interrupted, Rp1Error, clipped
 
 if TYPE_CHECKING:
     from rp1.config import Config
@@ -482,9 +483,15 @@ def main(argv: list[str] | None = None) -> int:
     exit code 2 too. A Ctrl-C while the command starts up (before a run stops on signals itself,
     :func:`rp1.cli.signals.exit_on_signals`) is one line and exit code 130, and so is a signal that
     :func:`rp1.cli.signals.raise_on_signals` raises (:class:`~rp1.core.errors.Interrupted`; 143 for SIGTERM).
+    A write to stdout that fails (a full disk, a reader gone, stdout closed) is one line and exit
+    code 1 (:mod:`rp1.cli.stdout`).
     """
+    open_stdout()
     try:
         code = app(args=argv, prog_name="rp1", standalone_mode=False)
+        failed = stdout_failure()  # what the command wrote, flushed
+        if failed is not None:
+            raise failed
     except CLICK_ERROR as usage:  # bad usage, found by click before a command runs
         if (
             type(usage).__name__ == "NoArgsIsHelpError"
@@ -518,12 +525,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _one_line(err: Exception | str) -> str:
-    """The message of ``err`` on one line; an ``OSError`` with its file and cause."""
+    """The message of ``err`` on one line; an ``OSError`` with its file and cause. A word longer
+    than :data:`~rp1.core.errors.QUOTE_LIMIT` characters (a huge value quoted back) is cut there."""
     if isinstance(err, OSError) and not isinstance(err, Rp1Error) and err.strerror:
         text = f"{err.filename}: {err.strerror}" if err.filename else err.strerror
     else:
         text = str(err)
-    return " ".join(text.split())
+    return " ".join(clipped(word) for word in text.split())
 
 
 if __name__ == "__main__":

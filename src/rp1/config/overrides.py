@@ -9,7 +9,7 @@ import typing
 from dataclasses import fields, replace
 
 from rp1.config.schema import Config
-from rp1.core.errors import ConfigError
+from rp1.core.errors import ConfigError, clipped
 
 FIXED_KEYS = ("preset", "task", "method", "scale")  # scale: set by --scale, before any --set
 
@@ -42,7 +42,7 @@ def _parse(text: str, hint: typing.Any, key: str) -> typing.Any:
         return hint(text)
     except (ValueError, TypeError):
         raise ConfigError(
-            f"--set {key}={text}: expected {getattr(hint, '__name__', hint)}"
+            f"--set {key}={clipped(text)}: expected {getattr(hint, '__name__', hint)}"
         ) from None
 
 

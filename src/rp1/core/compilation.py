@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import jax
 
 DEFAULT_CACHE_DIR = Path.home() / ".cache" / "rp1" / "jax"
+_POINTED_AT: list[Path | None] = [None]  # the directory JAX's cache was pointed at here
 
 
 def enable_compilation_cache(
@@ -26,8 +28,10 @@ def enable_compilation_cache(
 
     With ``create``, a missing directory is created (mode 0700); without, the cache stays off
     unless the directory exists, so nothing is written to disk. Returns ``None`` when the cache is
-    off: disabled (``RP1_JAX_CACHE=""``), missing without ``create``, or not creatable (a one-line
-    warning on stderr says why; the run goes on, compiling afresh).
+    off: disabled (``RP1_JAX_CACHE=""``), missing without ``create``, or not creatable or not
+    writable (a read-only file system, another user's directory): with ``create``, one warning
+    line on stderr says why, JAX is not pointed there (it would warn at every compilation) and the
+    run goes on, compiling afresh.
     """
     if path is None:
         env = os.environ.get("RP1_JAX_CACHE")
@@ -35,19 +39,41 @@ def enable_compilation_cache(
             return None
         path = env or DEFAULT_CACHE_DIR
     directory = Path(path).expanduser()
-    if create:
-        try:
-            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        except OSError as err:
-            print(
-                f"rp1: warning: compilation cache off: cannot create {directory}: {err.strerror or err}",
-                file=sys.stderr,
-            )
-            return None
-    elif not directory.is_dir():
+    if not create and not directory.is_dir():
+        return None
+    problem = _unusable(directory) if create else _not_writable(directory)
+    if problem:
+        if create:
+            print(f"rp1: warning: compilation cache off: {problem}", file=sys.stderr)
+        if _POINTED_AT[0] == directory:  # by an earlier call (on import)
+            jax.config.update("jax_compilation_cache_dir", None)
+            _POINTED_AT[0] = None
         return None
     jax.config.update("jax_compilation_cache_dir", str(directory))
+    _POINTED_AT[0] = directory
     # Cache every compiled program that took noticeable time, however small its binary.
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
     return directory
+
+
+def _unusable(directory: Path) -> str:
+    """Why ``directory`` cannot hold the cache (``""`` if it can): created if missing, then a file
+    created and removed in it, as the cache would."""
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as err:
+        return f"cannot create {directory}: {err.strerror or err}"
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".rp1-probe-", dir=directory)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        return f"cannot write in {directory}: {err.strerror or err}"
+    return ""
+
+
+def _not_writable(directory: Path) -> str:
+    """Why this process may not write in ``directory`` as the file system's permissions say
+    (``""`` if it may), without writing there."""
+    return "" if os.access(directory, os.W_OK | os.X_OK) else f"{directory} is not writable"

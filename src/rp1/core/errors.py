@@ -7,6 +7,23 @@ error's traceback instead). Anything else that escapes is a bug and keeps its tr
 
 import signal
 
+QUOTE_LIMIT = 200
+"""Characters of a value an error message quotes at most (a 100 kB ``--set`` value is cut)."""
+
+
+def clipped(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """``text``, or its first ``limit`` characters and how long it is."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def described(err: BaseException) -> str:
+    """What ``err`` is, for one line: ``Type: first line of its message`` (:func:`clipped`), or
+    for a ``SystemExit`` the ``sys.exit`` call that raised it."""
+    if isinstance(err, SystemExit):
+        return f"it called sys.exit({err.code!r})"
+    lines = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {clipped(lines[0])}" if lines else type(err).__name__
+
 
 class Rp1Error(Exception):
     """An error a user can act on; its message names the value or file and the cause."""

@@ -15,7 +15,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from rp1.core.errors import ConfigError
+from rp1.core.errors import ConfigError, clipped, described
 from rp1.envs import locomotion, rewards
 from rp1.envs.spec import TaskSpec
 
@@ -58,27 +58,33 @@ def gymnasium_spec(env_id: str) -> TaskSpec:
 def import_module_of(reference: str, what: str) -> tuple[ModuleType, str]:
     """``(module, attribute)`` of ``reference``, ``package.module:attribute``, with the module
     imported; ConfigError naming ``what`` (``"task"``, ``"bonus"``) if it is not of that form or
-    does not import."""
+    does not import: it is missing, or its code raises or calls ``sys.exit`` (the exception is
+    named, its message cut to one line)."""
     module_name, _, attribute = reference.partition(":")
     if not module_name or not attribute:
-        raise ConfigError(f"{what} {reference!r}: expected package.module:attribute")
+        raise ConfigError(f"{what} {clipped(repr(reference))}: expected package.module:attribute")
     try:
         return importlib.import_module(module_name), attribute
-    except (ImportError, SyntaxError) as err:
+    except (Exception, SystemExit) as err:  # the user's code: anything it raises, or its exit
         raise ConfigError(
-            f"{what} {reference!r}: cannot import {module_name} ({type(err).__name__}: {err})"
+            f"{what} {clipped(repr(reference))}: cannot import {module_name} ({described(err)})"
         ) from None
 
 
 def import_reference(reference: str, what: str) -> Any:
     """The object at ``package.module:attribute``, importing the module (:func:`import_module_of`);
-    ConfigError naming ``what`` if the module has no such attribute."""
+    ConfigError naming ``what`` if the module has no such attribute (or reading it raises)."""
     module, attribute = import_module_of(reference, what)
-    if not hasattr(module, attribute):
+    try:
+        return getattr(module, attribute)
+    except AttributeError:
         raise ConfigError(
-            f"{what} {reference!r}: module {module.__name__} has no attribute {attribute!r}"
-        )
-    return getattr(module, attribute)
+            f"{what} {clipped(repr(reference))}: module {module.__name__} has no attribute {attribute!r}"
+        ) from None
+    except (Exception, SystemExit) as err:  # a module __getattr__ of the user's
+        raise ConfigError(
+            f"{what} {clipped(repr(reference))}: reading {attribute} failed ({described(err)})"
+        ) from None
 
 
 def reference_spec(reference: str) -> TaskSpec:

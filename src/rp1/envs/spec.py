@@ -13,7 +13,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.spaces import Box
 
-from rp1.core.errors import ConfigError
+from rp1.core.errors import ConfigError, described
 from rp1.envs.task import Task
 
 
@@ -60,16 +60,23 @@ def build(
 
     ``horizon`` (``None`` or 0: the spec's) overrides the spec's. With a ``seed``, the environment's
     own random stream (``env.unwrapped.np_random``, its reset noise) and its action space are
-    seeded. ConfigError (nothing left open) if a package the environment needs is not installed,
+    seeded. ConfigError (nothing left open) if making the environment fails (a package it needs is
+    not installed, a task's own code raises or exits),
     if its spaces are not a 1-D ``Box`` observation and a bounded 1-D ``Box`` action, or if it has
     no horizon. ``render = (width, height)``: made with ``render_mode="rgb_array"`` and that size;
     ConfigError if ``make_env`` takes no such arguments or the environment has no ``rgb_array`` mode.
     """
     try:
         env = spec.make_env() if render is None else _make_rendering(name, spec, *render)
+    except ConfigError:
+        raise
     except (gym.error.DependencyNotInstalled, ImportError) as err:
         raise ConfigError(
             f"cannot make task {name!r}: a package it needs is missing ({err})"
+        ) from None
+    except (Exception, SystemExit) as err:  # a task's own code: what it raises, or its exit
+        raise ConfigError(
+            f"cannot make task {name!r}: making its environment failed ({described(err)})"
         ) from None
     try:
         limit = horizon or spec.horizon or getattr(env.spec, "max_episode_steps", None)

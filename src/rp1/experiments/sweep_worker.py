@@ -25,6 +25,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from rp1.cli.signals import exit_on_signals
+from rp1.core.errors import described
 from rp1.experiments.figures import write_learning_curve
 from rp1.experiments.sweep_plan import ELSEWHERE, RunJob, RunOutcome, best_return, run_action
 from rp1.rundir.files import RunDir
@@ -153,9 +154,8 @@ def output_to(log: Path) -> Iterator[None]:
 
 
 def one_line(error: BaseException) -> str:
-    """``Type: first line of the message``."""
-    lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+    """``Type: first line of the message`` (:func:`rp1.core.errors.described`)."""
+    return described(error)
 
 
 def worker_env(threads: int, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
