@@ -215,7 +215,7 @@ def learning_text(learning: pd.DataFrame) -> str:
         "samples",
         "untrained",
         "clearest gain: return at N",
-        "p_H",
+        "p",
         "learned",
     ]
     return markdown_table(header, rows)
