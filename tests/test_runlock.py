@@ -249,3 +249,27 @@ def test_a_lock_file_names_its_holder_as_json(tmp_path):
     assert holder.describe() == "pid 7 on host node3 since 2026-11-23 21:40:02"
     (tmp_path / LOCK).write_text("")
     assert read_holder(tmp_path / LOCK) is None
+
+
+def test_a_damaged_lock_file_no_process_holds_is_taken_and_written_anew(tmp_path):
+    """Issue 34: binary bytes in a lock file nobody holds (a crash while it was written, a disk
+    error) are not a holder: the lock is taken and names this process."""
+    (tmp_path / LOCK).write_bytes(b"\x80\xff\x00 not a holder")
+    with RunLock(tmp_path) as lock:
+        holder = lock.holder
+    assert holder is not None and holder.pid == os.getpid()
+
+
+@pytest.mark.parametrize("damage", ["a directory", "a link"])
+def test_something_else_at_the_lock_path_is_one_storage_error_naming_it(damage, tmp_path):
+    """Issue 34: a directory or a link where the lock file goes: StorageError naming the path
+    (one line, exit code 1, for ``rp1 train``; that run's failure in a sweep), nothing followed."""
+    target = tmp_path / "target"
+    target.write_text("mine")
+    if damage == "a directory":
+        (tmp_path / LOCK).mkdir()
+    else:
+        (tmp_path / LOCK).symlink_to(target)
+    with pytest.raises(StorageError, match=f"cannot open {tmp_path / LOCK}: "):
+        RunLock(tmp_path).acquire()
+    assert target.read_text() == "mine"
