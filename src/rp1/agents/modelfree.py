@@ -43,6 +43,7 @@ from rp1.agents.policy_files import EvaluationEpisodes, PolicySnapshot, returns_
 from rp1.config import Config
 from rp1.config.settings import ppo_settings
 from rp1.core.errors import DivergedError
+from rp1.core.executables import releasing
 from rp1.core.seeding import episode_seeds, run_key
 from rp1.dynamics.ensemble import STATE_CLIP
 from rp1.dynamics.normalizer import Normalizer, normalizer_init, normalizer_update
@@ -54,6 +55,9 @@ from rp1.rundir.checkpoints import pack_checkpoint, unpack_checkpoint
 TRAIN_STREAM, EVAL_STREAM = 0, 1  # second entry of the seed triple of an episode (episode_seeds)
 EVALUATOR = "device-float32"
 """How this agent evaluates (:data:`rp1.agents.policy_files.EVALUATORS`): the compiled actor, float32 returns."""
+_update_obs_norm = releasing(normalizer_update)
+"""The normaliser's update on a batch's valid rows, whose count varies where episodes terminate:
+nothing compiled for one count is kept (:func:`rp1.core.executables.releasing`)."""
 
 
 # --- the behaviour policy -----------------------------------------------------------------------
@@ -229,7 +233,7 @@ class ModelFreeAgent:
                 cfg.policy.lr,
                 "the policy's parameters became inf or NaN",
             )
-        obs_norm = normalizer_update(learner.obs_norm, jnp.asarray(batch.obs[batch.valid]))
+        obs_norm = _update_obs_norm(learner.obs_norm, jnp.asarray(batch.obs[batch.valid]))
         s.learner = learner.replace(policy=policy, policy_opt=policy_opt, obs_norm=obs_norm)
         policy_s = time.perf_counter() - t
 

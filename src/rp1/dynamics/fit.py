@@ -52,6 +52,7 @@ import optax
 from flax import struct
 from jax.typing import ArrayLike
 
+from rp1.core.executables import releasing
 from rp1.core.nn import Params, member_count
 from rp1.dynamics.ensemble import Ensemble
 from rp1.dynamics.heads import head_row_errors
@@ -190,6 +191,7 @@ def update_input_normalizers(model: Ensemble, obs: ArrayLike, act: ArrayLike) ->
     )
 
 
+@releasing  # N grows every iteration: nothing compiled for one N is kept
 def refresh_delta_normalizer(model: Ensemble, obs: ArrayLike, next_obs: ArrayLike) -> Ensemble:
     """Recompute the delta normaliser from all stored transitions ``obs, next_obs [N, obs_dim]`` as
     the statistics of ``norm(s') − norm(s)`` (algorithm.md §2)."""

@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import optax
 from jax.typing import ArrayLike
 
+from rp1.core.executables import releasing
 from rp1.core.nn import Params, mlp_apply, mlp_init
 from rp1.dynamics.ensemble import Ensemble
 from rp1.dynamics.normalizer import (
@@ -49,6 +50,7 @@ def with_heads(model: Ensemble, key: jax.Array, hidden: Sequence[int] = HIDDEN) 
     return model.replace(heads=heads, rew_norm=normalizer_init(1))
 
 
+@releasing  # N grows every iteration: nothing compiled for one N is kept
 def refresh_reward_normalizer(model: Ensemble, rew: ArrayLike) -> Ensemble:
     """Recompute the reward normaliser from all stored rewards ``rew [N]`` (as the delta
     normaliser is, algorithm.md §2); a model without heads is returned unchanged."""
