@@ -308,6 +308,7 @@ DAMAGED = {
     ),
     "rows that are not rows": (CHECKPOINT, resealed(lambda a, m: m.update(rows=[1, 2])), "rows"),
     "a negative sample count": (CHECKPOINT, resealed(lambda a, m: m.update(samples=-5)), "samples"),
+    "a λ that is text": (CHECKPOINT, resealed(lambda a, m: m.update(lam="x")), "λ = 'x'"),
     "a finished marker of binary bytes": (
         FINISHED,
         lambda data: b"\x80\xff\xfe\x00binary",

@@ -233,6 +233,8 @@ class ModelBasedAgent:
             meta["rows"],
         )
         s.evaluations = meta.get("evaluations", [])  # none in a checkpoint from before the grid
+        if isinstance(s.lam, bool) or not isinstance(s.lam, (int, float)) or not 0 <= s.lam <= 1:
+            raise ValueError(f"its λ = {s.lam!r:.60} is not a number in [0, 1]")
         store = TransitionStore.from_state_dict(host["store"])
         if (store.obs_dim, store.act_dim) != (self.task.obs_dim, self.task.act_dim):
             raise ValueError(
