@@ -33,7 +33,7 @@ finished nor failed; the sweep's exit code is then :data:`RUNNING_ELSEWHERE` if 
 
 The pieces: :mod:`~rp1.experiments.sweep_plan` (what to do with every run),
 :mod:`~rp1.experiments.sweep_worker` (one run in a worker), :mod:`~rp1.experiments.executors`
-(local pool, Ray); this module drives them with a live display and prints the summary.
+(local processes, one per run; Ray); this module drives them with a live display and prints the summary.
 """
 
 from __future__ import annotations
