@@ -40,6 +40,7 @@ from rp1.acquisition import ExpWeights
 from rp1.agents.grid import evaluate_on_grid
 from rp1.agents.policy_files import EvaluationEpisodes, PolicySnapshot, returns_summary
 from rp1.config import Config
+from rp1.config.schema import ADAPTIVE, FIXED
 from rp1.config.settings import (
     collect_settings,
     fit_settings,
@@ -182,11 +183,11 @@ class ModelBasedAgent:
             name: np.random.default_rng(streams[name]) for name in ("noise", "subsample", "bandit")
         }
         rngs |= copy.deepcopy(self._seeded)
-        bandit = lambda_bandit(cfg, rngs["bandit"]) if cfg.lam.mode == "adaptive" else None
+        bandit = lambda_bandit(cfg, rngs["bandit"]) if cfg.lam.mode == ADAPTIVE else None
         return AgentState(
             iteration=0,
             samples=0,
-            lam=cfg.lam.value if cfg.lam.mode == "fixed" else 0.0,
+            lam=cfg.lam.value if cfg.lam.mode == FIXED else 0.0,
             learner=Learner(
                 key=key,
                 model=model,

@@ -18,7 +18,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from rp1.config.schema import CollectConfig, Config, EvalConfig, LambdaConfig
+from rp1.config.schema import (
+    ADAPTIVE,
+    FIXED,
+    LAMBDA_MODES,
+    CollectConfig,
+    Config,
+    EvalConfig,
+    LambdaConfig,
+)
 from rp1.core.errors import ConfigError
 from rp1.envs.lookup import import_reference
 
@@ -37,11 +45,12 @@ MATCHED_PHASE_LENGTH: dict[str, int] = {
 class Method:
     """One model-based method: a row of algorithm.md §8 or one's own (:func:`register_method`).
 
-    ``lam``: ``"adaptive"`` (the exponential-weights bandit, §6) or ``"fixed"`` at ``lam_value``;
-    ``early_stop``: the PCA early stopping of §5 with the paper's α (else α = 0, off); ``bonus``:
-    ``"reward"`` or ``"state"`` variance, or ``package.module:function`` (the config key ``bonus``;
-    unused while λ stays 0); ``matched_phases``: phases of the task's :data:`MATCHED_PHASE_LENGTH`
-    instead of ``collect.phase_cap``'s default (3,000); ``label``: the report's name;
+    ``lam``: one of :data:`~rp1.config.schema.LAMBDA_MODES`, the bandit's λ (§6) or λ fixed at
+    ``lam_value``; ``early_stop``: the PCA early stopping of §5 with the paper's α (else α = 0,
+    off); ``bonus``: ``"reward"`` or ``"state"`` variance, or ``package.module:function`` (the
+    config key ``bonus``; unused while λ stays 0); ``matched_phases``: phases of the task's
+    :data:`MATCHED_PHASE_LENGTH` instead of ``collect.phase_cap``'s default (3,000); ``label``: the
+    report's name;
     ``in_paper``: False for rp1's controls (a row of one's own is not the paper's either way).
     """
 
@@ -57,7 +66,7 @@ class Method:
     @property
     def adaptive(self) -> bool:
         """Whether the method chooses λ online with the bandit (its runs enter the λ analysis)."""
-        return self.lam == "adaptive"
+        return self.lam == ADAPTIVE
 
     @property
     def alpha(self) -> float:
@@ -73,18 +82,18 @@ class Method:
 
 
 METHOD_TABLE: tuple[Method, ...] = (
-    Method("rp1", "RP1", "adaptive", 0.0, True),
-    Method("greedy", "Greedy", "fixed", 0.0, False),
-    Method("vr", "V+R", "fixed", 0.5, False),
-    Method("rp1-noadapt", "RP1 (λ = 0)", "fixed", 0.0, True),
-    Method("rp1-nopca", "RP1 (No EarlyStop)", "adaptive", 0.0, False),
-    Method("rp1-statevar", "RP1 (state variance)", "adaptive", 0.0, True, bonus="state"),
-    Method("greedy-matched", "Greedy (matched phases)", "fixed", 0.0, False, matched_phases=True, in_paper=False),
+    Method("rp1", "RP1", ADAPTIVE, 0.0, True),
+    Method("greedy", "Greedy", FIXED, 0.0, False),
+    Method("vr", "V+R", FIXED, 0.5, False),
+    Method("rp1-noadapt", "RP1 (λ = 0)", FIXED, 0.0, True),
+    Method("rp1-nopca", "RP1 (No EarlyStop)", ADAPTIVE, 0.0, False),
+    Method("rp1-statevar", "RP1 (state variance)", ADAPTIVE, 0.0, True, bonus="state"),
+    Method("greedy-matched", "Greedy (matched phases)", FIXED, 0.0, False, matched_phases=True, in_paper=False),
     Method(
-        "rp1-nopca-matched", "RP1 (No EarlyStop, matched phases)", "adaptive", 0.0, False,
+        "rp1-nopca-matched", "RP1 (No EarlyStop, matched phases)", ADAPTIVE, 0.0, False,
         matched_phases=True, in_paper=False,
     ),
-    Method("rp1-fixed05", "RP1 (λ = 0.5)", "fixed", 0.5, True, in_paper=False),
+    Method("rp1-fixed05", "RP1 (λ = 0.5)", FIXED, 0.5, True, in_paper=False),
 )  # fmt: skip
 """rp1's model-based methods, the paper's first (algorithm.md §8), then rp1's controls."""
 
@@ -188,7 +197,10 @@ def _checked(row: object, known: dict[str, Method], source: str) -> Method:
             known.get(row.name, row) != row,
             f"another row has this name ({known.get(row.name, row).label})",
         ),
-        (row.lam not in ("adaptive", "fixed"), f"lam must be adaptive or fixed, got {row.lam!r}"),
+        (
+            row.lam not in LAMBDA_MODES,
+            f"lam must be {' or '.join(LAMBDA_MODES)}, got {row.lam!r}",
+        ),
         (
             not isinstance(row.lam_value, (int, float)) or not 0.0 <= row.lam_value <= 1.0,
             f"lam_value must be in [0, 1], got {row.lam_value!r}",
@@ -241,7 +253,7 @@ def modelfree_config(task: str, preset: str) -> Config:
         task=task,
         method=MODEL_FREE,
         budget=MODEL_FREE_BUDGETS[0],
-        lam=LambdaConfig(mode="fixed"),
+        lam=LambdaConfig(mode=FIXED),
         eval=EvalConfig(every=MODEL_FREE_EVAL_EVERY),
     )
 
@@ -278,7 +290,7 @@ def _relevant(values: dict[str, Any]) -> dict[str, Any]:
     """``values`` without λ's value under an adaptive λ and without the bonus when λ stays 0:
     settings a run never uses."""
     values = dict(values)
-    if values["lam.mode"] == "adaptive":
+    if values["lam.mode"] == ADAPTIVE:
         values.pop("lam.value")
     elif values["lam.value"] == 0.0:
         values.pop("bonus")

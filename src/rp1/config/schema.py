@@ -48,7 +48,13 @@ from rp1.rundir.migrations import SCHEMA, SCHEMA_KEY
 
 FIRST_FEEDBACK = ("exclude", "include")
 G_NORMALIZERS = ("all", "inputs")
-LAMBDA_MODES = ("adaptive", "fixed")
+ADAPTIVE = "adaptive"
+"""``lam.mode``: λ chosen online by the exponential-weights bandit (algorithm.md §6)."""
+FIXED = "fixed"
+"""``lam.mode``: λ fixed at ``lam.value``."""
+LAMBDA_MODES = (ADAPTIVE, FIXED)
+"""The values of ``lam.mode``, spelt here only: code compares a mode with :data:`ADAPTIVE` or
+:data:`FIXED`."""
 
 RANGE = "rp1.range"
 """The key of a field's metadata that holds the values it may take (:func:`ranged`)."""
@@ -257,7 +263,7 @@ class LambdaConfig:
     """How λ is chosen (algorithm.md §6): ``adaptive`` (exponential weights) or ``fixed`` at ``value``."""
 
     mode: str = ranged(
-        "adaptive",
+        ADAPTIVE,
         choices=LAMBDA_MODES,
         doc="λ chosen by the bandit (adaptive) or fixed at lam.value",
     )

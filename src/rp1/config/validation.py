@@ -19,7 +19,7 @@ from rp1.config.methods import (
     model_based_methods,
 )
 from rp1.config.presets import SCALES
-from rp1.config.schema import Config, declared_range
+from rp1.config.schema import ADAPTIVE, FIXED, Config, declared_range
 from rp1.config.settings import fit_settings, lambda_bandit, ppo_settings
 from rp1.core.errors import ConfigError
 from rp1.envs import Task
@@ -148,7 +148,7 @@ def validate(cfg: Config) -> Config:
     with _as_config_error("lam."):
         lambda_bandit(cfg)
     _check(
-        0.0 in lam.arms or lam.mode == "fixed", "lam.arms must contain 0 (the first iteration's λ)"
+        0.0 in lam.arms or lam.mode == FIXED, "lam.arms must contain 0 (the first iteration's λ)"
     )
     # the scales are the presets' (rp1.config.presets)
     _check_one_of("scale", cfg.scale, tuple(SCALES))
@@ -169,7 +169,7 @@ def validate(cfg: Config) -> Config:
         f"budget ({cfg.budget:,}) must be at least one phase (collect.phase_cap = {col.phase_cap:,} real samples): "
         f"pass --budget {col.phase_cap} or more, or a smaller collect.phase_cap with --set",
     )
-    uses_bonus = (lam.mode == "adaptive" and max(lam.arms) > 0) or lam.value > 0
+    uses_bonus = (lam.mode == ADAPTIVE and max(lam.arms) > 0) or lam.value > 0
     _check(
         cfg.model.members >= 2 or not uses_bonus,
         f"model.members must be >= 2 with a variance bonus, got {cfg.model.members}",
