@@ -171,6 +171,10 @@ def test_rp1_methods_and_register_method_may_name_the_same_row(no_registered_met
         ),
         (Method("mine", "Mine", "fixed", 1.5, True), "lam_value must be in [0, 1], got 1.5"),
         (Method("mine", "", "fixed", 0.3, True), "label must be a non-empty string"),
+        (
+            Method("mine", "Mine", "fixed", 0.3, True, short_label=""),
+            "short_label must be None or a non-empty string, got ''",
+        ),
         ("rp1-range", "a method is an rp1.config.Method, got a str"),
     ],
 )

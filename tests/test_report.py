@@ -14,9 +14,18 @@ from matplotlib import image
 from scipy import stats as scipy_stats
 
 from helpers import TINY
-from rp1.config import METHOD_TABLE, adaptive_lambda, resolve
+from rp1.config import (
+    METHOD_TABLE,
+    METHODS_VARIABLE,
+    Method,
+    adaptive_lambda,
+    model_based_methods,
+    register_method,
+    resolve,
+)
+from rp1.config import methods as method_table
 from rp1.core.errors import ConfigError
-from rp1.experiments import stats
+from rp1.experiments import figures, stats
 from rp1.experiments.claims import CLAIM_COLUMNS, CLAIMS, claim_table, write_claims
 from rp1.experiments.fair import in_force_returns
 from rp1.experiments.learning import gain_p
@@ -25,8 +34,10 @@ from rp1.experiments.report import (
     direction_verdict,
     left_out,
     report_tasks,
+    write_curve_figures,
     write_diagnostics,
     write_index,
+    write_model_figures,
     write_phase_summary,
     write_report,
 )
@@ -39,7 +50,13 @@ from rp1.experiments.significance import (
     verdict,
     verdict_kind,
 )
-from rp1.experiments.tables import TABLES, comparable, table_frames, write_table_frames
+from rp1.experiments.tables import (
+    TABLES,
+    comparable,
+    render,
+    table_frames,
+    write_table_frames,
+)
 from rp1.train import run_training
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -910,9 +927,15 @@ def test_learned_is_a_one_sided_test_of_each_runs_gain_over_its_untrained_policy
     assert math.isnan(gain_p(np.array([1.0, math.nan])))  # one gain: no test
 
 
-def test_every_comparison_of_every_table_is_a_claim():
-    compared = {(spec.name, header) for spec in TABLES for header, _, _ in spec.comparisons}
-    assert {(table, comparison) for _, table, comparison in CLAIMS} == compared
+def test_every_comparison_of_every_table_is_a_claim_by_its_id():
+    """Comparison ids are unique over the report, each claims one, and a comparison names two
+    methods of the method table, a pair once per table."""
+    ids = [comparison.id for spec in TABLES for comparison in spec.comparisons]
+    assert len(ids) == len(set(ids)) and sorted(ids) == sorted(id_ for _, id_ in CLAIMS)
+    names = {method.name for method in METHOD_TABLE}
+    for spec in TABLES:
+        pairs = [(comparison.a, comparison.b) for comparison in spec.comparisons]
+        assert len(pairs) == len(set(pairs)) and set().union(*pairs) <= names
 
 
 def test_a_table_that_can_compare_nothing_is_left_out_with_a_note(tmp_path):
@@ -977,3 +1000,90 @@ def test_read_from_metrics_the_policy_in_force_is_the_one_the_grid_evaluated(pha
     iterations = loaded.metrics.assign(eval_return=loaded.metrics["iteration"])
     read = in_force_returns(iterations, grid["samples"].to_numpy())
     np.testing.assert_array_equal(read, grid["iteration"].to_numpy())
+
+
+# --- methods of one's own in the tables and figures ------------------------------------------------
+
+OWN_ROWS = (
+    Method("vr-03", "V+R (λ = 0.3)", "fixed", 0.3, False),
+    Method("rp1-nopca-state", "RP1 (No EarlyStop, state variance)", "adaptive", 0.0, False, bonus="state"),
+    Method("rp1-fixed02", "RP1 (λ = 0.2)", "fixed", 0.2, True, in_paper=False),
+    Method(
+        "vr-matched", "V+R (matched phases)", "fixed", 0.5, False,
+        matched_phases=True, in_paper=False, short_label="V+R (matched)",
+    ),
+)  # fmt: skip
+"""Rows of one's own that register_method adds: a baseline, an ablation and two controls (one of
+matched phases), beside RP1_METHODS's RANGE, RP1 with a bonus of its own."""
+
+SHOWN_WITH = {
+    "rp1-range": {"table2", "fig3"},
+    "vr-03": {"table1", "fig1"},
+    "rp1-nopca-state": {"table3", "fig_ablation"},
+    "rp1-fixed02": {"table4", "table_model", "fig_controls"},
+    "vr-matched": {"table4", "table5", "table_model", "fig_controls"},
+}
+"""The tables and curve figures that list methods of each row's kind (and fig_model, every
+model-based method's)."""
+
+
+def legend_texts(monkeypatch) -> dict[str, list[str]]:
+    """The legend entries of each figure the report draws from now on, by file name; none is
+    written."""
+    drawn: dict[str, list[str]] = {}
+
+    def record(figure, path):
+        drawn[path.stem] = [text.get_text() for ax in figure.axes for text in ax.get_legend().texts]
+        return path
+
+    monkeypatch.setattr(figures, "save", record)
+    return drawn
+
+
+def column_headers(frames) -> list[str]:
+    """The method columns of a table, as its first interquartile-mean table heads them."""
+    headers = [line for line in render(frames).splitlines() if line.startswith("| task |")]
+    return headers[1].strip("| ").split(" | ")[3:]
+
+
+def test_a_method_of_ones_own_is_labelled_in_every_table_and_figure_of_its_kind(
+    tmp_path, monkeypatch
+):
+    """Rows added from outside rp1 (RP1_METHODS and register_method) are columns of the tables
+    and curves of the figures that show methods of their kind, under their labels (a table of
+    rp1's controls: the short label), and nowhere else; a matched control brings the method it
+    matches into Table 5."""
+    monkeypatch.setenv(METHODS_VARIABLE, "extension_examples:RANGE")
+    monkeypatch.setattr(method_table, "_REGISTERED", {})
+    for row in OWN_ROWS:
+        register_method(row)
+    methods = model_based_methods()
+    for slope, method in enumerate(methods, start=1):
+        for seed in range(2):
+            write_run(tmp_path / "runs", "hopper", method, seed, [3_000, 6_000, 9_000],
+                      [seed, slope, 2 * slope], budget=10_000,
+                      test_model_error_common=[1.0, 1.0 / slope, 0.5 / slope])  # fmt: skip
+    metrics = load_runs(tmp_path / "runs").metrics
+    drawn = legend_texts(monkeypatch)
+    write_curve_figures(metrics, ("hopper",), tmp_path)
+    write_model_figures(metrics, ("hopper",), tmp_path)
+    headers = {
+        spec.name: column_headers(table_frames(metrics, spec, ("hopper",))) for spec in TABLES
+    }
+    for name, shown in SHOWN_WITH.items():
+        row = methods[name]
+        labels = {row.label, row.short_label}
+        tables = {table for table, columns in headers.items() if labels & set(columns)}
+        curves = {
+            figure.removesuffix("_hopper")
+            for figure, texts in drawn.items()
+            if any(text == f"{row.label} (n = 2)" for text in texts)
+        }
+        assert (tables, curves) == (
+            {t for t in shown if t.startswith("table")},
+            {f for f in shown if f.startswith("fig")} | {"fig_model"},
+        ), name
+    assert headers["table5"] == [
+        "Greedy", "Greedy (matched)", "V+R", "V+R (matched)", "No EarlyStop", "No EarlyStop (matched)",
+    ]  # fmt: skip
+    assert headers["table2"] == ["State", "RP1 (reward range)", "Reward"]  # RP1 last

@@ -50,8 +50,9 @@ class Method:
     off); ``bonus``: ``"reward"`` or ``"state"`` variance, or ``package.module:function`` (the
     config key ``bonus``; unused while λ stays 0); ``matched_phases``: phases of the task's
     :data:`MATCHED_PHASE_LENGTH` instead of ``collect.phase_cap``'s default (3,000); ``label``: the
-    report's name;
-    ``in_paper``: False for rp1's controls (a row of one's own is not the paper's either way).
+    report's name; ``in_paper``: False for a control beyond the paper, which the report shows
+    beside rp1's controls, not the paper's methods of its kind; ``short_label``: its name as a
+    column of the tables that compare rp1's controls (its label if None).
     """
 
     name: str
@@ -62,11 +63,17 @@ class Method:
     bonus: str = "reward"
     matched_phases: bool = False
     in_paper: bool = True
+    short_label: str | None = None
 
     @property
     def adaptive(self) -> bool:
         """Whether the method chooses λ online with the bandit (its runs enter the λ analysis)."""
         return self.lam == ADAPTIVE
+
+    @property
+    def uses_bonus(self) -> bool:
+        """Whether the bonus enters its imagined rewards: λ from the bandit or fixed above 0."""
+        return self.adaptive or self.lam_value > 0
 
     @property
     def alpha(self) -> float:
@@ -81,17 +88,23 @@ class Method:
         return MATCHED_PHASE_LENGTH.get(task)
 
 
+RP1 = "rp1"
+"""The paper's method: the row the report compares the others with."""
+
 METHOD_TABLE: tuple[Method, ...] = (
-    Method("rp1", "RP1", ADAPTIVE, 0.0, True),
+    Method(RP1, "RP1", ADAPTIVE, 0.0, True),
     Method("greedy", "Greedy", FIXED, 0.0, False),
     Method("vr", "V+R", FIXED, 0.5, False),
     Method("rp1-noadapt", "RP1 (λ = 0)", FIXED, 0.0, True),
-    Method("rp1-nopca", "RP1 (No EarlyStop)", ADAPTIVE, 0.0, False),
+    Method("rp1-nopca", "RP1 (No EarlyStop)", ADAPTIVE, 0.0, False, short_label="No EarlyStop"),
     Method("rp1-statevar", "RP1 (state variance)", ADAPTIVE, 0.0, True, bonus="state"),
-    Method("greedy-matched", "Greedy (matched phases)", FIXED, 0.0, False, matched_phases=True, in_paper=False),
+    Method(
+        "greedy-matched", "Greedy (matched phases)", FIXED, 0.0, False,
+        matched_phases=True, in_paper=False, short_label="Greedy (matched)",
+    ),
     Method(
         "rp1-nopca-matched", "RP1 (No EarlyStop, matched phases)", ADAPTIVE, 0.0, False,
-        matched_phases=True, in_paper=False,
+        matched_phases=True, in_paper=False, short_label="No EarlyStop (matched)",
     ),
     Method("rp1-fixed05", "RP1 (λ = 0.5)", FIXED, 0.5, True, in_paper=False),
 )  # fmt: skip
@@ -100,6 +113,8 @@ METHOD_TABLE: tuple[Method, ...] = (
 MODEL_FREE = "modelfree"
 MODEL_FREE_LABEL = "PPO"
 MODEL_FREE_BUDGETS = (1_000_000, 5_000_000, 10_000_000)
+"""Real steps of model-free PPO in the paper (algorithm.md §8): the presets' budget is the first;
+the report draws PPO's best return by each as a reference line."""
 MODEL_FREE_EVAL_EVERY = 50_000
 """``eval.every`` of model-free runs: one grid evaluation per PPO update of the paper's 50,000-step
 batches (its policy changes no more often; a 1,000-sample grid would evaluate more than it trains)."""
@@ -127,7 +142,7 @@ def register_method(row: Method) -> Method:
     for an adaptive λ, the λ analysis then know it. Registering the same row again changes
     nothing. ConfigError for a row that is not a :class:`Method`, a name :data:`NAME` does not
     allow, ``modelfree`` or ``quick``, a name another row has, ``lam`` not ``adaptive`` or
-    ``fixed``, ``lam_value`` outside [0, 1] or an empty label. Other processes know it through
+    ``fixed``, ``lam_value`` outside [0, 1], an empty label or an empty short label. Other processes know it through
     :data:`METHODS_VARIABLE`."""
     _REGISTERED[row.name] = _checked(
         row, _rows(METHOD_TABLE, _REGISTERED.values()), "register_method"
@@ -150,13 +165,16 @@ def method_names() -> tuple[str, ...]:
     return (*model_based_methods(), MODEL_FREE)
 
 
-def method_label(method: str) -> str:
-    """The report's display name of ``method`` (its row's label, PPO for ``modelfree``); the name
-    itself for a method this process does not know."""
+def method_label(method: str, short: bool = False) -> str:
+    """The report's display name of ``method`` (its row's label, or with ``short`` its short label
+    where it has one; PPO for ``modelfree``); the name itself for a method this process does not
+    know."""
     if method == MODEL_FREE:
         return MODEL_FREE_LABEL
     row = model_based_methods().get(method)
-    return method if row is None else row.label
+    if row is None:
+        return method
+    return (row.short_label or row.label) if short else row.label
 
 
 def adaptive_lambda() -> tuple[str, ...]:
@@ -208,6 +226,11 @@ def _checked(row: object, known: dict[str, Method], source: str) -> Method:
         (
             not isinstance(row.label, str) or not row.label,
             f"label must be a non-empty string, got {row.label!r}",
+        ),
+        (
+            row.short_label is not None
+            and (not isinstance(row.short_label, str) or not row.short_label),
+            f"short_label must be None or a non-empty string, got {row.short_label!r}",
         ),
     )
     for bad, problem in problems:

@@ -2,7 +2,7 @@
 ``claims.csv`` of ``rp1 report``.
 
 Each claim is one comparison column of the report's tables (:data:`~rp1.experiments.tables.TABLES`),
-"a beats b" — every comparison a table makes is a claim. For every (task, scale, samples) row
+"a beats b", named by its id — every comparison a table makes is a claim. For every (task, scale, samples) row
 with that comparison, and every measure of the table's quantity (the paper's best and the fair
 measures for returns, :mod:`rp1.experiments.fair`; the test-set error for the world models),
 the verdict is the table's (:func:`rp1.experiments.significance.verdict`): ``holds`` or ``does
@@ -39,6 +39,7 @@ from rp1.experiments.significance import (
 )
 from rp1.experiments.tables import (
     TABLES,
+    Comparison,
     FrameRow,
     TableFrames,
     markdown_table,
@@ -47,57 +48,60 @@ from rp1.experiments.tables import (
 )
 from rp1.rundir.files import write_atomically
 
-CLAIMS: tuple[tuple[str, str, str], ...] = (
-    ("RP1 beats Greedy (Table 1)", "table1", "T1"),
-    ("RP1 beats V+R (Table 1)", "table1", "T2"),
-    ("adaptive λ beats λ = 0 (Table 3)", "table3", "t (RP1 vs λ = 0)"),
-    ("early stopping matters (Table 3)", "table3", "t (RP1 vs No EarlyStop)"),
-    ("reward variance beats state variance (Table 2)", "table2", "t (Reward vs State)"),
+CLAIMS: tuple[tuple[str, str], ...] = (
+    ("RP1 beats Greedy (Table 1)", "rp1-vs-greedy"),
+    ("RP1 beats V+R (Table 1)", "rp1-vs-vr"),
+    ("adaptive λ beats λ = 0 (Table 3)", "rp1-vs-lambda-0"),
+    ("early stopping matters (Table 3)", "rp1-vs-no-early-stop"),
+    ("reward variance beats state variance (Table 2)", "reward-vs-state-variance"),
     (
         "phases of the matched length beat 3,000-sample phases, Greedy (control)",
-        "table5",
-        "t (matched Greedy vs Greedy)",
+        "matched-vs-3000-greedy",
     ),
     (
         "phases of the matched length beat 3,000-sample phases, No EarlyStop (control)",
-        "table5",
-        "t (matched No EarlyStop vs No EarlyStop)",
+        "matched-vs-3000-no-early-stop",
     ),
     (
         "PCA early stopping beats fixed phases of the same length, λ = 0 (control)",
-        "table4",
-        "t (λ = 0 vs matched Greedy)",
+        "lambda-0-vs-matched-greedy",
     ),
     (
         "PCA early stopping beats fixed phases of the same length, RP1 (control)",
-        "table4",
-        "t (RP1 vs matched No EarlyStop)",
+        "rp1-vs-matched-no-early-stop",
     ),
-    ("the bonus helps: λ = 0.5 beats λ = 0 (control)", "table4", "t (λ = 0.5 vs λ = 0)"),
-    ("RP1's models are better than λ = 0's (test-set error)", "table_model", "t (RP1 vs λ = 0)"),
+    ("the bonus helps: λ = 0.5 beats λ = 0 (control)", "lambda-0.5-vs-lambda-0"),
+    ("RP1's models are better than λ = 0's (test-set error)", "models-rp1-vs-lambda-0"),
     (
         "RP1's models are better than matched Greedy's (test-set error)",
-        "table_model",
-        "t (RP1 vs matched Greedy)",
+        "models-rp1-vs-matched-greedy",
     ),
     (
         "the bonus makes better models: λ = 0.5 vs λ = 0 (test-set error)",
-        "table_model",
-        "t (λ = 0.5 vs λ = 0)",
+        "models-lambda-0.5-vs-lambda-0",
     ),
     (
         "λ = 0.5's models are better than matched Greedy's (test-set error)",
-        "table_model",
-        "t (λ = 0.5 vs matched Greedy)",
+        "models-lambda-0.5-vs-matched-greedy",
     ),
     (
         "matched No EarlyStop's models are better than matched Greedy's (test-set error)",
-        "table_model",
-        "t (No EarlyStop vs Greedy, matched)",
+        "models-no-early-stop-vs-greedy-matched",
     ),
 )
-"""(claim, table, comparison column of that table): what the paper says RP1's comparisons show,
-and rp1's controls; every comparison of every table."""
+"""(claim, the :attr:`~rp1.experiments.tables.Comparison.id` of the comparison that judges it):
+what the paper says RP1's comparisons show, and rp1's controls; every comparison of every table."""
+
+
+def compared_in(comparison_id: str) -> tuple[str, Comparison]:
+    """The table (its name) that makes the comparison ``comparison_id``, and the comparison."""
+    return next(
+        (spec.name, comparison)
+        for spec in TABLES
+        for comparison in spec.comparisons
+        if comparison.id == comparison_id
+    )
+
 
 CLAIM_COLUMNS: tuple[str, ...] = (
     *("claim", "table", "comparison", "metric", "task", "scale", "samples", "verdict"),
@@ -112,10 +116,12 @@ ALL_CLAIMS: list[str] = ["metric", "scale", "samples"]
 """The family of ``p_holm_all``: every claim of one measure, scale and sample count."""
 
 
-def claim_rows(claim: str, frame: TableFrames, comparison: str) -> pd.DataFrame:
-    """The rows of one claim: the table's judged comparisons of that column with both medians,
-    in the table's row order (timestep, task, scale), then measure order."""
-    tests = frame.tests[frame.tests["comparison"] == comparison]
+def claim_rows(claim: str, frame: TableFrames, comparison: Comparison) -> pd.DataFrame:
+    """The rows of one claim: the table's judged tests of ``comparison`` with both medians, in the
+    table's row order (timestep, task, scale), then measure order."""
+    tests = frame.tests[
+        (frame.tests["method_a"] == comparison.a) & (frame.tests["method_b"] == comparison.b)
+    ]
     medians = frame.cells.set_index(["metric", "task", "scale", "samples", "method"])["median"]
     keys = list(zip(tests["metric"], tests["task"], tests["scale"], tests["samples"], strict=True))
     row_order = {row: i for i, row in enumerate(table_rows(frame.bests))}
@@ -135,11 +141,12 @@ def claim_table(frames: dict[str, TableFrames | None]) -> pd.DataFrame:
     sides, in :data:`CLAIMS` order, then the table's row order, then measure order:
     :data:`CLAIM_COLUMNS`. ``p_holm_all``: :func:`~rp1.experiments.significance.holm_within`
     :data:`ALL_CLAIMS`, over the claims on tasks that learned."""
-    parts = [
-        claim_rows(claim, frame, comparison)
-        for claim, table, comparison in CLAIMS
-        if (frame := frames.get(table)) is not None
-    ]
+    parts = []
+    for claim, comparison_id in CLAIMS:
+        table, comparison = compared_in(comparison_id)
+        frame = frames.get(table)
+        if frame is not None:
+            parts.append(claim_rows(claim, frame, comparison))
     parts = [part for part in parts if not part.empty]
     if not parts:
         return pd.DataFrame(columns=list(CLAIM_COLUMNS))

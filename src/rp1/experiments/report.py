@@ -8,11 +8,18 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from rp1.config.methods import MODEL_FREE, adaptive_lambda, model_based_methods
+from rp1.config.methods import (
+    MODEL_FREE,
+    MODEL_FREE_BUDGETS,
+    RP1,
+    adaptive_lambda,
+    model_based_methods,
+)
 from rp1.envs import path_name
 from rp1.experiments import figures, stats
 from rp1.experiments.claims import write_claims
@@ -26,25 +33,34 @@ from rp1.experiments.tables import (
     comparable,
     markdown_table,
     table_frames,
+    table_spec,
     write_table_frames,
 )
 from rp1.rundir.files import write_atomically
 
-CURVE_FIGURES: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
-    ("fig1", "Figure 1: RP1 vs baselines", ("greedy", "vr", "rp1"), True),
-    ("fig3", "Figure 3: state vs reward variance", ("rp1-statevar", "rp1"), False),
-    ("fig_ablation", "Ablations", ("rp1-noadapt", "rp1-nopca", "rp1"), False),
-    (
-        "fig_controls",
-        "Controls: PCA vs phases of the same length; λ = 0.5",
-        ("greedy-matched", "rp1-noadapt", "rp1-fixed05", "rp1-nopca-matched", "rp1"),
-        False,
-    ),
-)
-"""(file prefix, title, methods, with PPO reference lines) of the per-task curve figures."""
 
-PPO_TIMESTEPS: tuple[int, ...] = (1_000_000, 5_000_000, 10_000_000)
-"""Real samples at which model-free PPO's best return is drawn as a reference (algorithm.md §8)."""
+class CurveFigure(NamedTuple):
+    """One per-task curve figure: ``<prefix>_<task>.png`` draws the methods of the report table
+    called ``table`` (its columns, :meth:`~rp1.experiments.tables.TableSpec.columns`), with
+    model-free PPO's best returns as reference lines where ``with_ppo``."""
+
+    prefix: str
+    title: str
+    table: str
+    with_ppo: bool = False
+
+    def methods(self) -> tuple[str, ...]:
+        """The methods the figure draws, in its table's column order."""
+        return tuple(method for method, _ in table_spec(self.table).columns())
+
+
+CURVE_FIGURES: tuple[CurveFigure, ...] = (
+    CurveFigure("fig1", "Figure 1: RP1 vs baselines", "table1", with_ppo=True),
+    CurveFigure("fig3", "Figure 3: state vs reward variance", "table2"),
+    CurveFigure("fig_ablation", "Ablations", "table3"),
+    CurveFigure("fig_controls", "Controls: PCA vs phases of the same length; λ = 0.5", "table4"),
+)
+"""The per-task curve figures."""
 
 DEFINITIONS = """## How the numbers are made
 
@@ -170,13 +186,13 @@ def report_scales(metrics: pd.DataFrame) -> tuple[str, ...]:
 
 
 def ppo_references(metrics: pd.DataFrame) -> tuple[tuple[str, int, float, int], ...]:
-    """(scale, real samples, median best return, seeds) of one task's model-free runs at
-    PPO_TIMESTEPS they reached."""
+    """(scale, real samples, median best return, seeds) of one task's model-free runs at the
+    budgets of :data:`~rp1.config.methods.MODEL_FREE_BUDGETS` they reached."""
     model_free = metrics[metrics["method"] == MODEL_FREE]
     bests = [
         (scale, samples, stats.best_at(runs, samples))
         for scale, runs in model_free.groupby("scale")
-        for samples in PPO_TIMESTEPS
+        for samples in MODEL_FREE_BUDGETS
     ]
     return tuple(
         (scale, samples, float(best.median()), len(best))
@@ -186,19 +202,19 @@ def ppo_references(metrics: pd.DataFrame) -> tuple[tuple[str, int, float, int], 
 
 
 def write_curve_figures(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Path) -> list[Path]:
-    """fig1_<task>, fig3_<task> and fig_ablation_<task> for every task with runs to draw (the task
-    as a file name, :func:`rp1.envs.path_name`)."""
+    """Each figure of :data:`CURVE_FIGURES`, ``<prefix>_<task>.png``, for every task with runs to
+    draw (the task as a file name, :func:`rp1.envs.path_name`)."""
     paths = []
     for task in tasks:
         runs = metrics[metrics["task"] == task]
-        for prefix, title, methods, with_ppo in CURVE_FIGURES:
-            references = ppo_references(runs) if with_ppo else ()
+        for figure in CURVE_FIGURES:
+            references = ppo_references(runs) if figure.with_ppo else ()
             paths.append(
                 figures.curve_figure(
                     runs,
-                    methods,
-                    f"{title} — {task}",
-                    out / f"{prefix}_{path_name(task)}.png",
+                    figure.methods(),
+                    f"{figure.title} — {task}",
+                    out / f"{figure.prefix}_{path_name(task)}.png",
                     references,
                 )
             )
@@ -252,7 +268,7 @@ def write_lambda_analysis(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Pa
 
 def paper_direction(task: str, method: str) -> int | None:
     """The sign the paper reads from its Figure 2 (RP1 on the paper's tasks only), else None."""
-    return PAPER_LAMBDA_DIRECTION.get(task) if method == "rp1" else None
+    return PAPER_LAMBDA_DIRECTION.get(task) if method == RP1 else None
 
 
 def direction_verdict(task: str, method: str, slope: float, p: float) -> str:

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rp1.config.methods import RP1
 from rp1.experiments.paper import PAPER_MEDIANS
 from rp1.experiments.stats import SIGNIFICANCE_LEVEL
 
@@ -70,7 +71,7 @@ def return_margin(task: str, samples: int) -> float:
     32.2; at 10⁵: 39.0, 23.8, 6.4, 62.0). The same for every measure of returns; NaN off the
     paper's tasks (no comparison there is called equivalent)."""
     reference = max([n for n in PAPER_SAMPLES if n <= samples] or [PAPER_SAMPLES[0]])
-    return EQUIVALENCE_SHARE * PAPER_MEDIANS.get((task, "rp1", reference), math.nan)
+    return EQUIVALENCE_SHARE * PAPER_MEDIANS.get((task, RP1, reference), math.nan)
 
 
 def error_margin(b: np.ndarray) -> float:

@@ -17,6 +17,8 @@ import pandas as pd
 from pandas.api.typing import SeriesGroupBy
 from scipy import stats
 
+from rp1.config.methods import RP1
+
 IQM_TRIM = 0.25
 """Share cut from each end for the interquartile mean."""
 
@@ -409,7 +411,7 @@ def phase_summary(metrics: pd.DataFrame) -> pd.DataFrame:
     return summary.reset_index()
 
 
-def median_phase_lengths(metrics: pd.DataFrame, method: str = "rp1") -> dict[str, float]:
+def median_phase_lengths(metrics: pd.DataFrame, method: str = RP1) -> dict[str, float]:
     """Per task, the median ``phase_samples`` of iterations ≥ 1 over ``method``'s rows of
     ``metrics`` (real samples): what :data:`rp1.config.methods.MATCHED_PHASE_LENGTH` holds for the
     committed small-scale runs."""

@@ -8,8 +8,9 @@ a measure's median at a timestep over seeds, with its IQR, the number of seeds, 
 confidence interval. Each comparison gives Welch's t, its p and the Holm-adjusted p of its family,
 the difference of means with its 95 % bootstrap interval, the probability of improvement ``P(a >
 b)`` with its interval, and a verdict (:mod:`rp1.experiments.significance`). A table has a row
-per (task, scale, timestep) and a column per method with runs there; cells without runs are left
-out (CSV) or blank (``—``, Markdown).
+per (task, scale, timestep) and a column per method of its kind (:meth:`TableSpec.columns`, from
+the method table) with runs there; cells without runs are left out (CSV) or blank (``—``,
+Markdown).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from rp1.config.methods import RP1, Method, method_label, model_based_methods
 from rp1.experiments import stats
 from rp1.experiments.learning import Row, learning_table
 from rp1.experiments.measures import (
@@ -41,16 +43,112 @@ from rp1.experiments.measures import (
 from rp1.experiments.paper import PAPER_MEDIANS, PAPER_T
 from rp1.experiments.runs_table import scale_order
 from rp1.experiments.significance import SIGNIFICANCE_LEVEL, holm_within, rejected, verdict
+from rp1.imagination.rollouts import BONUSES
 from rp1.rundir.files import write_atomically
+
+
+class Comparison(NamedTuple):
+    """One t-test column of a table: method ``a`` against method ``b``, t > 0 when a is better.
+
+    ``id``: the name a claim gives it (:data:`~rp1.experiments.claims.CLAIMS`), one per comparison
+    of the report; ``header``: its column's header, and ``comparison`` in the CSV files.
+    """
+
+    id: str
+    header: str
+    a: str
+    b: str
+
+
+def paper_baseline(method: Method) -> bool:
+    """One of the paper's baselines (Table 1): λ fixed, no early stopping, the paper's phases."""
+    return (
+        method.in_paper
+        and not method.adaptive
+        and not method.early_stop
+        and not method.matched_phases
+    )
+
+
+def bonus_variant(method: Method) -> bool:
+    """RP1 but for its bonus (Table 2): λ from the bandit, early stopping, the paper's phases."""
+    return method.in_paper and method.adaptive and method.early_stop and not method.matched_phases
+
+
+def paper_ablation(method: Method) -> bool:
+    """RP1 without one of its two parts (Table 3): the bandit's λ or early stopping."""
+    return method.in_paper and method.adaptive != method.early_stop and not method.matched_phases
+
+
+def control(method: Method) -> bool:
+    """A control beyond the paper (Table 4, the model table)."""
+    return not method.in_paper
+
+
+def all_but_phases(method: Method) -> tuple[str, float, bool, str]:
+    """What defines a method but its phase length: its λ, early stopping and bonus."""
+    return method.lam, method.lam_value, method.early_stop, method.bonus
+
+
+def phase_length_pair(method: Method) -> bool:
+    """A method of matched phases, or one that differs from such a method only in its 3,000-sample
+    phases (Table 5)."""
+    return method.matched_phases or any(
+        other.matched_phases and all_but_phases(other) == all_but_phases(method)
+        for other in model_based_methods().values()
+    )
+
+
+def lambda_order(method: Method) -> tuple[bool, float, bool, bool, bool]:
+    """A column's place: fixed λ before adaptive, a smaller λ first, fixed phases before early
+    stopping, the paper's phase length before the matched, RP1 last."""
+    return (
+        method.adaptive,
+        method.lam_value,
+        method.early_stop,
+        method.matched_phases,
+        method.name == RP1,
+    )
+
+
+def bonus_order(method: Method) -> tuple[bool, bool, bool, float, bool, bool]:
+    """A column's place by the data its models learn from: without a bonus first, then fixed
+    phases before early stopping, fixed λ before adaptive, a smaller λ first, the paper's phase
+    length before the matched, RP1 last."""
+    return (
+        method.uses_bonus,
+        method.early_stop,
+        method.adaptive,
+        method.lam_value,
+        method.matched_phases,
+        method.name == RP1,
+    )
+
+
+def label_header(method: Method) -> str:
+    """A column's header: the method's label."""
+    return method_label(method.name)
+
+
+def short_header(method: Method) -> str:
+    """A column's header in a table of many: the method's short label."""
+    return method_label(method.name, short=True)
+
+
+def bonus_header(method: Method) -> str:
+    """A column's header in Table 2: rp1's bonus by its name (``Reward``, ``State``), a bonus of
+    one's own by the method's label."""
+    return method.bonus.capitalize() if method.bonus in BONUSES else method_label(method.name)
 
 
 class TableSpec(NamedTuple):
     """One report table.
 
-    ``columns``: (method, header) per method column; ``comparisons``: (header, method a,
-    method b) per t-test column, t > 0 when a is better; ``timesteps``: the paper's timesteps
-    (real samples) — the table also has every budget of its runs (:func:`table_timesteps`);
-    ``quantity``: what a cell holds per seed, :data:`RETURN` (returns, in each measure of
+    ``timesteps``: the paper's timesteps (real samples) — the table also has every budget of its
+    runs (:func:`table_timesteps`); ``kind``: which methods it shows besides those its
+    ``comparisons`` name (:meth:`columns`); ``order``: a column's sort key (ties: the method
+    table's order); ``header``: a column's header; ``quantity``: what a cell holds per seed,
+    :data:`RETURN` (returns, in each measure of
     :data:`~rp1.experiments.measures.QUANTITY_MEASURES`, higher is better) or :data:`MODEL_ERROR`
     (the test-set error of the last fit by the timestep, lower is better).
     """
@@ -58,9 +156,22 @@ class TableSpec(NamedTuple):
     name: str
     title: str
     timesteps: tuple[int, ...]
-    columns: tuple[tuple[str, str], ...]
-    comparisons: tuple[tuple[str, str, str], ...]
+    kind: Callable[[Method], bool]
+    comparisons: tuple[Comparison, ...]
+    order: Callable[[Method], tuple] = lambda_order
+    header: Callable[[Method], str] = label_header
     quantity: str = RETURN
+
+    def columns(self) -> tuple[tuple[str, str], ...]:
+        """(method, header) per method column: every model-based method it compares or of its
+        ``kind`` (:func:`~rp1.config.methods.model_based_methods`), in its ``order``."""
+        compared = {name for c in self.comparisons for name in (c.a, c.b)}
+        shown = [
+            method
+            for method in model_based_methods().values()
+            if method.name in compared or self.kind(method)
+        ]
+        return tuple((method.name, self.header(method)) for method in sorted(shown, key=self.order))
 
 
 TABLES: tuple[TableSpec, ...] = (
@@ -68,79 +179,115 @@ TABLES: tuple[TableSpec, ...] = (
         "table1",
         "Table 1: returns, RP1 vs Greedy (T1) and vs V+R (T2)",
         (10_000, 100_000),
-        (("greedy", "Greedy"), ("vr", "V+R"), ("rp1", "RP1")),
-        (("T1", "rp1", "greedy"), ("T2", "rp1", "vr")),
+        paper_baseline,
+        (
+            Comparison("rp1-vs-greedy", "T1", RP1, "greedy"),
+            Comparison("rp1-vs-vr", "T2", RP1, "vr"),
+        ),
     ),
     TableSpec(
         "table2",
         "Table 2: which variance the bonus uses (the paper's at 10⁵ samples)",
         (100_000,),
-        (("rp1-statevar", "State"), ("rp1", "Reward")),
-        (("t (Reward vs State)", "rp1", "rp1-statevar"),),
+        bonus_variant,
+        (Comparison("reward-vs-state-variance", "t (Reward vs State)", RP1, "rp1-statevar"),),
+        header=bonus_header,
     ),
     TableSpec(
         "table3",
         "Table 3: ablations (the paper's at 10⁵ samples)",
         (100_000,),
-        (("rp1-noadapt", "RP1 (λ = 0)"), ("rp1-nopca", "RP1 (No EarlyStop)"), ("rp1", "RP1")),
+        paper_ablation,
         (
-            ("t (RP1 vs λ = 0)", "rp1", "rp1-noadapt"),
-            ("t (RP1 vs No EarlyStop)", "rp1", "rp1-nopca"),
+            Comparison("rp1-vs-lambda-0", "t (RP1 vs λ = 0)", RP1, "rp1-noadapt"),
+            Comparison("rp1-vs-no-early-stop", "t (RP1 vs No EarlyStop)", RP1, "rp1-nopca"),
         ),
     ),
     TableSpec(
         "table4",
         "Table 4: controls beyond the paper — PCA early stopping against fixed phases of the same length, and the bonus at λ = 0.5",
         (10_000, 100_000),
+        control,
         (
-            ("greedy-matched", "Greedy (matched)"),
-            ("rp1-noadapt", "RP1 (λ = 0)"),
-            ("rp1-fixed05", "RP1 (λ = 0.5)"),
-            ("rp1-nopca-matched", "No EarlyStop (matched)"),
-            ("rp1", "RP1"),
+            Comparison(
+                "lambda-0-vs-matched-greedy",
+                "t (λ = 0 vs matched Greedy)",
+                "rp1-noadapt",
+                "greedy-matched",
+            ),
+            Comparison(
+                "rp1-vs-matched-no-early-stop",
+                "t (RP1 vs matched No EarlyStop)",
+                RP1,
+                "rp1-nopca-matched",
+            ),
+            Comparison(
+                "lambda-0.5-vs-lambda-0", "t (λ = 0.5 vs λ = 0)", "rp1-fixed05", "rp1-noadapt"
+            ),
         ),
-        (
-            ("t (λ = 0 vs matched Greedy)", "rp1-noadapt", "greedy-matched"),
-            ("t (RP1 vs matched No EarlyStop)", "rp1", "rp1-nopca-matched"),
-            ("t (λ = 0.5 vs λ = 0)", "rp1-fixed05", "rp1-noadapt"),
-        ),
+        header=short_header,
     ),
     TableSpec(
         "table5",
         "Table 5: controls beyond the paper — phases of the task's matched length against the paper's 3,000 samples, without early stopping",
         (10_000, 100_000),
+        phase_length_pair,
         (
-            ("greedy", "Greedy"),
-            ("greedy-matched", "Greedy (matched)"),
-            ("rp1-nopca", "No EarlyStop"),
-            ("rp1-nopca-matched", "No EarlyStop (matched)"),
+            Comparison(
+                "matched-vs-3000-greedy",
+                "t (matched Greedy vs Greedy)",
+                "greedy-matched",
+                "greedy",
+            ),
+            Comparison(
+                "matched-vs-3000-no-early-stop",
+                "t (matched No EarlyStop vs No EarlyStop)",
+                "rp1-nopca-matched",
+                "rp1-nopca",
+            ),
         ),
-        (
-            ("t (matched Greedy vs Greedy)", "greedy-matched", "greedy"),
-            ("t (matched No EarlyStop vs No EarlyStop)", "rp1-nopca-matched", "rp1-nopca"),
-        ),
+        header=short_header,
     ),
     TableSpec(
         "table_model",
         "World models on common data: one-step error on the task's test set (beyond the paper)",
         (10_000, 100_000),
+        control,
         (
-            ("greedy-matched", "Greedy (matched)"),
-            ("rp1-noadapt", "RP1 (λ = 0)"),
-            ("rp1-nopca-matched", "No EarlyStop (matched)"),
-            ("rp1-fixed05", "RP1 (λ = 0.5)"),
-            ("rp1", "RP1"),
+            Comparison("models-rp1-vs-lambda-0", "t (RP1 vs λ = 0)", RP1, "rp1-noadapt"),
+            Comparison(
+                "models-rp1-vs-matched-greedy", "t (RP1 vs matched Greedy)", RP1, "greedy-matched"
+            ),
+            Comparison(
+                "models-lambda-0.5-vs-lambda-0",
+                "t (λ = 0.5 vs λ = 0)",
+                "rp1-fixed05",
+                "rp1-noadapt",
+            ),
+            Comparison(
+                "models-lambda-0.5-vs-matched-greedy",
+                "t (λ = 0.5 vs matched Greedy)",
+                "rp1-fixed05",
+                "greedy-matched",
+            ),
+            Comparison(
+                "models-no-early-stop-vs-greedy-matched",
+                "t (No EarlyStop vs Greedy, matched)",
+                "rp1-nopca-matched",
+                "greedy-matched",
+            ),
         ),
-        (
-            ("t (RP1 vs λ = 0)", "rp1", "rp1-noadapt"),
-            ("t (RP1 vs matched Greedy)", "rp1", "greedy-matched"),
-            ("t (λ = 0.5 vs λ = 0)", "rp1-fixed05", "rp1-noadapt"),
-            ("t (λ = 0.5 vs matched Greedy)", "rp1-fixed05", "greedy-matched"),
-            ("t (No EarlyStop vs Greedy, matched)", "rp1-nopca-matched", "greedy-matched"),
-        ),
-        MODEL_ERROR,
+        order=bonus_order,
+        header=short_header,
+        quantity=MODEL_ERROR,
     ),
 )
+
+
+def table_spec(name: str) -> TableSpec:
+    """The table of :data:`TABLES` called ``name``."""
+    return next(spec for spec in TABLES if spec.name == name)
+
 
 Bests = dict[tuple[str, str, str, int, str], np.ndarray]
 """(measure, task, scale, timestep, method) -> per-seed values (sorted by run), only cells with
@@ -184,7 +331,7 @@ def collect_bests(runs: RunTables, spec: TableSpec, tasks: tuple[str, ...]) -> B
     """Per-seed values of every measure of ``spec`` (:func:`table_measures`) in every cell of
     ``spec`` with runs, at :func:`table_timesteps`, in table order: measure, timestep, task
     (``tasks`` order), scale (paper first), method (``spec`` order)."""
-    methods = [method for method, _ in spec.columns]
+    methods = [method for method, _ in spec.columns()]
     runs = of_methods(runs, methods)
     cell_of = runs.metrics.groupby("run")[["task", "scale", "method"]].first()
     timesteps = table_timesteps(runs.metrics, spec)
@@ -257,7 +404,7 @@ def ttest_table(bests: Bests, spec: TableSpec) -> pd.DataFrame:
     ``paper_significant`` (:func:`comparison_values`; ``margin``: the measure's equivalence
     margin, :mod:`rp1.experiments.significance`; :func:`paper_t`); :func:`judged` adds the rest."""
     rows = []
-    for measure, (task, scale, timestep), (header, method_a, method_b) in itertools.product(
+    for measure, (task, scale, timestep), (_, header, method_a, method_b) in itertools.product(
         table_measures(spec), table_rows(bests), spec.comparisons
     ):
         a = bests.get((measure.name, task, scale, timestep, method_a))
@@ -404,8 +551,9 @@ def measure_section(frames: TableFrames, measure: Measure) -> str:
             if row.metric == measure.name}  # fmt: skip
     rows = table_rows(bests)
     shown = {key[4] for key in bests}
-    methods = [method for method, _ in spec.columns if method in shown]
-    comparisons = [header for header, a, b in spec.comparisons if {a, b} <= shown]
+    columns = [(method, header) for method, header in spec.columns() if method in shown]
+    methods = [method for method, _ in columns]
+    comparisons = [c.header for c in spec.comparisons if {c.a, c.b} <= shown]
     medians = [
         [row[0], row[1], f"{row[2]:,}"]
         + row_texts(cell, row, methods, partial(median_text, digits=measure.digits))
@@ -417,7 +565,7 @@ def measure_section(frames: TableFrames, measure: Measure) -> str:
         + row_texts(cell, row, methods, partial(iqm_text, digits=measure.digits))
         for row in rows
     ]
-    headers = ["task", "scale", "samples", *(h for m, h in spec.columns if m in shown)]
+    headers = ["task", "scale", "samples", *(header for _, header in columns)]
     return "\n".join(
         [
             f"## {heading(measure)}",
