@@ -190,7 +190,7 @@ def sweep_logs(out: Path) -> dict[str, list[str]]:
         preset: [
             line
             for line in (out / preset / "seed0" / "log.txt").read_text().splitlines()
-            if line.startswith("=== rp1 sweep:")
+            if line.startswith(("=== rp1 sweep: start ", "=== rp1 sweep: resume "))
         ]
         for preset in SWEEP
     }
