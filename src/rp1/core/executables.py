@@ -73,6 +73,8 @@ def releasing(fn: Callable[P, R]) -> Callable[P, R]:
 
     @functools.wraps(fn)
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        if not _KNOWN:  # the first call: what is there already is not this call's
+            _jitted_functions()
         before, compiled = {f: f._cache_size() for f in _KNOWN}, compilations()
         result = jax.block_until_ready(fn(*args, **kwargs))
         if compilations() > compiled:
