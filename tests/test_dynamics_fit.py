@@ -323,9 +323,9 @@ def test_round_robin_gives_each_member_the_gradient_of_its_own_minibatch(small_s
             optimizer, model, train, member(weights, j), member(opt, j), batches[j], True
         )
         got, want, wrong = (np.asarray(w.dynamics[0][0]) for w in (member(new, j), alone, other))
-        # Adam's first step moves each weight by about lr = 1e-3: equal to a hundredth of it
-        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
-        assert np.abs(got - wrong).max() > 1e-4
+        # Adam's first step moves a weight by up to lr = 1e-3, g / (|g| + ε) of it: where |g| is
+        # near ε the last bits of g move it, so the steps are compared as a whole
+        assert np.linalg.norm(got - want) < 0.05 * np.linalg.norm(got - wrong)
 
 
 def test_round_robin_steps_once_per_round_and_carries_the_member_over_epochs(small_store):
