@@ -1,4 +1,4 @@
-"""Issue 22's rules for rp1's own code: no function takes more than 8 parameters (settings that
+"""Rules for rp1's own code: no function takes more than 8 parameters (settings that
 travel together are one object), and every command's help reads as sentences."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 26's controls: the phase-matched methods and λ fixed at 0.5 as algorithm.md §8's rows, their
+"""The controls beyond the paper: the phase-matched methods and λ fixed at 0.5 as algorithm.md §8's rows, their
 matched lengths recomputed from the committed runs, the report's recognition of a run's method
 from its config, and the world models' test-set error (a hand computation, the test set rebuilt
 byte for byte, and logging it leaving every other metric bit-identical)."""

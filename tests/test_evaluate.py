@@ -280,7 +280,7 @@ def test_corrupt_policy_file(runs, tmp_path, capsys):
     assert code == 2 and len(err) == 1 and "not an rp1 policy file" in err[0]
 
 
-# --- damaged and crafted policy files (issue 34) ---------------------------------------------------
+# --- damaged and crafted policy files -------------------------------------------------------------
 
 
 def flip_a_bit(data: bytes) -> bytes:

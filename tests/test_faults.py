@@ -1,4 +1,4 @@
-"""Issue 34's smaller faults: extension points that raise, exit or are missing are one line naming
+"""Smaller faults: extension points that raise, exit or are missing are one line naming
 them (exit code 2); a failed write to stdout is one line (exit code 1); an error quotes at most
 ~200 characters of a value; an unusable compilation cache is one warning line."""
 

@@ -1,4 +1,4 @@
-"""Issue 34: a long run's memory stays flat. Eager operations on data whose size changes every
+"""A long run's memory stays flat. Eager operations on data whose size changes every
 iteration (the normalisers' refresh on all stored data) compile per size; rp1 releases those
 executables (rp1.core.executables.releasing) without changing a bit of what they compute."""
 

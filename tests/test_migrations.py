@@ -1,7 +1,7 @@
-"""Issue 21: config schema versions. Every key has a migration entry; a run written by an earlier
+"""Config schema versions. Every key has a migration entry; a run written by an earlier
 rp1 reads with the values that reproduce its behaviour, resumes and finishes as that rp1 would have
 (the fixture ``fixtures/before_stop_on``, made by rp1 at 3fab089); a run of a newer rp1 is refused;
-``rp1 report`` reads every schema side by side. Issue 28: a field added to a (toy) schema, declared
+``rp1 report`` reads every schema side by side. A field added to a (toy) schema, declared
 with its range, is checked by validation and asks for its migration entry with no other edit."""
 
 from __future__ import annotations

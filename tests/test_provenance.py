@@ -1,4 +1,4 @@
-"""Issue 21: each run records where it ran; a resume in another environment continues, warns in
+"""Each run records where it ran; a resume in another environment continues, warns in
 one line and records from which iteration the new environment applies."""
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def test_an_entry_written_before_a_field_existed_is_read_and_differs_by_it(tmp_p
     record(tmp_path, 0)
     older = {
         k: v for k, v in entries(tmp_path)[0].items() if k != "cpu_features"
-    }  # rp1 before issue 27
+    }  # an earlier rp1's record
     (tmp_path / ENVIRONMENT).write_text(json.dumps({"environments": [older]}))
     warning = record(tmp_path, 5)
     assert f"(cpu_features not recorded -> {cpu_features()!r}):" in warning

@@ -1,4 +1,4 @@
-"""Issue 12: bad input is refused before anything is written, a run directory is never lost, errors
+"""Bad input is refused before anything is written, a run directory is never lost, errors
 after the start are one line naming the file and the cause, and Ctrl-C / SIGTERM stop a run at once.
 
 Every run here is the tiny ``halfcheetah-rp1`` of ``helpers.train_args`` (seed 0, 1,800 samples):

@@ -693,7 +693,7 @@ def test_t_test_table_gives_the_probability_of_improvement(tmp_path):
     assert "PI 0.89 [" in (tmp_path / "out" / "table1.md").read_text()
 
 
-# --- issue 33: measures that do not reward evaluation count, and significance stated honestly ---
+# --- measures that do not reward evaluation count, and significance stated honestly ----------
 
 
 def write_grid(run_dir: Path, every: int, returns: list[float]) -> None:

@@ -1,4 +1,4 @@
-"""Issue 27, a reliability probe: failed video encodes, diverging runs, links planted in run
+"""Faults a reliability probe found: failed video encodes, diverging runs, links planted in run
 directories, odd runs in a report, ``--overwrite`` next to files rp1 did not write, foreign
 policy files, out-of-range options, and the smaller defects. Each test fails without its fix."""
 

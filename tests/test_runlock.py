@@ -1,4 +1,4 @@
-"""Issue 21: one owner per run directory. A second process (or a second lock in this one) is refused
+"""One owner per run directory. A second process (or a second lock in this one) is refused
 naming the holder; the kernel releases a killed holder's lock at once; two `rp1 train` or two
 sweeps on one directory run each run once.
 
@@ -252,7 +252,7 @@ def test_a_lock_file_names_its_holder_as_json(tmp_path):
 
 
 def test_a_damaged_lock_file_no_process_holds_is_taken_and_written_anew(tmp_path):
-    """Issue 34: binary bytes in a lock file nobody holds (a crash while it was written, a disk
+    """Binary bytes in a lock file nobody holds (a crash while it was written, a disk
     error) are not a holder: the lock is taken and names this process."""
     (tmp_path / LOCK).write_bytes(b"\x80\xff\x00 not a holder")
     with RunLock(tmp_path) as lock:
@@ -262,7 +262,7 @@ def test_a_damaged_lock_file_no_process_holds_is_taken_and_written_anew(tmp_path
 
 @pytest.mark.parametrize("damage", ["a directory", "a link"])
 def test_something_else_at_the_lock_path_is_one_storage_error_naming_it(damage, tmp_path):
-    """Issue 34: a directory or a link where the lock file goes: StorageError naming the path
+    """A directory or a link where the lock file goes: StorageError naming the path
     (one line, exit code 1, for ``rp1 train``; that run's failure in a sweep), nothing followed."""
     target = tmp_path / "target"
     target.write_text("mine")

@@ -32,7 +32,7 @@ METHODS = {
     "rp1-statevar": ("adaptive", 0.0, 0.0005, "state", 3000),
     "greedy-matched": ("fixed", 0.0, 0.0, "reward", "matched"),
     "rp1-nopca-matched": ("adaptive", 0.0, 0.0, "reward", "matched"),
-    "rp1-fixed05": ("fixed", 0.5, 0.0005, "reward", 3000),  # rp1's λ = 0.5 control (issue 26)
+    "rp1-fixed05": ("fixed", 0.5, 0.0005, "reward", 3000),  # rp1's λ = 0.5 control
 }
 MATCHED = {"halfcheetah": 300, "ant": 294, "hopper": 600, "swimmer": 600}
 

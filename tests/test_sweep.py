@@ -215,7 +215,7 @@ def test_worker_env_shares_gpus_limits_threads_and_keeps_user_settings():
     assert "XLA_FLAGS" not in worker_env(4, {}) and worker_env(4, {})["OPENBLAS_NUM_THREADS"] == "4"
 
 
-# --- a signal to the sweep (issue 27) ------------------------------------------------------------
+# --- a signal to the sweep ----------------------------------------------------------------------
 
 
 def test_a_signal_to_the_sweep_is_one_line_and_its_exit_code(tmp_path, monkeypatch, capsys):
