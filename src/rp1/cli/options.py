@@ -207,7 +207,9 @@ MANY_RUNS = (
             help="Sweep directory: OUT/<preset>/seed<k>/ (OUT/<task>-<method>/seed<k>/ for --envs).",
         ),
     ),
-    Option("backend", str, typer.Option("local", "--backend", help="local (a process per run) or ray.")),
+    Option(
+        "backend", str, typer.Option("local", "--backend", help="local (a process per run) or ray.")
+    ),
     Option("workers", int | None, typer.Option(None, "--workers", help="Runs at a time.")),
     Option(
         "address",
