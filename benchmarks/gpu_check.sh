@@ -8,11 +8,22 @@
 #                                             # uninterrupted, once killed and resumed; compared
 #   bash benchmarks/gpu_check.sh chunks N     # paper-scale halfcheetah-rp1 seed 0 in --resume
 #                                             # chunks of N seconds until the command's time ends
+#   bash benchmarks/gpu_check.sh profile      # one short paper-scale run under cProfile: where
+#                                             # an iteration's time outside fit/policy/collection goes
+#   bash benchmarks/gpu_check.sh concurrency  # k = 1, 2, 4, 8 copies of one paper-scale run at once,
+#                                             # CONC_S seconds each; throughput and identity
+#   bash benchmarks/gpu_check.sh pilot S      # paper-scale RP1 and Greedy on HalfCheetah, seeds
+#                                             # PILOT_SEEDS, all at once for S seconds (--resume
+#                                             # continues them); run files to $OUT/pilot.tar.gz
+#
+# PRESET_ARGS (default empty: paper scale) is added to every train command of the last three, e.g.
+# '--scale small' to try the script on a CPU.
 set -uo pipefail
 OUT=${OUT:-/tmp/gpu_check}
 mkdir -p "$OUT"
 export MPLBACKEND=Agg PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 export RP1_JAX_CACHE=${RP1_JAX_CACHE:-/tmp/rp1-jax-cache}
+PRESET_ARGS=${PRESET_ARGS:-}
 
 same_metrics() {  # same_metrics A B: metrics.csv equal but for the wall-clock columns
     python3 - "$1" "$2" <<'EOF'
@@ -63,8 +74,44 @@ chunks)
     cp "$run/config.json" "$OUT/hc_paper_config.json"
     [ -f "$run/environment.json" ] && cp "$run/environment.json" "$OUT/hc_paper_environment.json"
     ;;
+profile)
+    python3 -m cProfile -o /tmp/profile.pstats -m rp1 train --preset halfcheetah-rp1 --seed 0 \
+        --budget "${PROFILE_BUDGET:-3000}" --out /tmp/profiled --quiet --overwrite $PRESET_ARGS
+    python3 - <<'EOF' | tee "$OUT/profile.txt"
+import pstats
+stats = pstats.Stats("/tmp/profile.pstats")
+stats.sort_stats("cumulative").print_stats("src/rp1/|compile", 60)
+stats.sort_stats("tottime").print_stats(25)
+EOF
+    cp /tmp/profiled/metrics.csv "$OUT/profiled_metrics.csv"
+    ;;
+concurrency)
+    for k in ${CONC_K:-1 2 4 8}; do
+        for copy in $(seq 0 $((k - 1))); do
+            timeout -s INT "${CONC_S:-60}" python3 -m rp1 train --preset halfcheetah-rp1 --seed 0 \
+                --out "/tmp/conc/k$k/copy$copy" --quiet --overwrite $PRESET_ARGS > /dev/null 2>&1 &
+        done
+        wait
+    done
+    python3 benchmarks/concurrent_runs.py /tmp/conc | tee "$OUT/concurrency.txt"
+    ;;
+pilot)
+    for preset in halfcheetah-rp1 halfcheetah-greedy; do
+        for seed in ${PILOT_SEEDS:-0 1 2 3}; do
+            run="/tmp/pilot/$preset/seed$seed"
+            resume=$([ -f "$run/config.json" ] && echo --resume || echo)
+            timeout -s INT "${2:-240}" python3 -m rp1 train --preset "$preset" --seed "$seed" \
+                --out "$run" --quiet $resume $PRESET_ARGS > "/tmp/pilot-$preset-$seed.log" 2>&1 &
+        done
+    done
+    wait
+    for run in /tmp/pilot/*/seed*; do
+        echo "$run: $(($(wc -l < "$run/metrics.csv") - 1)) iterations, $(tail -1 "$run/metrics.csv" | cut -d, -f2) samples"
+    done | tee "$OUT/pilot.txt"
+    tar -czf "$OUT/pilot.tar.gz" -C /tmp --exclude checkpoint --exclude policy --exclude lock pilot
+    ;;
 *)
-    echo "usage: gpu_check.sh suite | determinism | chunks [SECONDS]" >&2
+    echo "usage: gpu_check.sh suite | determinism | chunks [SECONDS] | profile | concurrency | pilot [SECONDS]" >&2
     exit 2
     ;;
 esac
