@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from helpers import count_traces
+from rp1.core.normalizer import normalize
 from rp1.dynamics import (
     Ensemble,
     FitSettings,
@@ -18,7 +19,6 @@ from rp1.dynamics import (
     init_model_opt_state,
     member_losses,
     model_error,
-    normalize,
     predict_all,
     refresh_delta_normalizer,
     refresh_reward_normalizer,

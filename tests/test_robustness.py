@@ -263,7 +263,7 @@ def test_evaluate_json_writes_null_for_a_number_that_is_not_finite(
 ):
     import numpy as np
 
-    from rp1.agents.policy_files import PolicySnapshot
+    from rp1.outputs.policy_files import PolicySnapshot
 
     monkeypatch.setattr(
         PolicySnapshot, "evaluate", lambda self, real, replay=None: np.full(replay.episodes, np.nan)
@@ -438,7 +438,7 @@ VIDEO_THEN_SIGTERM = """
 import os, signal, sys
 from pathlib import Path
 import numpy as np
-from rp1.cli.signals import exit_on_signals
+from rp1.core.signals import exit_on_signals
 from rp1.outputs.video import VideoFile
 
 with exit_on_signals("resume it"), VideoFile(Path(sys.argv[1]), 10.0, (32, 24)) as video:
@@ -450,7 +450,7 @@ with exit_on_signals("resume it"), VideoFile(Path(sys.argv[1]), 10.0, (32, 24)) 
 
 
 def test_sigterm_while_a_video_is_encoded_leaves_no_temporary_folder_and_no_file(tmp_path):
-    """An exit on a signal removes the encoder's temporary folder (rp1.rundir.files.TEMPORARY) before it
+    """An exit on a signal removes the encoder's temporary folder (rp1.core.signals.TEMPORARY) before it
     ends the process; the video never appears."""
     import subprocess
     import sys

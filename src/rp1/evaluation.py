@@ -3,7 +3,7 @@ real environment (:func:`evaluate_run`, ``rp1 evaluate``), optionally as a video
 
 Without a seed, an evaluation replays the one that made the policy best (or last): the same
 episodes (the recorded reset seeds, or the evaluation environment's stream restored), the same
-actor, dtypes and batch shape, through the same code as the run (:mod:`rp1.agents.policy_files`), so its
+actor, dtypes and batch shape, through the same code as the run (:mod:`rp1.outputs.policy_files`), so its
 mean is the ``eval_return`` in ``metrics.csv``, bit for bit. With ``seed = S``, episode ``k`` is
 reset with seed ``S + k`` (``env.reset(seed=S + k)`` in plain Gymnasium).
 
@@ -26,19 +26,21 @@ from pathlib import Path
 
 import numpy as np
 
-from rp1.agents.policy_files import (
+from rp1.config.schema import Config, declared_range
+from rp1.config.validation import SEED_LIMIT
+from rp1.core.errors import ConfigError
+from rp1.outputs.policy_files import (
     BEST,
     LAST,
     WHICH,
     EvaluationEpisodes,
     TrainedPolicy,
+    policy_path,
     read_policy,
     returns_summary,
+    trained_policy,
 )
-from rp1.config.schema import Config, declared_range
-from rp1.config.validation import SEED_LIMIT
-from rp1.core.errors import ConfigError
-from rp1.rundir.files import POLICY_DIR, RunDir
+from rp1.rundir.files import RunDir
 
 CHECKPOINT = "last (checkpoint)"  # TrainedPolicy.which of a policy read from a checkpoint
 MAX_EPISODES = declared_range(Config, "eval_episodes")["at_most"]
@@ -59,10 +61,10 @@ def load_policy(run_dir: str | os.PathLike, which: str = BEST) -> TrainedPolicy:
     run = RunDir(run_dir)
     if not run.path.is_dir():
         raise ConfigError(f"no run directory {run.path}")
-    path = run.path / POLICY_DIR / f"{which}.msgpack"
+    path = policy_path(run.path, which)
     if path.exists():
         return check_policy_of_run(read_policy(path), run)
-    if (run.path / POLICY_DIR).is_dir():
+    if path.parent.is_dir():
         if which == BEST:
             raise ConfigError(
                 f"{run.path} holds no best policy yet: no trained policy has been evaluated (no {path})"
@@ -113,7 +115,6 @@ def checkpoint_policy(run: RunDir) -> TrainedPolicy:
     those the run's next evaluation would have run.
     """
     from rp1.config import MODEL_FREE
-    from rp1.outputs.writer import trained_policy
     from rp1.rundir.files import config_hash
     from rp1.train import make_agent, restore_state
 
@@ -145,7 +146,7 @@ def checkpoint_policy(run: RunDir) -> TrainedPolicy:
 @dataclass(frozen=True)
 class Evaluation:
     """What :func:`evaluate_run` measured: ``returns [episodes]`` (the run's dtype), their mean
-    and std, the episodes' :class:`~rp1.agents.policy_files.EvaluationEpisodes`, whether they are the recorded
+    and std, the episodes' :class:`~rp1.outputs.policy_files.EvaluationEpisodes`, whether they are the recorded
     evaluation's (``replayed``) and the video written (or ``None``)."""
 
     run: Path

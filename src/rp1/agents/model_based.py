@@ -38,7 +38,6 @@ from flax import struct
 from rp1 import envs
 from rp1.acquisition import ExpWeights
 from rp1.agents.grid import evaluate_on_grid
-from rp1.agents.policy_files import EvaluationEpisodes, PolicySnapshot, returns_summary
 from rp1.config import Config
 from rp1.config.schema import ADAPTIVE, FIXED
 from rp1.config.settings import (
@@ -63,13 +62,14 @@ from rp1.dynamics.store import TransitionStore
 from rp1.dynamics.testset import errors_on_test_set, shipped_test_set
 from rp1.envs.task import LEARNED
 from rp1.imagination import train_policy
+from rp1.outputs.policy_files import EvaluationEpisodes, PolicySnapshot, returns_summary
 from rp1.policy.networks import Policy, host_actor, is_finite, policy_init
 from rp1.policy.ppo import make_policy_optimizer
 from rp1.realenv import Phase, RealEnvs, collect_phase
 from rp1.rundir.checkpoints import pack_checkpoint, unpack_checkpoint
 
 EVALUATOR = "host-float64"
-"""How this agent evaluates (:data:`rp1.agents.policy_files.EVALUATORS`): the NumPy actor, returns as float64."""
+"""How this agent evaluates (:data:`rp1.outputs.policy_files.EVALUATORS`): the NumPy actor, returns as float64."""
 
 STREAMS = ("env", "eval_env", "start_states", "noise", "subsample", "bandit", "jax")
 """The run's random streams, in spawn order (append new ones at the end to keep the others)."""
@@ -294,7 +294,7 @@ class ModelBasedAgent:
 
     def _to_evaluate(self, s: AgentState) -> PolicySnapshot:
         """The policy of ``s`` as it is evaluated now, with the state of the evaluation
-        environment's stream from just before, which replays the evaluation (:mod:`rp1.agents.policy_files`)."""
+        environment's stream from just before, which replays the evaluation (:mod:`rp1.outputs.policy_files`)."""
         replay = EvaluationEpisodes(
             1, self.cfg.eval_episodes, rng_states=(s.rngs["eval_env"].bit_generator.state,)
         )

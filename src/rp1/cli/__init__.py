@@ -210,7 +210,7 @@ def train(o: Options) -> None:
     stops the run at once (exit code 130 or 143); --resume continues it. A run directory has one
     owner: while another process trains there, this one exits 2 naming it.
     """
-    from rp1.cli.signals import exit_on_signals
+    from rp1.core.signals import exit_on_signals
     from rp1.experiments.figures import write_learning_curve
     from rp1.rundir.files import CURVE, check_writable_dir
     from rp1.rundir.lock import RunLock
@@ -334,7 +334,7 @@ def sweep(o: Options) -> None:
     process owns is left to it ("running elsewhere", exit code 3). Ctrl-C (SIGINT) or SIGTERM
     stops the sweep and its runs at once (exit code 130 or 143); the same command resumes them.
     """
-    from rp1.cli.signals import raise_on_signals
+    from rp1.core.signals import raise_on_signals
     from rp1.experiments.executors import Backend
     from rp1.experiments.sweep import run_sweep
     from rp1.experiments.sweep_plan import SweepRequest
@@ -391,7 +391,7 @@ def evaluate(
     """
     import json
 
-    from rp1.cli.signals import exit_on_signals
+    from rp1.core.signals import exit_on_signals
     from rp1.evaluation import describe, evaluate_run
     from rp1.outputs.video import parse_size
 
@@ -481,8 +481,8 @@ def main(argv: list[str] | None = None) -> int:
     and its exit code (``OSError``: 1); with ``RP1_DEBUG=1`` it propagates with its traceback. A
     usage error that Click finds (an unknown option, a value of the wrong type) is one line and
     exit code 2 too. A Ctrl-C while the command starts up (before a run stops on signals itself,
-    :func:`rp1.cli.signals.exit_on_signals`) is one line and exit code 130, and so is a signal that
-    :func:`rp1.cli.signals.raise_on_signals` raises (:class:`~rp1.core.errors.Interrupted`; 143 for SIGTERM).
+    :func:`rp1.core.signals.exit_on_signals`) is one line and exit code 130, and so is a signal that
+    :func:`rp1.core.signals.raise_on_signals` raises (:class:`~rp1.core.errors.Interrupted`; 143 for SIGTERM).
     A write to stdout that fails (a full disk, a reader gone, stdout closed) is one line and exit
     code 1 (:mod:`rp1.cli.stdout`).
     """
@@ -511,7 +511,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except (
         Interrupted
-    ) as stop:  # a signal to a command that cleans up first (rp1.cli.signals.raise_on_signals)
+    ) as stop:  # a signal to a command that cleans up first (rp1.core.signals.raise_on_signals)
         typer.echo(f"rp1: {stop}", err=True)
         return stop.exit_code
     except (Rp1Error, OSError) as err:

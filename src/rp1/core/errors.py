@@ -94,7 +94,7 @@ class DivergedError(Rp1Error):
 
 
 class Interrupted(BaseException):
-    """SIGINT or SIGTERM stopped the command (:func:`rp1.cli.signals.raise_on_signals`): one line
+    """SIGINT or SIGTERM stopped the command (:func:`rp1.core.signals.raise_on_signals`): one line
     ``rp1: interrupted (SIGTERM); <message>``, ``message`` saying how to continue, and exit code
     128 + the signal's number (130, 143). A ``BaseException``, as ``KeyboardInterrupt`` is, so that
     no ``except Exception`` takes it for a failure."""

@@ -12,9 +12,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from rp1.core.nn import Params, member_count, mlp_apply
+from rp1.core.normalizer import normalize
 from rp1.dynamics.ensemble import Ensemble, model_inputs, next_normalized_states
 from rp1.dynamics.heads import head_row_errors
-from rp1.dynamics.normalizer import normalize
 from rp1.dynamics.parts import ModelParts
 from rp1.dynamics.store import Dataset, padded_dataset
 

@@ -19,22 +19,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from rp1.core.transitions import Transitions
+
 MIN_CAPACITY = 1024
 MAX_TRAIN_SAMPLES = 200_000  # algorithm.md §3: the fit subsamples beyond this many training rows
 MIN_VAL_ROLLOUTS = 1  # see validation_rollouts; 0 is the literal ⌊n/3⌋ rule
 _FIELDS = ("obs", "act", "rew", "next_obs", "done")
-
-
-class Transitions(NamedTuple):
-    """Unpadded transitions ``(s, a, r, s', done)``: ``obs [N, obs_dim]``, ``act [N, act_dim]``,
-    ``rew [N]``, ``next_obs [N, obs_dim]`` (float32) and ``done [N]`` (bool, the episode
-    terminated at ``s'``; ``None`` when built by hand: the store reads it as all False)."""
-
-    obs: np.ndarray
-    act: np.ndarray
-    rew: np.ndarray
-    next_obs: np.ndarray
-    done: np.ndarray | None = None
 
 
 class Dataset(NamedTuple):

@@ -34,9 +34,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from rp1.core.errors import ConfigError
+from rp1.core.normalizer import Normalizer, normalizer_fit, normalizer_init, standardize
 from rp1.dynamics.ensemble import Ensemble, predict_all
 from rp1.dynamics.losses import model_error
-from rp1.dynamics.normalizer import Normalizer, normalizer_fit, normalizer_init, standardize
 from rp1.envs import names as task_names
 from rp1.rundir.files import write_atomically
 

@@ -43,9 +43,9 @@ import jax.numpy as jnp
 
 from rp1.core.errors import ConfigError
 from rp1.core.nn import member_count
+from rp1.core.normalizer import Normalizer, standardize
 from rp1.dynamics.ensemble import Ensemble, predict_all
 from rp1.dynamics.heads import predict_heads
-from rp1.dynamics.normalizer import Normalizer, standardize
 from rp1.envs.lookup import import_reference
 from rp1.envs.task import KNOWN, LEARNED, RESOLVED_SOURCES, Task
 from rp1.policy.networks import DEFAULT_ACTION_STD, Policy, act_mean, act_sample

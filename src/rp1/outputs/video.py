@@ -1,8 +1,8 @@
 """Videos of a policy's episodes: rendered offscreen, captioned, written as ``.mp4`` or ``.gif``.
 
-Rendering runs the episodes of a :class:`~rp1.agents.policy_files.EvaluationEpisodes` again in environments made with
+Rendering runs the episodes of a :class:`~rp1.outputs.policy_files.EvaluationEpisodes` again in environments made with
 ``render_mode="rgb_array"`` (:func:`render_episodes`), through the same evaluation code as the run
-(:meth:`~rp1.agents.policy_files.PolicySnapshot.evaluate`): a pass of its own, so rendering never touches
+(:meth:`~rp1.outputs.policy_files.PolicySnapshot.evaluate`): a pass of its own, so rendering never touches
 the episodes whose returns are reported. A frame is drawn after the reset and after every step, so
 an episode of ``T`` steps has ``T + 1`` frames ``[height, width, 3]`` (uint8).
 
@@ -36,9 +36,10 @@ import gymnasium as gym
 import numpy as np
 
 from rp1 import envs
-from rp1.agents.policy_files import EvaluationEpisodes, TrainedPolicy
 from rp1.core.errors import ConfigError, RenderError, StorageError
-from rp1.rundir.files import TEMPORARY, check_writable_dir, write_atomically
+from rp1.core.signals import TEMPORARY
+from rp1.outputs.policy_files import EvaluationEpisodes, TrainedPolicy
+from rp1.rundir.files import check_writable_dir, write_atomically
 
 SUFFIXES = (".mp4", ".gif")
 DEFAULT_SIZE = (320, 240)  # width, height
@@ -249,7 +250,7 @@ class VideoFile:
     ``.gif``: Pillow) at ``fps``; the file appears, atomically, when the ``with`` block ends without
     an error, and only if the encoder succeeded: otherwise a StorageError naming the file and the
     encoder's cause (a full temporary directory, …), and nothing is left behind (the encoder
-    writes into a temporary folder, which an exit on a signal removes too, :data:`rp1.rundir.files.TEMPORARY`)."""
+    writes into a temporary folder, which an exit on a signal removes too, :data:`rp1.core.signals.TEMPORARY`)."""
 
     def __init__(self, path: Path, fps: float, size: tuple[int, int]) -> None:
         self.path, self.fps, self.size = Path(path), fps, size

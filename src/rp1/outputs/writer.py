@@ -1,9 +1,8 @@
 """What a run writes beside its metrics and checkpoint: the kept policies, and, when asked, videos
 of its best policies and a TensorBoard log.
 
-- ``RUN/policy/last.msgpack`` after every step, ``RUN/policy/best.msgpack`` whenever an evaluation
-  of a trained policy (iteration ≥ 1, as ``rp1 report`` counts) beats the best so far
-  (:mod:`rp1.agents.policy_files`);
+- the kept policies, ``RUN/policy/last.msgpack`` and ``RUN/policy/best.msgpack``, as
+  :mod:`rp1.outputs.policy_files` says which and when;
 - with ``--video``: one episode of each new best policy's evaluation, rendered again, in
   ``RUN/videos/best_<samples>.mp4`` (:mod:`rp1.outputs.video`);
 - with ``--tensorboard``: ``RUN/tensorboard/`` (:mod:`rp1.outputs.tensorboard_log`).
@@ -12,8 +11,8 @@ of its best policies and a TensorBoard log.
 and before replacing the checkpoint, so after a kill at any moment these files are those of the
 last checkpoint or of the step after it, which a resumed run repeats identically: a resumed run
 ends with the uninterrupted run's files. On resume, the best so far is that of the checkpointed
-rows (so a step repeated after a kill writes its best file and video again); in a run of an earlier
-rp1 (no policy files) resumed by this one, of the rows from the resume on (``kept_since``).
+rows (so a step repeated after a kill writes its best file and video again); in a run resumed
+without policy files, of the rows from the resume on (``kept_since``).
 
 The switches are :class:`RunOptions`, options of the run rather than of its config: they change
 no number, are not in ``config.json``, and a run may be resumed with other options than it
@@ -27,18 +26,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rp1.agents.policy_files import (
+from rp1.config import Config
+from rp1.envs import Task
+from rp1.outputs.policy_files import (
     BEST,
     LAST,
     PolicySnapshot,
     TrainedPolicy,
+    beats,
+    kept_as,
+    policy_path,
     read_policy,
+    trained_policy,
     write_policy,
 )
-from rp1.config import Config
-from rp1.envs import Task
 from rp1.outputs.video import DEFAULT_SIZE
-from rp1.rundir.files import POLICY_DIR, TENSORBOARD_DIR, VIDEO_DIR, config_hash
+from rp1.rundir.files import TENSORBOARD_DIR, VIDEO_DIR, config_hash
 
 
 @dataclass(frozen=True)
@@ -63,36 +66,6 @@ class RunOptions:
             check_rendering(cfg.task, cfg.horizon, self.video_size)
 
 
-def trained_policy(
-    snapshot: PolicySnapshot, cfg: Config, task: Task, row: dict[str, Any], **fields: Any
-) -> TrainedPolicy:
-    """``snapshot`` of a run of ``cfg`` on ``task`` as a :class:`TrainedPolicy`, produced by the step
-    of metrics ``row`` (its iteration, samples and evaluation); ``fields``: the rest of its fields
-    (``config_hash`` at least)."""
-    return TrainedPolicy(
-        snapshot=snapshot,
-        task=cfg.task,
-        horizon=task.horizon,
-        action_low=task.action_low,
-        action_high=task.action_high,
-        method=cfg.method,
-        preset=cfg.preset,
-        seed=cfg.seed,
-        iteration=row["iteration"],
-        samples=row["samples"],
-        eval_return=row.get("eval_return"),
-        eval_std=row.get("eval_std"),
-        **fields,
-    )
-
-
-def beats(row: dict[str, Any], best: float | None) -> bool:
-    """Whether ``row`` holds an evaluation of a trained policy (iteration ≥ 1) that beats ``best``
-    (``None``: none yet)."""
-    value = row.get("eval_return")
-    return row["iteration"] >= 1 and value is not None and (best is None or value > best)
-
-
 class RunOutputs:
     """The outputs of a run of ``cfg`` on ``task`` in ``run_dir`` (see the module docstring);
     ``rows`` are the rows already checkpointed (``[]`` for a fresh run)."""
@@ -107,15 +80,14 @@ class RunOutputs:
     ):
         self.dir, self.cfg, self.task, self.options = Path(run_dir), cfg, task, options
         self.hash = config_hash(cfg.to_dict())
-        last = self.dir / POLICY_DIR / f"{LAST}.msgpack"
+        last = policy_path(self.dir, LAST)
         kept = read_policy(last) if last.exists() else None
         if kept is not None and kept.config_hash == self.hash:
             self.kept_since = kept.kept_since
-        else:  # a fresh run, or one an earlier rp1 (which kept no policies) checkpointed
+        else:  # a fresh run, or one checkpointed without policy files
             self.kept_since = rows[-1]["iteration"] + 1 if rows else 0
-        self.best: float | None = (
-            None  # of the checkpointed rows: a step repeated after a kill writes its files again
-        )
+        # the best of the checkpointed rows: a step repeated after a kill writes its files again
+        self.best: float | None = None
         for row in rows:
             if row["iteration"] >= self.kept_since and beats(row, self.best):
                 self.best = row["eval_return"]
@@ -130,13 +102,12 @@ class RunOutputs:
         """Keep the step's policy (``snapshot``, which ``row`` evaluated, if it did), and, as the
         options say, its video and the row's TensorBoard entries."""
         policy = self._trained_policy(snapshot, row)
-        write_policy(
-            self.dir / POLICY_DIR / f"{LAST}.msgpack", dataclasses.replace(policy, which=LAST)
-        )
-        new_best = beats(row, self.best)
+        kept = kept_as(row, self.best)
+        for which in kept:
+            policy = dataclasses.replace(policy, which=which)
+            write_policy(policy_path(self.dir, which), policy)
+        new_best = BEST in kept
         if new_best:
-            policy = dataclasses.replace(policy, which=BEST)
-            write_policy(self.dir / POLICY_DIR / f"{BEST}.msgpack", policy)
             self.best = row["eval_return"]
         frames = self._video(policy) if new_best and self.options.video else None
         if self.tensorboard is not None:

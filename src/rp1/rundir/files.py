@@ -9,7 +9,7 @@ Layout::
       checkpoint/state.msgpack   the config and everything needed to continue identically
       finished               written when the run reached its budget; holds the config's hash
       learning_curve.png     drawn at the end
-      policy/                best.msgpack and last.msgpack, the kept policies (rp1.outputs.writer)
+      policy/                the kept policies, best and last (rp1.outputs.policy_files)
       videos/, tensorboard/  with --video and --tensorboard (rp1.outputs.writer)
       environment.json       where it ran (rp1.rundir.provenance)
       lock                   while a process owns the run (rp1.rundir.lock)
@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from rp1.core.errors import ConfigError, DamagedFile, StorageError
+from rp1.core.signals import TEMPORARY
 from rp1.rundir.migrations import SCHEMA_KEY, check_continuable, continued, migrate
 from rp1.rundir.sealed import seal, unseal
 
@@ -106,7 +107,7 @@ EVALUATIONS = "evaluations.csv"
 CHECKPOINT = Path("checkpoint") / "state.msgpack"
 FINISHED = "finished"
 CURVE = "learning_curve.png"
-POLICY_DIR = "policy"  # best.msgpack, last.msgpack (rp1.agents.policy_files)
+POLICY_DIR = "policy"  # the kept policies, named by rp1.outputs.policy_files
 VIDEO_DIR = "videos"  # best_<samples>.mp4 with --video
 TENSORBOARD_DIR = "tensorboard"  # event files with --tensorboard
 OUTPUT_DIRS = (POLICY_DIR, VIDEO_DIR, TENSORBOARD_DIR)
@@ -114,7 +115,7 @@ ENVIRONMENT = "environment.json"
 RUN_FILES = {
     ".": (CONFIG, METRICS, EVALUATIONS, FINISHED, CURVE, ENVIRONMENT),
     str(CHECKPOINT.parent): (CHECKPOINT.name,),
-    POLICY_DIR: ("best.msgpack", "last.msgpack"),
+    POLICY_DIR: ("*.msgpack",),
     VIDEO_DIR: ("best_[0-9]*.mp4",),
     TENSORBOARD_DIR: ("events.out.tfevents.*",),
 }
@@ -508,10 +509,6 @@ def write_atomically(path: Path, data: bytes, what: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         _atomic_write(path, data)
 
-
-TEMPORARY: set[str] = set()
-"""Temporary files and folders being written now (by :func:`_atomic_write`, videos): what an exit on
-a signal removes before it ends the process (:func:`rp1.cli.signals.exit_on_signals`)."""
 
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)  # read once: the mode a file created as usual would get is 0o666 & ~umask

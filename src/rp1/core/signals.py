@@ -13,9 +13,11 @@ import threading
 from collections.abc import Iterator
 
 from rp1.core.errors import Interrupted
-from rp1.rundir.files import TEMPORARY
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+TEMPORARY: set[str] = set()
+"""Temporary files and folders being written now (atomic writes, videos): what an exit on a signal
+removes before it ends the process (:func:`exit_on_signals`)."""
 
 
 @contextlib.contextmanager
@@ -79,7 +81,7 @@ def raise_on_signals(message: str) -> Iterator[None]:
 
 
 def remove_temporary() -> None:
-    """Remove the temporary files and folders being written now (:data:`rp1.rundir.files.TEMPORARY`), so
+    """Remove the temporary files and folders being written now (:data:`TEMPORARY`), so
     that an exit on a signal leaves none behind."""
     for path in list(TEMPORARY):
         if os.path.isdir(path):
