@@ -7,8 +7,8 @@ actor, dtypes and batch shape, through the same code as the run (:mod:`rp1.outpu
 mean is the ``eval_return`` in ``metrics.csv``, bit for bit. With ``seed = S``, episode ``k`` is
 reset with seed ``S + k`` (``env.reset(seed=S + k)`` in plain Gymnasium).
 
-Runs written by an rp1 before policy files existed have none; their last policy is read from the
-checkpoint (:func:`checkpoint_policy`), their best is lost.
+A run without policy files has its last policy read from its checkpoint (:func:`checkpoint_policy`)
+and no best.
 
 Example::
 
@@ -52,7 +52,7 @@ def load_policy(run_dir: str | os.PathLike, which: str = BEST) -> TrainedPolicy:
     (``policy(obs) -> action``; NumPy, one ``[obs_dim]`` or a batch ``[B, obs_dim]``), read what
     produced it from its attributes (``task``, ``iteration``, ``samples``, ``eval_return``, …).
 
-    A run of an earlier rp1 (no ``policy/``) serves ``last`` from its checkpoint. ConfigError
+    A run without ``policy/`` serves ``last`` from its checkpoint. ConfigError
     naming the problem for an unknown ``which``, a directory that holds no run, or a policy the run
     does not have.
     """
@@ -128,9 +128,8 @@ def checkpoint_policy(run: RunDir) -> TrainedPolicy:
     finally:
         agent.close()
     last = state.rows[-1]
-    if (
-        cfg.method != MODEL_FREE
-    ):  # the policy in the checkpoint is not the one its last row evaluated
+    # the policy in the checkpoint is not the one its last row evaluated
+    if cfg.method != MODEL_FREE:
         last = {**last, "eval_return": None, "eval_std": None}
     return trained_policy(
         snapshot,

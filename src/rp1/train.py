@@ -125,8 +125,8 @@ def paper_scale_note(cfg: Config) -> str:
 
 def continued_config(cfg: Config, run: RunDir) -> tuple[Config, str]:
     """``cfg`` as it continues the run in ``run``, and a note saying how it differs (``""`` if not):
-    for a run an earlier rp1 started, the keys that rp1 did not write take the values that keep
-    its behaviour (:meth:`RunDir.continued`); ``cfg`` itself for a run of this rp1 or none."""
+    for a run of an older schema, the keys its config lacks take the values that keep its
+    behaviour (:meth:`RunDir.continued`); ``cfg`` itself for a run of the current schema or none."""
     config = run.continued(cfg.to_dict())
     if config == cfg.to_dict():
         return cfg, ""

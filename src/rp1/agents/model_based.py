@@ -169,9 +169,8 @@ class ModelBasedAgent:
         model = ensemble_init(
             k_model, task.obs_dim, task.act_dim, cfg.model.members, cfg.model.hidden
         )
-        if (
-            LEARNED in outcome_sources(cfg, task).values()
-        ):  # a key of its own: the known path's draws stay as they were
+        # a key of its own, so the known path draws what it draws without heads
+        if LEARNED in outcome_sources(cfg, task).values():
             model = with_heads(model, jax.random.fold_in(k_model, 1), cfg.model.head_hidden)
         policy = policy_init(k_policy, task.obs_dim, task.act_dim, cfg.policy.hidden)
         start_env, _ = envs.make(cfg.task, seed=int_seed(streams["start_states"]))
@@ -217,8 +216,8 @@ class ModelBasedAgent:
         )
 
     def restore(self, data: dict[str, Any]) -> AgentState:
-        """The state saved by :meth:`checkpoint`, also by an earlier rp1 (whose checkpoints kept the
-        environments' streams apart and the bandit's in the bandit alone)."""
+        """The state saved by :meth:`checkpoint`, including a checkpoint that keeps the environments'
+        streams apart and the bandit's in the bandit alone."""
         s = self.initial_state()
         meta, s.learner, host = unpack_checkpoint(data, s.learner)
         saved = {"env": meta.get("env_rng"), "eval_env": meta.get("eval_env_rng"), **meta["rngs"]}

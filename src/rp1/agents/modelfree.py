@@ -92,9 +92,8 @@ class PolicyLearner(struct.PyTreeNode):
     key: jax.Array  # run key; update u's noise key is fold_in(key, u)
     policy: Policy
     policy_opt: optax.OptState
-    obs_norm: (
-        Normalizer  # running statistics of every collected state, the policy's input normaliser
-    )
+    # running statistics of every collected state, the policy's input normaliser
+    obs_norm: Normalizer
 
 
 @dataclass
@@ -189,12 +188,8 @@ class ModelFreeAgent:
         return PolicySnapshot(s.learner.policy, s.learner.obs_norm, EVALUATOR, replay)
 
     def evaluate(self, s: ModelFreeState) -> tuple[float, float]:
-        """Mean and std of the true return of ``eval_episodes`` deterministic episodes (algorithm.md §7).
-
-        The statistics are float32 (the model-based agent's are float64, :data:`EVALUATOR`), as
-        model-free runs have always recorded them: float64 here would change the last digits of
-        ``eval_return``.
-        """
+        """Mean and std of the true return of ``eval_episodes`` deterministic episodes (algorithm.md
+        §7), computed in float32 (:data:`EVALUATOR`; the model-based agent's are float64)."""
         return returns_summary(self.policy_snapshot(s).evaluate(self.real))
 
     def step(self, state: ModelFreeState) -> tuple[ModelFreeState, dict[str, Any]]:

@@ -309,9 +309,10 @@ def parse_seeds(text: str) -> list[int]:
         ]
     except ValueError:
         raise ConfigError(f"--seeds expects e.g. 0-9 or 0,2,5, got {text!r}") from None
+    # checked before a range too long to hold is made
     if not all(
         first >= 0 and last < SEED_LIMIT and last - first < MAX_SEEDS for first, last in ranges
-    ):  # before a range too long to hold is made
+    ):
         raise ConfigError(
             f"--seeds must name at most {MAX_SEEDS:,} seeds in [0, {SEED_LIMIT}) (2**31 - 2**22), got {text!r}"
         )
@@ -357,9 +358,8 @@ def sweep(o: Options) -> None:
         scale=o.scale,
     )
     backend = Backend(o.backend, workers=o.workers, address=o.address)
-    with raise_on_signals(
-        "run the same command again to resume the sweep's runs"
-    ):  # it stops them first
+    # it stops them first
+    with raise_on_signals("run the same command again to resume the sweep's runs"):
         code = run_sweep(request, backend, run_options(o.video, o.tensorboard))
     raise typer.Exit(code)
 
@@ -493,9 +493,8 @@ def main(argv: list[str] | None = None) -> int:
         if failed is not None:
             raise failed
     except CLICK_ERROR as usage:  # bad usage, found by click before a command runs
-        if (
-            type(usage).__name__ == "NoArgsIsHelpError"
-        ):  # `rp1 COMMAND` alone (a click that raises it): the help
+        # `rp1 COMMAND` alone (a click that raises it): the help
+        if type(usage).__name__ == "NoArgsIsHelpError":
             usage.show()
             return 0
         if os.environ.get("RP1_DEBUG") == "1":
@@ -509,9 +508,7 @@ def main(argv: list[str] | None = None) -> int:
         return usage.exit_code
     except typer.Abort:  # end of input at a prompt
         return 1
-    except (
-        Interrupted
-    ) as stop:  # a signal to a command that cleans up first (rp1.core.signals.raise_on_signals)
+    except Interrupted as stop:  # a signal to a command that cleans up first (raise_on_signals)
         typer.echo(f"rp1: {stop}", err=True)
         return stop.exit_code
     except (Rp1Error, OSError) as err:

@@ -58,9 +58,8 @@ class RenderError(Rp1Error):
     message names the backend, the cause and what to install."""
 
     exit_code = 1
-    EGL_PACKAGES = (
-        "libegl1 libopengl0 libegl-mesa0 libgl1-mesa-dri"  # Debian/Ubuntu: what MuJoCo's EGL loads
-    )
+    # Debian/Ubuntu: what MuJoCo's EGL loads
+    EGL_PACKAGES = "libegl1 libopengl0 libegl-mesa0 libgl1-mesa-dri"
 
     @classmethod
     def of(cls, what: str, backend: str, cause: BaseException) -> "RenderError":

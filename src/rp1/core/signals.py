@@ -96,9 +96,8 @@ def _exit_on_signal_byte(read_fd: int, message: str) -> None:
         if byte[0] in STOP_SIGNALS:
             remove_temporary()
             for child in multiprocessing.active_children():
-                if (
-                    child.daemon
-                ):  # as a normal exit would (environment workers), without their complaints
+                # as a normal exit would (environment workers), without their complaints
+                if child.daemon:
                     child.kill()
             if os.isatty(1):
                 os.write(1, b"\x1b[?25h\n")  # the progress bar hid the cursor

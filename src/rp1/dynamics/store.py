@@ -119,11 +119,8 @@ def _concat(parts: Sequence[Transitions], obs_dim: int, act_dim: int) -> Transit
 
 def validation_rollouts(n: int, min_val: int) -> int:
     """How many of a phase's ``n`` rollouts go to validation: ``⌊n/3⌋`` (algorithm.md §2), raised to
-    ``min_val`` as long as one rollout stays for training.
-
-    With early stopping a phase often ends after two rollouts, where ``⌊2/3⌋ = 0`` would leave the
-    fit without validation data; ``min_val = 1`` gives such a phase one validation rollout.
-    """
+    ``min_val`` as long as one rollout stays for training (``min_val = 1`` gives a two-rollout
+    phase, which ``⌊2/3⌋ = 0`` would leave without validation data, one)."""
     return max(n // 3, min(min_val, n - 1))
 
 

@@ -66,9 +66,8 @@ def execute_run(job: RunJob, stop_on_signals: bool = False) -> RunOutcome:
                 if job.action == "skip":  # finished by another process since planning
                     return job.outcome("skipped")
                 print(f"{log_head(job, job.action)} at {now()}")
-                if (
-                    job.action == "start"
-                ):  # what a run that died before its first checkpoint left (the log stays)
+                # what a run that died before its first checkpoint left (the log stays)
+                if job.action == "start":
                     RunDir(job.run_dir).clear()
                 run_training(
                     job.cfg,

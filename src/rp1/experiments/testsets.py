@@ -38,7 +38,7 @@ from rp1.realenv import MeanAction, RealEnvs
 from rp1.realenv.episodes import collect, noisy_policy
 
 SEED = 26
-"""The root of the test sets' random streams (issue 26); runs never draw from it."""
+"""The root of the test sets' random streams; runs never draw from it."""
 
 EPISODES = 6
 """Episodes per behaviour."""

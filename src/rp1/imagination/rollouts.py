@@ -230,12 +230,9 @@ def make_imagination(
 def advance(
     state: RolloutState, next_obs: jax.Array, done: jax.Array
 ) -> tuple[RolloutState, jax.Array]:
-    """Move running rollouts to ``next_obs [..., obs_dim]`` and apply termination flags
-    ``done [...]`` (of ``next_obs``).
-
-    Returns the new state (terminated and earlier-ended rollouts keep their last state) and
-    ``done [...]``, True only at the step a running rollout terminates.
-    """
+    """Running rollouts moved to ``next_obs [..., obs_dim]`` (ended ones keep their last state),
+    and ``done [...]`` (``next_obs``'s termination flags) True only where a running rollout
+    terminates now."""
     done = done & state.alive
     alive = state.alive & ~done
     return RolloutState(jnp.where(alive[..., None], next_obs, state.obs), alive), done

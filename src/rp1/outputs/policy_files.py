@@ -223,9 +223,8 @@ class TrainedPolicy:
     eval_std: float | None
     config_hash: str = ""
     which: str = ""  # best or last ("" for one not read from a file)
-    kept_since: int = (
-        0  # the first iteration the run's policy files saw (> 0: an earlier rp1's run, resumed)
-    )
+    # the first iteration the run's policy files saw (> 0: a run resumed without policy files)
+    kept_since: int = 0
     path: Path | None = field(default=None, compare=False)
 
     @property
@@ -425,8 +424,8 @@ def _short(value: Any, limit: int = 60) -> str:
 
 
 def read_policy(path: Path) -> TrainedPolicy:
-    """The policy :func:`write_policy` wrote to ``path``, its checksum checked (a file of an
-    earlier rp1 has none and is read as it is); :class:`~rp1.core.errors.DamagedFile` (a
+    """The policy :func:`write_policy` wrote to ``path``, its checksum checked (an unsealed
+    file is read as it is); :class:`~rp1.core.errors.DamagedFile` (a
     ConfigError) naming the file and what is wrong if it is not one, its checksum does not match,
     its metadata is out of range (:func:`check_meta`) or an array is of another shape or dtype than
     the metadata says, or holds inf or NaN; StorageError if it cannot be read. Everything is

@@ -122,10 +122,7 @@ def _follow_first_body(env: gym.Env) -> None:
     began (the runner soon leaves the picture); make it track body 1 (the torso of the
     locomotion tasks) at the environment's own distance and angles."""
     renderer = getattr(env.unwrapped, "mujoco_renderer", None)
-    if renderer is None or renderer.camera_id not in (
-        -1,
-        None,
-    ):  # not MuJoCo, or a camera was chosen
+    if renderer is None or renderer.camera_id not in (-1, None):  # not MuJoCo, or a camera chosen
         return
     import mujoco
 
@@ -139,9 +136,7 @@ def _render(env: gym.Env, task: str) -> np.ndarray:
     with _quiet_failed_viewers():  # the failed viewer is freed when the except block ends
         try:
             return np.asarray(env.render())
-        except (
-            Exception
-        ) as err:  # OpenGL fails as ImportError, AttributeError, RuntimeError, … by backend
+        except Exception as err:  # OpenGL: ImportError, AttributeError, RuntimeError, …
             if hasattr(env.unwrapped, "mujoco_renderer"):
                 error: Exception = RenderError.of(
                     f"cannot render {task} offscreen", os.environ.get("MUJOCO_GL", "glfw"), err
@@ -434,9 +429,8 @@ def record(
     kept: list[np.ndarray] = []
 
     def add(k: int, frames: list[np.ndarray]) -> None:
-        for t, frame in enumerate(
-            frames
-        ):  # the step makes every frame differ (a GIF merges equal ones)
+        # the step makes every frame differ (a GIF merges equal ones)
+        for t, frame in enumerate(frames):
             frame = caption(
                 frame,
                 [
