@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rp1 import envs
+from rp1.config import MODEL_FREE
 from rp1.config.schema import Config, declared_range
 from rp1.config.validation import SEED_LIMIT
 from rp1.core.errors import ConfigError
@@ -40,7 +42,9 @@ from rp1.outputs.policy_files import (
     returns_summary,
     trained_policy,
 )
-from rp1.rundir.files import RunDir
+from rp1.outputs.video import DEFAULT_SIZE, check_rendering, check_video, record
+from rp1.rundir.files import RunDir, config_hash
+from rp1.train import make_agent, restore_state
 
 CHECKPOINT = "last (checkpoint)"  # TrainedPolicy.which of a policy read from a checkpoint
 MAX_EPISODES = declared_range(Config, "eval_episodes")["at_most"]
@@ -94,8 +98,6 @@ def check_policy_of_run(policy: TrainedPolicy, run: RunDir) -> TrainedPolicy:
         raise ConfigError(
             f"{policy.path} is a policy of task {policy.task!r}, but {run.path} is a run of {config.get('task')!r}"
         )
-    from rp1 import envs
-
     env, task = envs.make(policy.task, horizon=policy.horizon)
     env.close()
     if (policy.obs_dim, policy.act_dim) != (task.obs_dim, task.act_dim):
@@ -114,9 +116,6 @@ def checkpoint_policy(run: RunDir) -> TrainedPolicy:
     policy is not quite the one evaluated last: ``eval_return`` is ``None``, and the episodes are
     those the run's next evaluation would have run.
     """
-    from rp1.config import MODEL_FREE
-    from rp1.rundir.files import config_hash
-    from rp1.train import make_agent, restore_state
 
     config = run.read_config()
     assert config is not None  # a run's directory (load_policy checks)
@@ -205,14 +204,10 @@ def evaluate_run(
     if seed is not None and not 0 <= seed < SEED_LIMIT:
         raise ConfigError(f"--seed must be in [0, {SEED_LIMIT}) (2**31 - 2**22), got {seed}")
     if video is not None:
-        from rp1.outputs.video import DEFAULT_SIZE, check_video
-
         size = size or DEFAULT_SIZE
         check_video(Path(video), size)
     policy = load_policy(run_dir, which)
     if video is not None:
-        from rp1.outputs.video import check_rendering
-
         assert size is not None  # set with the video above
         check_rendering(policy.task, policy.horizon, size)
     recorded = policy.snapshot.replay
@@ -228,8 +223,6 @@ def evaluate_run(
     finally:
         real.close()
     if video is not None:
-        from rp1.outputs.video import record
-
         assert size is not None  # set with the video above
         record(policy, replay, Path(video), size, returns)
     mean, std = returns_summary(returns)

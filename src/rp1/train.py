@@ -15,6 +15,8 @@ from pathlib import Path
 
 from rich.progress import BarColumn, Progress, TextColumn
 
+from rp1.agents.model_based import ModelBasedAgent
+from rp1.agents.modelfree import ModelFreeAgent
 from rp1.agents.protocol import Agent, RunState, S
 from rp1.config import MODEL_FREE, SCALES, Config, validate
 from rp1.core.compilation import enable_compilation_cache
@@ -29,11 +31,7 @@ from rp1.rundir.provenance import record as record_environment
 def make_agent(cfg: Config) -> Agent:
     """The agent that runs ``cfg.method``."""
     if cfg.method == MODEL_FREE:
-        from rp1.agents.modelfree import ModelFreeAgent
-
         return ModelFreeAgent(cfg)
-    from rp1.agents.model_based import ModelBasedAgent
-
     return ModelBasedAgent(cfg)
 
 

@@ -40,7 +40,16 @@ from rp1.outputs.policy_files import (
     trained_policy,
     write_policy,
 )
-from rp1.outputs.video import DEFAULT_SIZE
+from rp1.outputs.tensorboard_log import TensorBoardLog, check_tensorboard
+from rp1.outputs.video import (
+    DEFAULT_SIZE,
+    check_packages,
+    check_rendering,
+    frame_rate,
+    gif_bytes,
+    read_video,
+    record,
+)
 from rp1.rundir.files import TENSORBOARD_DIR, VIDEO_DIR, config_hash
 
 
@@ -56,12 +65,8 @@ class RunOptions:
         """Before anything is written: ConfigError if a package these options need is missing or
         the task cannot render, :class:`~rp1.core.errors.RenderError` if the machine cannot render."""
         if self.tensorboard:
-            from rp1.outputs.tensorboard_log import check_tensorboard
-
             check_tensorboard()
         if self.video:
-            from rp1.outputs.video import check_packages, check_rendering
-
             check_packages()
             check_rendering(cfg.task, cfg.horizon, self.video_size)
 
@@ -93,8 +98,6 @@ class RunOutputs:
                 self.best = row["eval_return"]
         self.tensorboard = None
         if options.tensorboard:
-            from rp1.outputs.tensorboard_log import TensorBoardLog
-
             self.tensorboard = TensorBoardLog(self.dir / TENSORBOARD_DIR)
             self._replay_log(rows)
 
@@ -130,8 +133,6 @@ class RunOutputs:
 
     def _video(self, policy: TrainedPolicy) -> list[Any]:
         """Render the first episode of ``policy``'s evaluation to :meth:`video_path`; its frames."""
-        from rp1.outputs.video import record
-
         assert policy.snapshot.replay is not None  # a new best: its evaluation was recorded
         replay = policy.snapshot.replay.with_episodes(1)
         return record(
@@ -143,8 +144,6 @@ class RunOutputs:
         )
 
     def _log_video(self, frames: list[Any], samples: int) -> None:
-        from rp1.outputs.video import frame_rate, gif_bytes
-
         assert self.tensorboard is not None  # called with a TensorBoard log only
         self.tensorboard.add_video(
             gif_bytes(frames, frame_rate(self.cfg.task)), self.options.video_size, samples
@@ -161,7 +160,5 @@ class RunOutputs:
                 best = row["eval_return"]
                 video = self.video_path(row["samples"])
                 if video.exists():
-                    from rp1.outputs.video import read_video
-
                     self._log_video(list(read_video(video)), row["samples"])
         self.tensorboard.flush()
