@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from rp1.dynamics.normalizer import Normalizer, normalizer_init
+from rp1.core.normalizer import Normalizer, normalizer_init
 from rp1.envs.task import Task
 
 

@@ -15,7 +15,8 @@ import pytest
 
 from helpers import ROOT, TINY, environment_differences, run_cli_output
 from rp1.config import MATCHED_PHASE_LENGTH, METHOD_TABLE, env_config, resolve, run_cell
-from rp1.dynamics import ensemble_init, normalizer_fit
+from rp1.core.normalizer import normalizer_fit
+from rp1.dynamics import ensemble_init
 from rp1.dynamics.testset import (
     COLUMNS,
     SHIPPED,

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from helpers import count_traces
+from rp1.core.normalizer import normalize
 from rp1.dynamics import (
     Ensemble,
     FitSettings,
@@ -18,7 +19,6 @@ from rp1.dynamics import (
     init_model_opt_state,
     member_losses,
     model_error,
-    normalize,
     predict_all,
     refresh_delta_normalizer,
     refresh_reward_normalizer,
@@ -224,9 +224,8 @@ def test_model_error_matches_its_definition():
     model = model_for(store)
     t = store.transitions()
     mean, std = np.asarray(model.obs_norm.mean), np.asarray(model.obs_norm.std)
-    predicted = (
-        np.asarray(predict_all(model, t.obs, t.act)) - mean
-    ) / std  # the model's norm(s'), unclipped
+    # the model's norm(s'), unclipped
+    predicted = (np.asarray(predict_all(model, t.obs, t.act)) - mean) / std
     target = np.clip((t.next_obs - mean) / std, -3, 3)
     mse = np.mean((predicted - target) ** 2, axis=(1, 2))
     assert model_error(model, t.obs, t.act, t.next_obs) == pytest.approx(

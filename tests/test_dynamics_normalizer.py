@@ -5,17 +5,15 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rp1.dynamics import (
+from rp1.core.normalizer import (
+    VAR_FLOOR,
     denormalize,
-    ensemble_init,
     normalize,
     normalizer_fit,
     normalizer_init,
     normalizer_update,
-    refresh_delta_normalizer,
-    update_input_normalizers,
 )
-from rp1.dynamics.normalizer import VAR_FLOOR
+from rp1.dynamics import ensemble_init, refresh_delta_normalizer, update_input_normalizers
 
 
 def random_data(seed: int = 0, rows: int = 500, dim: int = 4) -> np.ndarray:

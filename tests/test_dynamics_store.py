@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from rp1.dynamics import Transitions, TransitionStore, bucket_capacity, padded_dataset
+from rp1.core.transitions import Transitions
+from rp1.dynamics import TransitionStore, bucket_capacity, padded_dataset
 from rp1.dynamics.store import validation_rollouts
 
 OBS, ACT = 3, 2

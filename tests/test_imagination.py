@@ -11,8 +11,8 @@ from scipy import stats
 from policy_toys import POINT_MASS, sink_predict, toy_model
 from rp1 import envs
 from rp1.core.errors import ConfigError
+from rp1.core.normalizer import standardize
 from rp1.dynamics import ensemble_init, predict_all
-from rp1.dynamics.normalizer import standardize
 from rp1.imagination import (
     clip_action,
     imagine,

@@ -11,14 +11,14 @@ import rp1
 # docs/development.md's Layout, top to bottom: a module's layer is the first prefix (a module or a package) it
 # falls under.
 LAYERS = (
-    ("rp1.cli", "rp1.experiments", "rp1.__main__"),
+    ("rp1.cli", "rp1.__main__"),
+    ("rp1.experiments",),
     ("rp1.train", "rp1.evaluation"),
-    ("rp1.outputs",),
     ("rp1.agents",),
+    ("rp1.outputs",),
     ("rp1.config",),
-    ("rp1.imagination", "rp1.realenv"),
-    ("rp1.policy",),
-    ("rp1.dynamics",),
+    ("rp1.imagination",),
+    ("rp1.policy", "rp1.realenv", "rp1.dynamics"),
     ("rp1.envs", "rp1.rundir"),
     ("rp1.acquisition", "rp1.core"),
 )

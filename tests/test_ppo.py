@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from policy_toys import POINT_MASS, point_mass_predict, toy_model
-from rp1.dynamics import normalizer_init
+from rp1.core.normalizer import normalizer_init, normalizer_update
 from rp1.imagination import imagine, make_imagination
 from rp1.policy import (
     PPOBatch,
@@ -272,7 +272,6 @@ def test_ppo_raises_the_imagined_return_of_a_point_mass():
 
 
 def test_host_actor_matches_the_jitted_actor():
-    from rp1.dynamics import normalizer_update
     from rp1.policy import act_mean, host_actor, policy_init
 
     key = jax.random.PRNGKey(3)

@@ -66,9 +66,8 @@ def test_agents_share_one_interface_and_checkpoint_layout(case):
             lambda a, b: bool((a == b).all()), state.learner, restored.learner
         )
         assert all(jax.tree_util.tree_leaves(same))
-        with pytest.raises(
-            (KeyError, ValueError)
-        ):  # what rp1.train.restore_state reports as a ConfigError
+        # what rp1.train.restore_state reports as a ConfigError
+        with pytest.raises((KeyError, ValueError)):
             agent.restore({**saved, "device": {}})
     finally:
         agent.close()

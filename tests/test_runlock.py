@@ -49,9 +49,8 @@ def test_a_second_lock_in_this_process_is_refused_and_release_leaves_nothing(tmp
     with RunLock(run_dir) as lock:
         assert lock.held and (run_dir / LOCK).exists()
         with pytest.raises(RunInUse) as refused:
-            RunLock(
-                tmp_path / "a" / ".." / "a" / "b"
-            ).acquire()  # another spelling of the directory
+            # another spelling of the directory
+            RunLock(tmp_path / "a" / ".." / "a" / "b").acquire()
         message = str(refused.value)
         assert (
             f"in use by pid {os.getpid()} (this process) on host {socket.gethostname()} since "

@@ -13,7 +13,8 @@ import pytest
 from rp1 import envs
 from rp1.acquisition import ExpWeights, PhaseEarlyStop
 from rp1.config import resolve
-from rp1.dynamics import FitSettings, ensemble_init, normalizer_fit, normalizer_init
+from rp1.core.normalizer import normalizer_fit, normalizer_init
+from rp1.dynamics import FitSettings, ensemble_init
 from rp1.imagination import PolicyTraining, make_imagination, stop_rule_init
 from rp1.policy import PPOSettings, make_policy_optimizer, policy_init
 from rp1.policy.networks import DEFAULT_ACTION_STD

@@ -3,12 +3,12 @@ real environment (:func:`evaluate_run`, ``rp1 evaluate``), optionally as a video
 
 Without a seed, an evaluation replays the one that made the policy best (or last): the same
 episodes (the recorded reset seeds, or the evaluation environment's stream restored), the same
-actor, dtypes and batch shape, through the same code as the run (:mod:`rp1.agents.policy_files`), so its
+actor, dtypes and batch shape, through the same code as the run (:mod:`rp1.outputs.policy_files`), so its
 mean is the ``eval_return`` in ``metrics.csv``, bit for bit. With ``seed = S``, episode ``k`` is
 reset with seed ``S + k`` (``env.reset(seed=S + k)`` in plain Gymnasium).
 
-Runs written by an rp1 before policy files existed have none; their last policy is read from the
-checkpoint (:func:`checkpoint_policy`), their best is lost.
+A run without policy files has its last policy read from its checkpoint (:func:`checkpoint_policy`)
+and no best.
 
 Example::
 
@@ -26,19 +26,25 @@ from pathlib import Path
 
 import numpy as np
 
-from rp1.agents.policy_files import (
+from rp1 import envs
+from rp1.config import MODEL_FREE
+from rp1.config.schema import Config, declared_range
+from rp1.config.validation import SEED_LIMIT
+from rp1.core.errors import ConfigError
+from rp1.outputs.policy_files import (
     BEST,
     LAST,
     WHICH,
     EvaluationEpisodes,
     TrainedPolicy,
+    policy_path,
     read_policy,
     returns_summary,
+    trained_policy,
 )
-from rp1.config.schema import Config, declared_range
-from rp1.config.validation import SEED_LIMIT
-from rp1.core.errors import ConfigError
-from rp1.rundir.files import POLICY_DIR, RunDir
+from rp1.outputs.video import DEFAULT_SIZE, check_rendering, check_video, record
+from rp1.rundir.files import RunDir, config_hash
+from rp1.train import make_agent, restore_state
 
 CHECKPOINT = "last (checkpoint)"  # TrainedPolicy.which of a policy read from a checkpoint
 MAX_EPISODES = declared_range(Config, "eval_episodes")["at_most"]
@@ -50,7 +56,7 @@ def load_policy(run_dir: str | os.PathLike, which: str = BEST) -> TrainedPolicy:
     (``policy(obs) -> action``; NumPy, one ``[obs_dim]`` or a batch ``[B, obs_dim]``), read what
     produced it from its attributes (``task``, ``iteration``, ``samples``, ``eval_return``, …).
 
-    A run of an earlier rp1 (no ``policy/``) serves ``last`` from its checkpoint. ConfigError
+    A run without ``policy/`` serves ``last`` from its checkpoint. ConfigError
     naming the problem for an unknown ``which``, a directory that holds no run, or a policy the run
     does not have.
     """
@@ -59,10 +65,10 @@ def load_policy(run_dir: str | os.PathLike, which: str = BEST) -> TrainedPolicy:
     run = RunDir(run_dir)
     if not run.path.is_dir():
         raise ConfigError(f"no run directory {run.path}")
-    path = run.path / POLICY_DIR / f"{which}.msgpack"
+    path = policy_path(run.path, which)
     if path.exists():
         return check_policy_of_run(read_policy(path), run)
-    if (run.path / POLICY_DIR).is_dir():
+    if path.parent.is_dir():
         if which == BEST:
             raise ConfigError(
                 f"{run.path} holds no best policy yet: no trained policy has been evaluated (no {path})"
@@ -92,8 +98,6 @@ def check_policy_of_run(policy: TrainedPolicy, run: RunDir) -> TrainedPolicy:
         raise ConfigError(
             f"{policy.path} is a policy of task {policy.task!r}, but {run.path} is a run of {config.get('task')!r}"
         )
-    from rp1 import envs
-
     env, task = envs.make(policy.task, horizon=policy.horizon)
     env.close()
     if (policy.obs_dim, policy.act_dim) != (task.obs_dim, task.act_dim):
@@ -112,10 +116,6 @@ def checkpoint_policy(run: RunDir) -> TrainedPolicy:
     policy is not quite the one evaluated last: ``eval_return`` is ``None``, and the episodes are
     those the run's next evaluation would have run.
     """
-    from rp1.config import MODEL_FREE
-    from rp1.outputs.writer import trained_policy
-    from rp1.rundir.files import config_hash
-    from rp1.train import make_agent, restore_state
 
     config = run.read_config()
     assert config is not None  # a run's directory (load_policy checks)
@@ -127,9 +127,8 @@ def checkpoint_policy(run: RunDir) -> TrainedPolicy:
     finally:
         agent.close()
     last = state.rows[-1]
-    if (
-        cfg.method != MODEL_FREE
-    ):  # the policy in the checkpoint is not the one its last row evaluated
+    # the policy in the checkpoint is not the one its last row evaluated
+    if cfg.method != MODEL_FREE:
         last = {**last, "eval_return": None, "eval_std": None}
     return trained_policy(
         snapshot,
@@ -145,7 +144,7 @@ def checkpoint_policy(run: RunDir) -> TrainedPolicy:
 @dataclass(frozen=True)
 class Evaluation:
     """What :func:`evaluate_run` measured: ``returns [episodes]`` (the run's dtype), their mean
-    and std, the episodes' :class:`~rp1.agents.policy_files.EvaluationEpisodes`, whether they are the recorded
+    and std, the episodes' :class:`~rp1.outputs.policy_files.EvaluationEpisodes`, whether they are the recorded
     evaluation's (``replayed``) and the video written (or ``None``)."""
 
     run: Path
@@ -205,14 +204,10 @@ def evaluate_run(
     if seed is not None and not 0 <= seed < SEED_LIMIT:
         raise ConfigError(f"--seed must be in [0, {SEED_LIMIT}) (2**31 - 2**22), got {seed}")
     if video is not None:
-        from rp1.outputs.video import DEFAULT_SIZE, check_video
-
         size = size or DEFAULT_SIZE
         check_video(Path(video), size)
     policy = load_policy(run_dir, which)
     if video is not None:
-        from rp1.outputs.video import check_rendering
-
         assert size is not None  # set with the video above
         check_rendering(policy.task, policy.horizon, size)
     recorded = policy.snapshot.replay
@@ -228,8 +223,6 @@ def evaluate_run(
     finally:
         real.close()
     if video is not None:
-        from rp1.outputs.video import record
-
         assert size is not None  # set with the video above
         record(policy, replay, Path(video), size, returns)
     mean, std = returns_summary(returns)

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from rich.progress import BarColumn, Progress, TextColumn
 
+from rp1.agents.model_based import ModelBasedAgent
+from rp1.agents.modelfree import ModelFreeAgent
 from rp1.agents.protocol import Agent, RunState, S
 from rp1.config import MODEL_FREE, SCALES, Config, validate
 from rp1.core.compilation import enable_compilation_cache
@@ -29,11 +31,7 @@ from rp1.rundir.provenance import record as record_environment
 def make_agent(cfg: Config) -> Agent:
     """The agent that runs ``cfg.method``."""
     if cfg.method == MODEL_FREE:
-        from rp1.agents.modelfree import ModelFreeAgent
-
         return ModelFreeAgent(cfg)
-    from rp1.agents.model_based import ModelBasedAgent
-
     return ModelBasedAgent(cfg)
 
 
@@ -125,8 +123,8 @@ def paper_scale_note(cfg: Config) -> str:
 
 def continued_config(cfg: Config, run: RunDir) -> tuple[Config, str]:
     """``cfg`` as it continues the run in ``run``, and a note saying how it differs (``""`` if not):
-    for a run an earlier rp1 started, the keys that rp1 did not write take the values that keep
-    its behaviour (:meth:`RunDir.continued`); ``cfg`` itself for a run of this rp1 or none."""
+    for a run of an older schema, the keys its config lacks take the values that keep its
+    behaviour (:meth:`RunDir.continued`); ``cfg`` itself for a run of the current schema or none."""
     config = run.continued(cfg.to_dict())
     if config == cfg.to_dict():
         return cfg, ""

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rp1.agents.policy_files import EvaluationEpisodes, PolicySnapshot, returns_summary
+from rp1.outputs.policy_files import EvaluationEpisodes, PolicySnapshot, returns_summary
 from rp1.realenv import RealEnvs
 
 GRID_STREAM = 2

@@ -38,7 +38,6 @@ from flax import struct
 from rp1 import envs
 from rp1.acquisition import ExpWeights
 from rp1.agents.grid import evaluate_on_grid
-from rp1.agents.policy_files import EvaluationEpisodes, PolicySnapshot, returns_summary
 from rp1.config import Config
 from rp1.config.schema import ADAPTIVE, FIXED
 from rp1.config.settings import (
@@ -63,13 +62,14 @@ from rp1.dynamics.store import TransitionStore
 from rp1.dynamics.testset import errors_on_test_set, shipped_test_set
 from rp1.envs.task import LEARNED
 from rp1.imagination import train_policy
+from rp1.outputs.policy_files import EvaluationEpisodes, PolicySnapshot, returns_summary
 from rp1.policy.networks import Policy, host_actor, is_finite, policy_init
 from rp1.policy.ppo import make_policy_optimizer
 from rp1.realenv import Phase, RealEnvs, collect_phase
 from rp1.rundir.checkpoints import pack_checkpoint, unpack_checkpoint
 
 EVALUATOR = "host-float64"
-"""How this agent evaluates (:data:`rp1.agents.policy_files.EVALUATORS`): the NumPy actor, returns as float64."""
+"""How this agent evaluates (:data:`rp1.outputs.policy_files.EVALUATORS`): the NumPy actor, returns as float64."""
 
 STREAMS = ("env", "eval_env", "start_states", "noise", "subsample", "bandit", "jax")
 """The run's random streams, in spawn order (append new ones at the end to keep the others)."""
@@ -169,9 +169,8 @@ class ModelBasedAgent:
         model = ensemble_init(
             k_model, task.obs_dim, task.act_dim, cfg.model.members, cfg.model.hidden
         )
-        if (
-            LEARNED in outcome_sources(cfg, task).values()
-        ):  # a key of its own: the known path's draws stay as they were
+        # a key of its own, so the known path draws what it draws without heads
+        if LEARNED in outcome_sources(cfg, task).values():
             model = with_heads(model, jax.random.fold_in(k_model, 1), cfg.model.head_hidden)
         policy = policy_init(k_policy, task.obs_dim, task.act_dim, cfg.policy.hidden)
         start_env, _ = envs.make(cfg.task, seed=int_seed(streams["start_states"]))
@@ -217,8 +216,8 @@ class ModelBasedAgent:
         )
 
     def restore(self, data: dict[str, Any]) -> AgentState:
-        """The state saved by :meth:`checkpoint`, also by an earlier rp1 (whose checkpoints kept the
-        environments' streams apart and the bandit's in the bandit alone)."""
+        """The state saved by :meth:`checkpoint`, including a checkpoint that keeps the environments'
+        streams apart and the bandit's in the bandit alone."""
         s = self.initial_state()
         meta, s.learner, host = unpack_checkpoint(data, s.learner)
         saved = {"env": meta.get("env_rng"), "eval_env": meta.get("eval_env_rng"), **meta["rngs"]}
@@ -294,7 +293,7 @@ class ModelBasedAgent:
 
     def _to_evaluate(self, s: AgentState) -> PolicySnapshot:
         """The policy of ``s`` as it is evaluated now, with the state of the evaluation
-        environment's stream from just before, which replays the evaluation (:mod:`rp1.agents.policy_files`)."""
+        environment's stream from just before, which replays the evaluation (:mod:`rp1.outputs.policy_files`)."""
         replay = EvaluationEpisodes(
             1, self.cfg.eval_episodes, rng_states=(s.rngs["eval_env"].bit_generator.state,)
         )

@@ -39,14 +39,13 @@ import optax
 from flax import struct
 
 from rp1.agents.grid import evaluate_on_grid
-from rp1.agents.policy_files import EvaluationEpisodes, PolicySnapshot, returns_summary
 from rp1.config import Config
 from rp1.config.settings import ppo_settings
 from rp1.core.errors import DivergedError
 from rp1.core.executables import releasing
+from rp1.core.normalizer import STATE_CLIP, Normalizer, normalizer_init, normalizer_update
 from rp1.core.seeding import episode_seeds, run_key
-from rp1.dynamics.ensemble import STATE_CLIP
-from rp1.dynamics.normalizer import Normalizer, normalizer_init, normalizer_update
+from rp1.outputs.policy_files import EvaluationEpisodes, PolicySnapshot, returns_summary
 from rp1.policy.networks import Policy, act_sample, is_finite, policy_init
 from rp1.policy.ppo import make_policy_optimizer, ppo_summary, ppo_update
 from rp1.realenv import ActFn, RealEnvs, collect
@@ -54,7 +53,7 @@ from rp1.rundir.checkpoints import pack_checkpoint, unpack_checkpoint
 
 TRAIN_STREAM, EVAL_STREAM = 0, 1  # second entry of the seed triple of an episode (episode_seeds)
 EVALUATOR = "device-float32"
-"""How this agent evaluates (:data:`rp1.agents.policy_files.EVALUATORS`): the compiled actor, float32 returns."""
+"""How this agent evaluates (:data:`rp1.outputs.policy_files.EVALUATORS`): the compiled actor, float32 returns."""
 _update_obs_norm = releasing(normalizer_update)
 """The normaliser's update on a batch's valid rows, whose count varies where episodes terminate:
 nothing compiled for one count is kept (:func:`rp1.core.executables.releasing`)."""
@@ -93,9 +92,8 @@ class PolicyLearner(struct.PyTreeNode):
     key: jax.Array  # run key; update u's noise key is fold_in(key, u)
     policy: Policy
     policy_opt: optax.OptState
-    obs_norm: (
-        Normalizer  # running statistics of every collected state, the policy's input normaliser
-    )
+    # running statistics of every collected state, the policy's input normaliser
+    obs_norm: Normalizer
 
 
 @dataclass
@@ -183,19 +181,15 @@ class ModelFreeAgent:
 
     def policy_snapshot(self, s: ModelFreeState) -> PolicySnapshot:
         """The policy of ``s`` as :meth:`evaluate` evaluates it: episodes seeded by
-        ``episode_seeds(seed, EVAL_STREAM, update, eval_episodes)`` (:mod:`rp1.agents.policy_files`)."""
+        ``episode_seeds(seed, EVAL_STREAM, update, eval_episodes)`` (:mod:`rp1.outputs.policy_files`)."""
         replay = EvaluationEpisodes.seeded(
             self.cfg.modelfree.envs, (self.cfg.seed, EVAL_STREAM, s.update), self.cfg.eval_episodes
         )
         return PolicySnapshot(s.learner.policy, s.learner.obs_norm, EVALUATOR, replay)
 
     def evaluate(self, s: ModelFreeState) -> tuple[float, float]:
-        """Mean and std of the true return of ``eval_episodes`` deterministic episodes (algorithm.md §7).
-
-        The statistics are float32 (the model-based agent's are float64, :data:`EVALUATOR`), as
-        model-free runs have always recorded them: float64 here would change the last digits of
-        ``eval_return``.
-        """
+        """Mean and std of the true return of ``eval_episodes`` deterministic episodes (algorithm.md
+        §7), computed in float32 (:data:`EVALUATOR`; the model-based agent's are float64)."""
         return returns_summary(self.policy_snapshot(s).evaluate(self.real))
 
     def step(self, state: ModelFreeState) -> tuple[ModelFreeState, dict[str, Any]]:

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from rp1.envs import Task
+from rp1.outputs.policy_files import PolicySnapshot
+
 
 @runtime_checkable
 class RunState(Protocol):
@@ -37,12 +40,11 @@ class Agent(Protocol[S]):
         (the new state's ``rows`` end with it). Pure: ``state`` is left as it was, so it can be
         stepped again, compared or kept."""
 
-    task: Any  # the rp1.envs.Task it trains on (this module sits below rp1.envs)
+    task: Task  # the task it trains on
 
-    def policy_snapshot(self, state: S) -> Any:
+    def policy_snapshot(self, state: S) -> PolicySnapshot:
         """The policy of ``state`` as the last step evaluated it, with what replays that
-        evaluation (an :class:`rp1.agents.policy_files.PolicySnapshot`); :func:`rp1.train.drive` keeps it
-        in ``RUN/policy/``."""
+        evaluation; :func:`rp1.train.drive` keeps it (:mod:`rp1.outputs.policy_files`)."""
 
     def checkpoint(self, state: S) -> dict[str, Any]:
         """``state`` as nested dicts of arrays and strings (:func:`rp1.rundir.checkpoints.pack_checkpoint`)."""

@@ -7,6 +7,8 @@ bad input (:class:`rp1.core.errors.ConfigError`) and 1 for a file operation the 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import sys
 from pathlib import Path
@@ -14,9 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from rp1 import __version__
 from rp1.cli.options import LOGGING, MANY_RUNS, ONE_RUN, RUN_SETTINGS, Options, command, reflowed
 from rp1.cli.stdout import open_stdout, stdout_failure
 from rp1.core.errors import ConfigError, Interrupted, Rp1Error, clipped
+from rp1.core.signals import exit_on_signals, raise_on_signals
+from rp1.rundir.lock import RunLock
 
 if TYPE_CHECKING:
     from rp1.config import Config
@@ -33,8 +38,6 @@ app = typer.Typer(
 def _print_version(value: bool) -> None:
     """``rp1 --version``: the version, then exit."""
     if value:
-        from rp1 import __version__
-
         typer.echo(f"rp1 {__version__}")
         raise typer.Exit
 
@@ -57,6 +60,7 @@ def _register_named_methods() -> None:
     """Import the methods of one's own that ``RP1_METHODS`` names
     (:data:`rp1.config.methods.METHODS_VARIABLE`) before any command runs: a name that does not
     import is one line and exit code 2 whatever the command."""
+    # imported here, not at start-up: rp1.config loads Gymnasium, MuJoCo and Flax
     from rp1.config.methods import model_based_methods
 
     model_based_methods()
@@ -82,6 +86,7 @@ def envs(
 
     Without NAME, the paper's four tasks and how to run any other task; with NAME, that task.
     """
+    # imported here, not at start-up: the tasks load Gymnasium and MuJoCo
     from rp1 import envs as registry
 
     if name:
@@ -116,6 +121,7 @@ def presets() -> None:
 
     Methods of one's own that RP1_METHODS names (docs/extending.md) have their presets here too.
     """
+    # imported here, not at start-up: rp1.config loads Gymnasium, MuJoCo and Flax
     from rp1.config import preset_descriptions
 
     for name, description in preset_descriptions().items():
@@ -147,6 +153,7 @@ def config_command(
     run with; without a preset, the schema's defaults (paper scale unless --scale). Every key but
     preset, task, method and scale can be changed with --set key=value on rp1 train and rp1 sweep.
     """
+    # imported here, not at start-up: rp1.config loads Gymnasium, MuJoCo and Flax
     from rp1.config import apply_overrides, with_scale
     from rp1.config.reference import default_config, markdown_table, text_table
 
@@ -185,6 +192,7 @@ def config_of(preset: str | None, env: str | None, method: str | None, **resolve
     """The config of ``--preset`` or of ``--env`` with ``--method`` (default rp1): exactly one of
     ``preset`` and ``env``, ``method`` only with ``env``; ``resolved``: seed, budget, overrides,
     scale (see :func:`rp1.config.resolve`)."""
+    # imported here, not at start-up: rp1.config loads Gymnasium, MuJoCo and Flax
     from rp1.config import env_config, resolve
 
     if preset is not None and env is not None:
@@ -210,10 +218,9 @@ def train(o: Options) -> None:
     stops the run at once (exit code 130 or 143); --resume continues it. A run directory has one
     owner: while another process trains there, this one exits 2 naming it.
     """
-    from rp1.cli.signals import exit_on_signals
+    # imported here, not at start-up: the training stack (Gymnasium, MuJoCo, Flax, Optax) and matplotlib
     from rp1.experiments.figures import write_learning_curve
     from rp1.rundir.files import CURVE, check_writable_dir
-    from rp1.rundir.lock import RunLock
     from rp1.train import run_training
 
     overrides = cli_overrides(o.set_, workers=o.workers, horizon=o.horizon)
@@ -255,6 +262,7 @@ def finished_here(out: Path, cfg: Config) -> bool:
     """Whether ``out`` holds the run of ``cfg`` (as it continues there, for a run of an earlier
     rp1), finished: its ``config.json`` that config and its ``finished`` marker written under it.
     The caller owns ``out``."""
+    # imported here, not at start-up: Flax (its msgpack)
     from rp1.rundir.files import RunDir
 
     run = RunDir(out)
@@ -266,6 +274,7 @@ def finished_here(out: Path, cfg: Config) -> bool:
 
 def run_options(video: bool, tensorboard: bool) -> RunOptions:
     """The :class:`~rp1.outputs.writer.RunOptions` of ``--video`` and ``--tensorboard``."""
+    # imported here, not at start-up: Gymnasium, MuJoCo, Flax and imageio
     from rp1.outputs.writer import RunOptions
 
     return RunOptions(video=video, tensorboard=tensorboard)
@@ -275,6 +284,7 @@ def run_summary(run_dir: Path, curve: Path | None) -> str:
     """What a finished run reached and where its results are, for the end of ``rp1 train``: the
     best evaluation of a trained policy (iteration ≥ 1, as ``rp1 report`` counts) and the first
     evaluation (the untrained policy's)."""
+    # imported here, not at start-up: pandas, Flax (its msgpack)
     import pandas as pd
 
     from rp1.rundir.files import METRICS
@@ -300,6 +310,7 @@ def run_summary(run_dir: Path, curve: Path | None) -> str:
 def parse_seeds(text: str) -> list[int]:
     """``"0-9"`` or ``"0,2,5"`` or ``"0-2,7"`` -> sorted unique seeds; ConfigError if malformed, a
     seed is outside ``[0, SEED_LIMIT)`` or there are more than :data:`MAX_SEEDS`."""
+    # imported here, not at start-up: rp1.config loads Gymnasium, MuJoCo and Flax
     from rp1.config.validation import SEED_LIMIT
 
     try:
@@ -309,9 +320,10 @@ def parse_seeds(text: str) -> list[int]:
         ]
     except ValueError:
         raise ConfigError(f"--seeds expects e.g. 0-9 or 0,2,5, got {text!r}") from None
+    # checked before a range too long to hold is made
     if not all(
         first >= 0 and last < SEED_LIMIT and last - first < MAX_SEEDS for first, last in ranges
-    ):  # before a range too long to hold is made
+    ):
         raise ConfigError(
             f"--seeds must name at most {MAX_SEEDS:,} seeds in [0, {SEED_LIMIT}) (2**31 - 2**22), got {text!r}"
         )
@@ -334,7 +346,7 @@ def sweep(o: Options) -> None:
     process owns is left to it ("running elsewhere", exit code 3). Ctrl-C (SIGINT) or SIGTERM
     stops the sweep and its runs at once (exit code 130 or 143); the same command resumes them.
     """
-    from rp1.cli.signals import raise_on_signals
+    # imported here, not at start-up: the training stack, matplotlib, pandas and SciPy
     from rp1.experiments.executors import Backend
     from rp1.experiments.sweep import run_sweep
     from rp1.experiments.sweep_plan import SweepRequest
@@ -357,9 +369,8 @@ def sweep(o: Options) -> None:
         scale=o.scale,
     )
     backend = Backend(o.backend, workers=o.workers, address=o.address)
-    with raise_on_signals(
-        "run the same command again to resume the sweep's runs"
-    ):  # it stops them first
+    # it stops them first
+    with raise_on_signals("run the same command again to resume the sweep's runs"):
         code = run_sweep(request, backend, run_options(o.video, o.tensorboard))
     raise typer.Exit(code)
 
@@ -389,9 +400,8 @@ def evaluate(
     The policy acts deterministically. Without --seed the command replays the evaluation that made
     the policy best (or last), so it prints that evaluation's return exactly, as in metrics.csv.
     """
-    import json
 
-    from rp1.cli.signals import exit_on_signals
+    # imported here, not at start-up: the training stack (Gymnasium, MuJoCo, Flax, Optax)
     from rp1.evaluation import describe, evaluate_run
     from rp1.outputs.video import parse_size
 
@@ -408,6 +418,7 @@ def report(
     out: Path | None = typer.Option(None, "--out", help="Output directory (default: ROOT/report)."),
 ) -> None:
     """Tables (Markdown + CSV) and figures (PNG) of the paper from run directories."""
+    # imported here, not at start-up: matplotlib, pandas and SciPy
     from rp1.experiments.report import write_report
     from rp1.rundir.files import check_writable_dir
 
@@ -436,8 +447,8 @@ def testsets(
     §12). Every model-based run on a paper task scores each fit on its task's test set
     (test_model_error, test_model_error_common in metrics.csv); no run trains on it.
     """
-    import hashlib
 
+    # imported here, not at start-up: Flax, matplotlib, pandas and SciPy
     from rp1.dynamics.testset import SHIPPED
     from rp1.experiments.testsets import build_shipped, shipped_tasks
     from rp1.rundir.files import check_writable_dir
@@ -481,8 +492,8 @@ def main(argv: list[str] | None = None) -> int:
     and its exit code (``OSError``: 1); with ``RP1_DEBUG=1`` it propagates with its traceback. A
     usage error that Click finds (an unknown option, a value of the wrong type) is one line and
     exit code 2 too. A Ctrl-C while the command starts up (before a run stops on signals itself,
-    :func:`rp1.cli.signals.exit_on_signals`) is one line and exit code 130, and so is a signal that
-    :func:`rp1.cli.signals.raise_on_signals` raises (:class:`~rp1.core.errors.Interrupted`; 143 for SIGTERM).
+    :func:`rp1.core.signals.exit_on_signals`) is one line and exit code 130, and so is a signal that
+    :func:`rp1.core.signals.raise_on_signals` raises (:class:`~rp1.core.errors.Interrupted`; 143 for SIGTERM).
     A write to stdout that fails (a full disk, a reader gone, stdout closed) is one line and exit
     code 1 (:mod:`rp1.cli.stdout`).
     """
@@ -493,9 +504,8 @@ def main(argv: list[str] | None = None) -> int:
         if failed is not None:
             raise failed
     except CLICK_ERROR as usage:  # bad usage, found by click before a command runs
-        if (
-            type(usage).__name__ == "NoArgsIsHelpError"
-        ):  # `rp1 COMMAND` alone (a click that raises it): the help
+        # `rp1 COMMAND` alone (a click that raises it): the help
+        if type(usage).__name__ == "NoArgsIsHelpError":
             usage.show()
             return 0
         if os.environ.get("RP1_DEBUG") == "1":
@@ -509,9 +519,7 @@ def main(argv: list[str] | None = None) -> int:
         return usage.exit_code
     except typer.Abort:  # end of input at a prompt
         return 1
-    except (
-        Interrupted
-    ) as stop:  # a signal to a command that cleans up first (rp1.cli.signals.raise_on_signals)
+    except Interrupted as stop:  # a signal to a command that cleans up first (raise_on_signals)
         typer.echo(f"rp1: {stop}", err=True)
         return stop.exit_code
     except (Rp1Error, OSError) as err:

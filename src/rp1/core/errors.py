@@ -58,9 +58,8 @@ class RenderError(Rp1Error):
     message names the backend, the cause and what to install."""
 
     exit_code = 1
-    EGL_PACKAGES = (
-        "libegl1 libopengl0 libegl-mesa0 libgl1-mesa-dri"  # Debian/Ubuntu: what MuJoCo's EGL loads
-    )
+    # Debian/Ubuntu: what MuJoCo's EGL loads
+    EGL_PACKAGES = "libegl1 libopengl0 libegl-mesa0 libgl1-mesa-dri"
 
     @classmethod
     def of(cls, what: str, backend: str, cause: BaseException) -> "RenderError":
@@ -94,7 +93,7 @@ class DivergedError(Rp1Error):
 
 
 class Interrupted(BaseException):
-    """SIGINT or SIGTERM stopped the command (:func:`rp1.cli.signals.raise_on_signals`): one line
+    """SIGINT or SIGTERM stopped the command (:func:`rp1.core.signals.raise_on_signals`): one line
     ``rp1: interrupted (SIGTERM); <message>``, ``message`` saying how to continue, and exit code
     128 + the signal's number (130, 143). A ``BaseException``, as ``KeyboardInterrupt`` is, so that
     no ``except Exception`` takes it for a failure."""

@@ -1,4 +1,4 @@
-"""The world model: normalisers, the ensemble (with optional learned reward / termination heads),
+"""The world model: the ensemble (with optional learned reward / termination heads),
 its data store and its fitting (algorithm.md §2–§3)."""
 
 from rp1.dynamics.ensemble import (
@@ -28,19 +28,10 @@ from rp1.dynamics.heads import (
     with_heads,
 )
 from rp1.dynamics.losses import member_losses, model_error
-from rp1.dynamics.normalizer import (
-    Normalizer,
-    denormalize,
-    normalize,
-    normalizer_fit,
-    normalizer_init,
-    normalizer_update,
-)
 from rp1.dynamics.parts import ModelParts
 from rp1.dynamics.store import (
     MAX_TRAIN_SAMPLES,
     Dataset,
-    Transitions,
     TransitionStore,
     bucket_capacity,
     padded_dataset,
@@ -56,11 +47,8 @@ __all__ = [
     "FitState",
     "ModelParts",
     "NonFiniteLossError",
-    "Normalizer",
     "TransitionStore",
-    "Transitions",
     "bucket_capacity",
-    "denormalize",
     "ensemble_init",
     "fit",
     "head_row_errors",
@@ -71,10 +59,6 @@ __all__ = [
     "model_inputs",
     "model_weights",
     "next_normalized_states",
-    "normalize",
-    "normalizer_fit",
-    "normalizer_init",
-    "normalizer_update",
     "padded_dataset",
     "predict_all",
     "predict_heads",

@@ -18,7 +18,8 @@ import jax.numpy as jnp
 from flax import struct
 
 from rp1.core.nn import Params, member_count, mlp_apply, mlp_init
-from rp1.dynamics.normalizer import (
+from rp1.core.normalizer import (
+    STATE_CLIP,
     Normalizer,
     denormalize,
     normalize,
@@ -27,7 +28,6 @@ from rp1.dynamics.normalizer import (
 
 MEMBERS = 5  # algorithm.md §3
 HIDDEN = (1024, 1024)  # algorithm.md §3
-STATE_CLIP = 3.0
 ACTION_CLIP = 3.0
 
 

@@ -54,10 +54,10 @@ from jax.typing import ArrayLike
 
 from rp1.core.executables import releasing
 from rp1.core.nn import Params, member_count
+from rp1.core.normalizer import normalize, normalizer_fit, normalizer_update
 from rp1.dynamics.ensemble import Ensemble
 from rp1.dynamics.heads import head_row_errors
 from rp1.dynamics.losses import masked_member_losses, row_errors
-from rp1.dynamics.normalizer import normalize, normalizer_fit, normalizer_update
 from rp1.dynamics.parts import ModelParts
 from rp1.dynamics.store import Dataset
 

@@ -28,14 +28,14 @@ from jax.typing import ArrayLike
 
 from rp1.core.executables import releasing
 from rp1.core.nn import Params, mlp_apply, mlp_init
-from rp1.dynamics.ensemble import Ensemble
-from rp1.dynamics.normalizer import (
+from rp1.core.normalizer import (
     denormalize,
     normalize,
     normalizer_fit,
     normalizer_init,
     standardize,
 )
+from rp1.dynamics.ensemble import Ensemble
 
 HIDDEN = (200, 200)
 REWARD, DONE = 0, 1  # output columns: normalised reward, termination logit

@@ -12,9 +12,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from rp1.core.nn import Params, member_count, mlp_apply
+from rp1.core.normalizer import normalize
 from rp1.dynamics.ensemble import Ensemble, model_inputs, next_normalized_states
 from rp1.dynamics.heads import head_row_errors
-from rp1.dynamics.normalizer import normalize
 from rp1.dynamics.parts import ModelParts
 from rp1.dynamics.store import Dataset, padded_dataset
 
@@ -86,11 +86,8 @@ def member_losses(model: Ensemble, data: Dataset) -> jax.Array:
 
 
 def model_error(model: Ensemble, obs: np.ndarray, act: np.ndarray, next_obs: np.ndarray) -> float:
-    """The bandit feedback ``G = sqrt(mean_m MSE_m²)`` (algorithm.md §6) on transitions
-    ``obs [N, obs_dim]``, ``act [N, act_dim]``, ``next_obs [N, obs_dim]``.
-
-    ``MSE_m`` is member ``m``'s mean squared error in normalised state space; call this with the
-    model as it was before it saw the transitions.
-    """
+    """The bandit feedback ``G = sqrt(mean_m MSE_m²)`` (algorithm.md §6), ``MSE_m`` member ``m``'s
+    error in normalised state space on ``obs [N, obs_dim]``, ``act [N, act_dim]``,
+    ``next_obs [N, obs_dim]``, transitions the model has not yet seen."""
     losses = member_losses(model, padded_dataset(obs, act, next_obs))
     return float(jnp.sqrt(jnp.mean(losses**2)))

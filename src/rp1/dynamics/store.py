@@ -19,22 +19,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from rp1.core.transitions import Transitions
+
 MIN_CAPACITY = 1024
 MAX_TRAIN_SAMPLES = 200_000  # algorithm.md §3: the fit subsamples beyond this many training rows
 MIN_VAL_ROLLOUTS = 1  # see validation_rollouts; 0 is the literal ⌊n/3⌋ rule
 _FIELDS = ("obs", "act", "rew", "next_obs", "done")
-
-
-class Transitions(NamedTuple):
-    """Unpadded transitions ``(s, a, r, s', done)``: ``obs [N, obs_dim]``, ``act [N, act_dim]``,
-    ``rew [N]``, ``next_obs [N, obs_dim]`` (float32) and ``done [N]`` (bool, the episode
-    terminated at ``s'``; ``None`` when built by hand: the store reads it as all False)."""
-
-    obs: np.ndarray
-    act: np.ndarray
-    rew: np.ndarray
-    next_obs: np.ndarray
-    done: np.ndarray | None = None
 
 
 class Dataset(NamedTuple):
@@ -129,11 +119,8 @@ def _concat(parts: Sequence[Transitions], obs_dim: int, act_dim: int) -> Transit
 
 def validation_rollouts(n: int, min_val: int) -> int:
     """How many of a phase's ``n`` rollouts go to validation: ``⌊n/3⌋`` (algorithm.md §2), raised to
-    ``min_val`` as long as one rollout stays for training.
-
-    With early stopping a phase often ends after two rollouts, where ``⌊2/3⌋ = 0`` would leave the
-    fit without validation data; ``min_val = 1`` gives such a phase one validation rollout.
-    """
+    ``min_val`` as long as one rollout stays for training (``min_val = 1`` gives a two-rollout
+    phase, which ``⌊2/3⌋ = 0`` would leave without validation data, one)."""
     return max(n // 3, min(min_val, n - 1))
 
 

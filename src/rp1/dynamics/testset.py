@@ -1,5 +1,5 @@
 """World-model quality on common data: a fixed test set of real transitions per task that no run
-trains on, and the ensemble's one-step error on it (issue 26; docs/algorithm.md §12).
+trains on, and the ensemble's one-step error on it (docs/algorithm.md §12).
 
 ``model_error`` of a run (the bandit's G, algorithm.md §6) is measured on the phase the run has just
 collected, so it measures different data for every method. :func:`errors_on_test_set` measures every
@@ -34,9 +34,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from rp1.core.errors import ConfigError
+from rp1.core.normalizer import Normalizer, normalizer_fit, normalizer_init, standardize
 from rp1.dynamics.ensemble import Ensemble, predict_all
 from rp1.dynamics.losses import model_error
-from rp1.dynamics.normalizer import Normalizer, normalizer_fit, normalizer_init, standardize
 from rp1.envs import names as task_names
 from rp1.rundir.files import write_atomically
 

@@ -17,12 +17,8 @@ from typing import TYPE_CHECKING, Any
 from rp1.core.errors import RenderError
 
 try:
-    import mujoco
-except (
-    ImportError,
-    RuntimeError,
-    AttributeError,
-) as err:  # MuJoCo >= 4 sets up OpenGL for MUJOCO_GL on import
+    import mujoco  # MuJoCo >= 4 sets up OpenGL for MUJOCO_GL on import
+except (ImportError, RuntimeError, AttributeError) as err:
     if not os.environ.get("MUJOCO_GL"):
         raise
     raise RenderError.of("MuJoCo cannot set up OpenGL", os.environ["MUJOCO_GL"], err) from None

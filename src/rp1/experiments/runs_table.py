@@ -83,7 +83,7 @@ def read_config(run_dir: Path) -> dict:
     :class:`~rp1.rundir.migrations.NewerSchema` for a config of a newer rp1.
 
     ``scale`` defaults to :data:`DEFAULT_SCALE`; ``phase_cap`` is NaN when the config has no
-    ``collect.phase_cap``; ``eval_every`` is ``eval.every`` (0 in a config of an rp1 before the
+    ``collect.phase_cap``; ``eval_every`` is ``eval.every`` (0 in a config of a schema before the
     grid, as migrated: no grid); ``method`` is the method the run ran as (:func:`rp1.config.methods.run_cell`:
     an ``rp1`` run with λ fixed at 0.5 by ``--set`` pools with ``rp1-fixed05``).
     """

@@ -21,7 +21,7 @@ line of the sweep's for its start and its end (:mod:`~rp1.experiments.sweep_work
 run does not stop the others; the summary at the end lists every run with its best evaluation
 return, and each run that did not finish with its error and log. An exception in the sweep's
 process (``rp1 sweep`` turns SIGINT and SIGTERM into one,
-:func:`rp1.cli.signals.raise_on_signals`) stops the local runs before it goes on
+:func:`rp1.core.signals.raise_on_signals`) stops the local runs before it goes on
 (:class:`~rp1.experiments.executors.LocalExecutor`); the same sweep resumes them.
 
 One owner per run (:mod:`rp1.rundir.lock`): planning reads run directories without locking; a worker

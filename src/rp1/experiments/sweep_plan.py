@@ -138,7 +138,7 @@ def planned(cfg: Config, run_dir: Path) -> tuple[RunJob, str]:
 
 def run_action(cfg: Config, run: RunDir) -> str:
     """``skip``, ``resume`` or ``start`` for ``cfg`` in ``run`` (its stored config read as
-    :meth:`RunDir.read_config` reads it: a run of an earlier rp1 migrated); ConfigError if it holds
+    :meth:`RunDir.read_config` reads it, migrated); ConfigError if it holds
     another config or a ``finished`` marker written under another config."""
     other = run.other_config(cfg.to_dict())
     if other:

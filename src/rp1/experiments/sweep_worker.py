@@ -24,8 +24,8 @@ from datetime import datetime
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from rp1.cli.signals import exit_on_signals
 from rp1.core.errors import described
+from rp1.core.signals import exit_on_signals
 from rp1.experiments.figures import write_learning_curve
 from rp1.experiments.sweep_plan import ELSEWHERE, RunJob, RunOutcome, best_return, run_action
 from rp1.rundir.files import RunDir
@@ -46,7 +46,7 @@ def execute_run(job: RunJob, stop_on_signals: bool = False) -> RunOutcome:
     (:data:`~rp1.experiments.sweep_plan.ELSEWHERE`). What to do is decided again once the lock is
     held: the directory may have changed since planning. ``stop_on_signals`` (a local worker's
     run): SIGINT or SIGTERM stops the run at once as it stops ``rp1 train``
-    (:func:`rp1.cli.signals.exit_on_signals`), its line appended to the log; the lock goes with the
+    (:func:`rp1.core.signals.exit_on_signals`), its line appended to the log; the lock goes with the
     process."""
     started = time.perf_counter()
     lock = RunLock(job.run_dir)
@@ -66,9 +66,8 @@ def execute_run(job: RunJob, stop_on_signals: bool = False) -> RunOutcome:
                 if job.action == "skip":  # finished by another process since planning
                     return job.outcome("skipped")
                 print(f"{log_head(job, job.action)} at {now()}")
-                if (
-                    job.action == "start"
-                ):  # what a run that died before its first checkpoint left (the log stays)
+                # what a run that died before its first checkpoint left (the log stays)
+                if job.action == "start":
                     RunDir(job.run_dir).clear()
                 run_training(
                     job.cfg,

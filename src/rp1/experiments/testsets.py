@@ -27,19 +27,18 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from rp1.agents.policy_files import read_policy
+from rp1.core.normalizer import STATE_CLIP, normalizer_init
 from rp1.core.seeding import int_seed
-from rp1.dynamics.ensemble import STATE_CLIP
-from rp1.dynamics.normalizer import normalizer_init
 from rp1.dynamics.testset import SHIPPED, TestSet, write_test_set
 from rp1.envs import Task
 from rp1.envs import names as task_names
+from rp1.outputs.policy_files import read_policy
 from rp1.policy.networks import HIDDEN, host_actor, policy_init
 from rp1.realenv import MeanAction, RealEnvs
 from rp1.realenv.episodes import collect, noisy_policy
 
 SEED = 26
-"""The root of the test sets' random streams (issue 26); runs never draw from it."""
+"""The root of the test sets' random streams; runs never draw from it."""
 
 EPISODES = 6
 """Episodes per behaviour."""

@@ -173,9 +173,8 @@ class TrainInfo(NamedTuple):
     updates: int  # PPO updates made
     stopped: bool  # the stop rule ended training (False: ``max_updates`` reached)
     model_return: float  # mean over members of the returned policy's deterministic return
-    imagined_return: (
-        float  # last update's mean imagined task return per rollout (Σ_t r_sel, before it)
-    )
+    # last update's mean imagined task return per rollout (Σ_t r_sel, before it)
+    imagined_return: float
     bonus: float  # last update's mean bonus per valid step
     ppo: dict[str, float]  # the updates' PPO diagnostics (rp1.policy.ppo.ppo_summary)
 

@@ -43,9 +43,9 @@ import jax.numpy as jnp
 
 from rp1.core.errors import ConfigError
 from rp1.core.nn import member_count
+from rp1.core.normalizer import Normalizer, standardize
 from rp1.dynamics.ensemble import Ensemble, predict_all
 from rp1.dynamics.heads import predict_heads
-from rp1.dynamics.normalizer import Normalizer, standardize
 from rp1.envs.lookup import import_reference
 from rp1.envs.task import KNOWN, LEARNED, RESOLVED_SOURCES, Task
 from rp1.policy.networks import DEFAULT_ACTION_STD, Policy, act_mean, act_sample
@@ -230,12 +230,9 @@ def make_imagination(
 def advance(
     state: RolloutState, next_obs: jax.Array, done: jax.Array
 ) -> tuple[RolloutState, jax.Array]:
-    """Move running rollouts to ``next_obs [..., obs_dim]`` and apply termination flags
-    ``done [...]`` (of ``next_obs``).
-
-    Returns the new state (terminated and earlier-ended rollouts keep their last state) and
-    ``done [...]``, True only at the step a running rollout terminates.
-    """
+    """Running rollouts moved to ``next_obs [..., obs_dim]`` (ended ones keep their last state),
+    and ``done [...]`` (``next_obs``'s termination flags) True only where a running rollout
+    terminates now."""
     done = done & state.alive
     alive = state.alive & ~done
     return RolloutState(jnp.where(alive[..., None], next_obs, state.obs), alive), done

@@ -1,8 +1,8 @@
 """Videos of a policy's episodes: rendered offscreen, captioned, written as ``.mp4`` or ``.gif``.
 
-Rendering runs the episodes of a :class:`~rp1.agents.policy_files.EvaluationEpisodes` again in environments made with
+Rendering runs the episodes of a :class:`~rp1.outputs.policy_files.EvaluationEpisodes` again in environments made with
 ``render_mode="rgb_array"`` (:func:`render_episodes`), through the same evaluation code as the run
-(:meth:`~rp1.agents.policy_files.PolicySnapshot.evaluate`): a pass of its own, so rendering never touches
+(:meth:`~rp1.outputs.policy_files.PolicySnapshot.evaluate`): a pass of its own, so rendering never touches
 the episodes whose returns are reported. A frame is drawn after the reset and after every step, so
 an episode of ``T`` steps has ``T + 1`` frames ``[height, width, 3]`` (uint8).
 
@@ -36,9 +36,10 @@ import gymnasium as gym
 import numpy as np
 
 from rp1 import envs
-from rp1.agents.policy_files import EvaluationEpisodes, TrainedPolicy
 from rp1.core.errors import ConfigError, RenderError, StorageError
-from rp1.rundir.files import TEMPORARY, check_writable_dir, write_atomically
+from rp1.core.signals import TEMPORARY
+from rp1.outputs.policy_files import EvaluationEpisodes, TrainedPolicy
+from rp1.rundir.files import check_writable_dir, write_atomically
 
 SUFFIXES = (".mp4", ".gif")
 DEFAULT_SIZE = (320, 240)  # width, height
@@ -121,10 +122,7 @@ def _follow_first_body(env: gym.Env) -> None:
     began (the runner soon leaves the picture); make it track body 1 (the torso of the
     locomotion tasks) at the environment's own distance and angles."""
     renderer = getattr(env.unwrapped, "mujoco_renderer", None)
-    if renderer is None or renderer.camera_id not in (
-        -1,
-        None,
-    ):  # not MuJoCo, or a camera was chosen
+    if renderer is None or renderer.camera_id not in (-1, None):  # not MuJoCo, or a camera chosen
         return
     import mujoco
 
@@ -138,9 +136,7 @@ def _render(env: gym.Env, task: str) -> np.ndarray:
     with _quiet_failed_viewers():  # the failed viewer is freed when the except block ends
         try:
             return np.asarray(env.render())
-        except (
-            Exception
-        ) as err:  # OpenGL fails as ImportError, AttributeError, RuntimeError, … by backend
+        except Exception as err:  # OpenGL: ImportError, AttributeError, RuntimeError, …
             if hasattr(env.unwrapped, "mujoco_renderer"):
                 error: Exception = RenderError.of(
                     f"cannot render {task} offscreen", os.environ.get("MUJOCO_GL", "glfw"), err
@@ -249,7 +245,7 @@ class VideoFile:
     ``.gif``: Pillow) at ``fps``; the file appears, atomically, when the ``with`` block ends without
     an error, and only if the encoder succeeded: otherwise a StorageError naming the file and the
     encoder's cause (a full temporary directory, …), and nothing is left behind (the encoder
-    writes into a temporary folder, which an exit on a signal removes too, :data:`rp1.rundir.files.TEMPORARY`)."""
+    writes into a temporary folder, which an exit on a signal removes too, :data:`rp1.core.signals.TEMPORARY`)."""
 
     def __init__(self, path: Path, fps: float, size: tuple[int, int]) -> None:
         self.path, self.fps, self.size = Path(path), fps, size
@@ -433,9 +429,8 @@ def record(
     kept: list[np.ndarray] = []
 
     def add(k: int, frames: list[np.ndarray]) -> None:
-        for t, frame in enumerate(
-            frames
-        ):  # the step makes every frame differ (a GIF merges equal ones)
+        # the step makes every frame differ (a GIF merges equal ones)
+        for t, frame in enumerate(frames):
             frame = caption(
                 frame,
                 [

@@ -1,9 +1,8 @@
 """What a run writes beside its metrics and checkpoint: the kept policies, and, when asked, videos
 of its best policies and a TensorBoard log.
 
-- ``RUN/policy/last.msgpack`` after every step, ``RUN/policy/best.msgpack`` whenever an evaluation
-  of a trained policy (iteration ≥ 1, as ``rp1 report`` counts) beats the best so far
-  (:mod:`rp1.agents.policy_files`);
+- the kept policies, ``RUN/policy/last.msgpack`` and ``RUN/policy/best.msgpack``, as
+  :mod:`rp1.outputs.policy_files` says which and when;
 - with ``--video``: one episode of each new best policy's evaluation, rendered again, in
   ``RUN/videos/best_<samples>.mp4`` (:mod:`rp1.outputs.video`);
 - with ``--tensorboard``: ``RUN/tensorboard/`` (:mod:`rp1.outputs.tensorboard_log`).
@@ -12,8 +11,8 @@ of its best policies and a TensorBoard log.
 and before replacing the checkpoint, so after a kill at any moment these files are those of the
 last checkpoint or of the step after it, which a resumed run repeats identically: a resumed run
 ends with the uninterrupted run's files. On resume, the best so far is that of the checkpointed
-rows (so a step repeated after a kill writes its best file and video again); in a run of an earlier
-rp1 (no policy files) resumed by this one, of the rows from the resume on (``kept_since``).
+rows (so a step repeated after a kill writes its best file and video again); in a run resumed
+without policy files, of the rows from the resume on (``kept_since``).
 
 The switches are :class:`RunOptions`, options of the run rather than of its config: they change
 no number, are not in ``config.json``, and a run may be resumed with other options than it
@@ -27,18 +26,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rp1.agents.policy_files import (
+from rp1.config import Config
+from rp1.envs import Task
+from rp1.outputs.policy_files import (
     BEST,
     LAST,
     PolicySnapshot,
     TrainedPolicy,
+    beats,
+    kept_as,
+    policy_path,
     read_policy,
+    trained_policy,
     write_policy,
 )
-from rp1.config import Config
-from rp1.envs import Task
-from rp1.outputs.video import DEFAULT_SIZE
-from rp1.rundir.files import POLICY_DIR, TENSORBOARD_DIR, VIDEO_DIR, config_hash
+from rp1.outputs.tensorboard_log import TensorBoardLog, check_tensorboard
+from rp1.outputs.video import (
+    DEFAULT_SIZE,
+    check_packages,
+    check_rendering,
+    frame_rate,
+    gif_bytes,
+    read_video,
+    record,
+)
+from rp1.rundir.files import TENSORBOARD_DIR, VIDEO_DIR, config_hash
 
 
 @dataclass(frozen=True)
@@ -53,44 +65,10 @@ class RunOptions:
         """Before anything is written: ConfigError if a package these options need is missing or
         the task cannot render, :class:`~rp1.core.errors.RenderError` if the machine cannot render."""
         if self.tensorboard:
-            from rp1.outputs.tensorboard_log import check_tensorboard
-
             check_tensorboard()
         if self.video:
-            from rp1.outputs.video import check_packages, check_rendering
-
             check_packages()
             check_rendering(cfg.task, cfg.horizon, self.video_size)
-
-
-def trained_policy(
-    snapshot: PolicySnapshot, cfg: Config, task: Task, row: dict[str, Any], **fields: Any
-) -> TrainedPolicy:
-    """``snapshot`` of a run of ``cfg`` on ``task`` as a :class:`TrainedPolicy`, produced by the step
-    of metrics ``row`` (its iteration, samples and evaluation); ``fields``: the rest of its fields
-    (``config_hash`` at least)."""
-    return TrainedPolicy(
-        snapshot=snapshot,
-        task=cfg.task,
-        horizon=task.horizon,
-        action_low=task.action_low,
-        action_high=task.action_high,
-        method=cfg.method,
-        preset=cfg.preset,
-        seed=cfg.seed,
-        iteration=row["iteration"],
-        samples=row["samples"],
-        eval_return=row.get("eval_return"),
-        eval_std=row.get("eval_std"),
-        **fields,
-    )
-
-
-def beats(row: dict[str, Any], best: float | None) -> bool:
-    """Whether ``row`` holds an evaluation of a trained policy (iteration ≥ 1) that beats ``best``
-    (``None``: none yet)."""
-    value = row.get("eval_return")
-    return row["iteration"] >= 1 and value is not None and (best is None or value > best)
 
 
 class RunOutputs:
@@ -107,22 +85,19 @@ class RunOutputs:
     ):
         self.dir, self.cfg, self.task, self.options = Path(run_dir), cfg, task, options
         self.hash = config_hash(cfg.to_dict())
-        last = self.dir / POLICY_DIR / f"{LAST}.msgpack"
+        last = policy_path(self.dir, LAST)
         kept = read_policy(last) if last.exists() else None
         if kept is not None and kept.config_hash == self.hash:
             self.kept_since = kept.kept_since
-        else:  # a fresh run, or one an earlier rp1 (which kept no policies) checkpointed
+        else:  # a fresh run, or one checkpointed without policy files
             self.kept_since = rows[-1]["iteration"] + 1 if rows else 0
-        self.best: float | None = (
-            None  # of the checkpointed rows: a step repeated after a kill writes its files again
-        )
+        # the best of the checkpointed rows: a step repeated after a kill writes its files again
+        self.best: float | None = None
         for row in rows:
             if row["iteration"] >= self.kept_since and beats(row, self.best):
                 self.best = row["eval_return"]
         self.tensorboard = None
         if options.tensorboard:
-            from rp1.outputs.tensorboard_log import TensorBoardLog
-
             self.tensorboard = TensorBoardLog(self.dir / TENSORBOARD_DIR)
             self._replay_log(rows)
 
@@ -130,13 +105,12 @@ class RunOutputs:
         """Keep the step's policy (``snapshot``, which ``row`` evaluated, if it did), and, as the
         options say, its video and the row's TensorBoard entries."""
         policy = self._trained_policy(snapshot, row)
-        write_policy(
-            self.dir / POLICY_DIR / f"{LAST}.msgpack", dataclasses.replace(policy, which=LAST)
-        )
-        new_best = beats(row, self.best)
+        kept = kept_as(row, self.best)
+        for which in kept:
+            policy = dataclasses.replace(policy, which=which)
+            write_policy(policy_path(self.dir, which), policy)
+        new_best = BEST in kept
         if new_best:
-            policy = dataclasses.replace(policy, which=BEST)
-            write_policy(self.dir / POLICY_DIR / f"{BEST}.msgpack", policy)
             self.best = row["eval_return"]
         frames = self._video(policy) if new_best and self.options.video else None
         if self.tensorboard is not None:
@@ -159,8 +133,6 @@ class RunOutputs:
 
     def _video(self, policy: TrainedPolicy) -> list[Any]:
         """Render the first episode of ``policy``'s evaluation to :meth:`video_path`; its frames."""
-        from rp1.outputs.video import record
-
         assert policy.snapshot.replay is not None  # a new best: its evaluation was recorded
         replay = policy.snapshot.replay.with_episodes(1)
         return record(
@@ -172,8 +144,6 @@ class RunOutputs:
         )
 
     def _log_video(self, frames: list[Any], samples: int) -> None:
-        from rp1.outputs.video import frame_rate, gif_bytes
-
         assert self.tensorboard is not None  # called with a TensorBoard log only
         self.tensorboard.add_video(
             gif_bytes(frames, frame_rate(self.cfg.task)), self.options.video_size, samples
@@ -190,7 +160,5 @@ class RunOutputs:
                 best = row["eval_return"]
                 video = self.video_path(row["samples"])
                 if video.exists():
-                    from rp1.outputs.video import read_video
-
                     self._log_video(list(read_video(video)), row["samples"])
         self.tensorboard.flush()

@@ -28,7 +28,7 @@ import numpy as np
 from flax import struct
 
 from rp1.core.nn import Params, mlp_apply, mlp_init
-from rp1.dynamics.normalizer import Normalizer, normalize
+from rp1.core.normalizer import Normalizer, normalize
 
 HIDDEN = (32, 32)  # algorithm.md §4, actor and critic alike
 DEFAULT_ACTION_STD = 0.5

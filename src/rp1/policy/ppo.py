@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from rp1.dynamics.normalizer import Normalizer
+from rp1.core.normalizer import Normalizer
 from rp1.policy.networks import (
     DEFAULT_ACTION_STD,
     Policy,

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from rp1.dynamics.store import Transitions
+from rp1.core.transitions import Transitions
 from rp1.envs.task import Task
 from rp1.realenv.environments import UNSEEDED, UNUSED, RealEnvs
 
@@ -57,7 +57,7 @@ class Episodes(NamedTuple):
         return self.reward[: self.lengths().max()].sum(0)
 
     def transitions(self, task: Task) -> list[Transitions]:
-        """Every episode's steps as :class:`~rp1.dynamics.store.Transitions` ``[T_k, …]``, with the
+        """Every episode's steps as :class:`~rp1.core.transitions.Transitions` ``[T_k, …]``, with the
         actions the environment took (clipped to the task's bounds) and the termination flags."""
         low, high = task.action_bounds
         return [

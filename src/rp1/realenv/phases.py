@@ -10,7 +10,7 @@ from typing import NamedTuple
 import numpy as np
 
 from rp1.acquisition import PhaseEarlyStop
-from rp1.dynamics.store import Transitions
+from rp1.core.transitions import Transitions
 from rp1.realenv.environments import UNSEEDED, RealEnvs
 from rp1.realenv.episodes import MeanAction, collect, noisy_policy
 

@@ -9,7 +9,7 @@ Layout::
       checkpoint/state.msgpack   the config and everything needed to continue identically
       finished               written when the run reached its budget; holds the config's hash
       learning_curve.png     drawn at the end
-      policy/                best.msgpack and last.msgpack, the kept policies (rp1.outputs.writer)
+      policy/                the kept policies, best and last (rp1.outputs.policy_files)
       videos/, tensorboard/  with --video and --tensorboard (rp1.outputs.writer)
       environment.json       where it ran (rp1.rundir.provenance)
       lock                   while a process owns the run (rp1.rundir.lock)
@@ -28,8 +28,8 @@ row still being written (``rp1.experiments.runs_table`` leaves it out). ``evalua
 fixed columns :data:`EVALUATION_COLUMNS`, is kept in the checkpoint too and written the same way.
 
 A stored config (``config.json``, the checkpoint's copy) is read through
-:func:`rp1.rundir.migrations.migrate`: a config written by an earlier rp1 gets each key it lacks with the
-value that reproduces that rp1's behaviour, then is compared with the config given now.
+:func:`rp1.rundir.migrations.migrate`: a config of an older schema gets each key it lacks with
+the value that reproduces its behaviour, then is compared with the config given now.
 
 The checkpoint (like the policy files) is sealed with a SHA-256 checksum of its content
 (:mod:`rp1.rundir.sealed`) and checked when read: a damaged file, a ``finished`` marker that holds
@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from rp1.core.errors import ConfigError, DamagedFile, StorageError
+from rp1.core.signals import TEMPORARY
 from rp1.rundir.migrations import SCHEMA_KEY, check_continuable, continued, migrate
 from rp1.rundir.sealed import seal, unseal
 
@@ -87,10 +88,9 @@ METRIC_COLUMNS = (
     "test_model_error",
     "test_model_error_common",
 )
-"""The first columns of ``metrics.csv``, always there and in this order (the columns of rp1 before
-its columns were open; the last two: the world model's error on its task's test set,
-:mod:`rp1.dynamics.testset`, empty off the paper's tasks); every other key a run's rows hold
-follows (:func:`metric_columns`)."""
+"""The first columns of ``metrics.csv``, always there and in this order (the last two: the world
+model's error on its task's test set, :mod:`rp1.dynamics.testset`, empty off the paper's tasks);
+every other key a run's rows hold follows (:func:`metric_columns`)."""
 
 EVALUATION_COLUMNS = ("samples", "trained_on", "iteration", "eval_return", "eval_std")
 """The columns of ``evaluations.csv``: the grid point (real samples), the real samples the policy in
@@ -106,7 +106,7 @@ EVALUATIONS = "evaluations.csv"
 CHECKPOINT = Path("checkpoint") / "state.msgpack"
 FINISHED = "finished"
 CURVE = "learning_curve.png"
-POLICY_DIR = "policy"  # best.msgpack, last.msgpack (rp1.agents.policy_files)
+POLICY_DIR = "policy"  # the kept policies, named by rp1.outputs.policy_files
 VIDEO_DIR = "videos"  # best_<samples>.mp4 with --video
 TENSORBOARD_DIR = "tensorboard"  # event files with --tensorboard
 OUTPUT_DIRS = (POLICY_DIR, VIDEO_DIR, TENSORBOARD_DIR)
@@ -114,7 +114,7 @@ ENVIRONMENT = "environment.json"
 RUN_FILES = {
     ".": (CONFIG, METRICS, EVALUATIONS, FINISHED, CURVE, ENVIRONMENT),
     str(CHECKPOINT.parent): (CHECKPOINT.name,),
-    POLICY_DIR: ("best.msgpack", "last.msgpack"),
+    POLICY_DIR: ("*.msgpack",),
     VIDEO_DIR: ("best_[0-9]*.mp4",),
     TENSORBOARD_DIR: ("events.out.tfevents.*",),
 }
@@ -157,8 +157,8 @@ class RunDir:
 
     def _marks(self, marker: str, config: dict[str, Any]) -> bool:
         """Whether a ``finished`` marker holding ``marker`` was written under ``config``: the hash
-        of ``config``, or of the stored ``config.json`` (written by an earlier rp1, whose marker
-        hashed the config as it wrote it) when that migrates to ``config``."""
+        of ``config``, or of the stored ``config.json`` (of an older schema, hashed as it was written)
+        when that migrates to ``config``."""
         if marker == config_hash(config):
             return True
         stored = self.read_stored_config()
@@ -203,29 +203,11 @@ class RunDir:
         restore: Callable[[dict[str, Any]], Any] | None = None,
     ) -> Any:
         """Check that ``config`` may run here, write ``config.json`` and return the checkpointed
-        agent state to continue from (``None``: start afresh), made by ``restore`` where given
-        (the agent's state from the checkpoint's dict; what it raises refuses the run with nothing
-        written, as every check here does).
-
-        - Neither flag: the directory must hold no run (a ``config.json`` of this same config
-          alone is a run that never started).
-        - ``resume``: the directory must hold a run of ``config``: its ``config.json``, checkpoint
-          and ``finished`` marker, where present, must have been written under ``config``. A
-          missing ``config.json`` is written again; a run killed before its first checkpoint starts
-          afresh.
-        - ``overwrite``: the run's files (:data:`RUN_FILES`: config, metrics, checkpoint, marker,
-          learning curve, policy files, videos, TensorBoard log, environment record) are deleted
-          first, and folders they leave empty; other files stay. A ``config.json`` that is not an
-          rp1 config is refused.
-
-        A stored config is compared as :meth:`read_config` reads it (a run of an earlier rp1 with
-        the keys it lacked filled in); a run with a checkpoint of a schema before
-        :data:`~rp1.rundir.migrations.CONTINUABLE_FROM` is refused. The caller owns the directory
-        (:mod:`rp1.rundir.lock`).
-
-        ``--out`` must be, or be creatable as, a writable directory. Every check comes first: a
-        refusal (ConfigError) leaves the directory as it was.
-        """
+        state to continue from (``restore`` applied to the checkpoint's dict), or ``None`` to start
+        afresh. Neither flag: the directory holds no run; ``resume``: it holds a run of ``config``
+        (stored config migrated; a run killed before its first checkpoint starts afresh);
+        ``overwrite``: :data:`RUN_FILES` are deleted first. Every refusal (ConfigError, or what
+        ``restore`` raises) comes before anything is written. The caller owns the directory."""
         check_writable_dir(self.path)
         if resume and overwrite:
             raise ConfigError(
@@ -261,7 +243,7 @@ class RunDir:
 
     def continued(self, config: dict[str, Any]) -> dict[str, Any]:
         """``config`` as it continues the run held here, if any (:func:`~rp1.rundir.migrations.continued`:
-        the keys an earlier rp1 did not write keep the behaviour it had)."""
+        the keys the stored config lacks keep the behaviour its schema had)."""
         return continued(config, self.read_stored_config())
 
     def _check_new(self, config: dict[str, Any]) -> None:
@@ -289,9 +271,8 @@ class RunDir:
             raise ConfigError(f"--resume: {self.path} holds a run of another config ({other})")
         if stored is None and not self.has_checkpoint():
             raise ConfigError(f"--resume: no run to resume in {self.path}")
-        if (
-            stored is not None and self.has_checkpoint()
-        ):  # before reading a checkpoint of an older layout
+        # before reading a checkpoint of an older layout
+        if stored is not None and self.has_checkpoint():
             check_continuable(stored, str(self.path / CONFIG))
         saved = self.load_checkpoint(config) if self.has_checkpoint() else None
         self.is_finished(config)
@@ -370,7 +351,7 @@ class RunDir:
 
     def load_checkpoint(self, config: dict[str, Any]) -> dict[str, Any]:
         """The agent state saved by :meth:`save_checkpoint` under ``config`` (its checksum
-        checked; a checkpoint of an earlier rp1 has none and is read as it is);
+        checked; an unsealed checkpoint is read as it is);
         :class:`~rp1.core.errors.DamagedFile` if the file is not such a checkpoint or its checksum
         does not match, ConfigError if it was written under another config."""
         file = self.checkpoint_path
@@ -427,8 +408,7 @@ def check_writable_dir(path: str | os.PathLike, option: str = "--out") -> None:
 
 def config_hash(config: dict[str, Any]) -> str:
     """A SHA-256 of ``config``, independent of key order and of the schema number it is written
-    with (``"schema"``), so that the markers and policy files of a run written before schemas were
-    recorded still match its config."""
+    with (``"schema"``), so that markers and policy files match a config that records no schema."""
     return hashlib.sha256(
         _canonical({k: v for k, v in config.items() if k != SCHEMA_KEY}).encode()
     ).hexdigest()
@@ -475,7 +455,7 @@ def _read(path: Path, what: str) -> bytes:
 
 def _written_by_rp1(name: str, patterns: tuple[str, ...]) -> bool:
     """Whether a file ``name`` is one of ``patterns`` or a temporary file of one (``.NAME.*.tmp``
-    of :func:`_atomic_write`, ``NAME.tmp`` of an earlier rp1)."""
+    of :func:`_atomic_write`, or ``NAME.tmp``)."""
     return any(
         fnmatch.fnmatchcase(name, p)
         or fnmatch.fnmatchcase(name, f".{p}.*.tmp")
@@ -508,10 +488,6 @@ def write_atomically(path: Path, data: bytes, what: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         _atomic_write(path, data)
 
-
-TEMPORARY: set[str] = set()
-"""Temporary files and folders being written now (by :func:`_atomic_write`, videos): what an exit on
-a signal removes before it ends the process (:func:`rp1.cli.signals.exit_on_signals`)."""
 
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)  # read once: the mode a file created as usual would get is 0o666 & ~umask

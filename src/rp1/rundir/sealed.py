@@ -1,15 +1,14 @@
 """Files sealed with a checksum of their content: checkpoints (:mod:`rp1.rundir.files`) and policy
-files (:mod:`rp1.agents.policy_files`).
+files (:mod:`rp1.outputs.policy_files`).
 
 A sealed file is msgpack ``{"sha256": HEX, "body": BYTES}``: ``BYTES`` is the msgpack of the
 payload (a map) and ``HEX`` the SHA-256 of those bytes, checked before any of the payload is read.
 A bit flipped on disk, a truncated or spliced copy, an edit: each is found at load, and the file is
 refused as damaged (:class:`~rp1.core.errors.DamagedFile`) instead of being used.
 
-Files written before rp1 sealed them hold the payload itself at the top level (a map without
-``sha256``); they are read as they are, unchecked, so runs and policies of an earlier rp1 still
-load (:func:`unseal` says whether a file was sealed). The next checkpoint a resumed run writes is
-sealed.
+An unsealed file holds the payload itself at the top level (a map without ``sha256``); it is read
+as it is, unchecked (:func:`unseal` says whether a file was sealed). The next checkpoint a resumed
+run writes is sealed.
 
 Example::
 
@@ -41,7 +40,7 @@ def seal(payload: dict[str, Any]) -> bytes:
 
 def unseal(data: bytes, path: Path, kind: str) -> tuple[dict[str, Any], bool]:
     """The payload of the ``kind`` file (``"checkpoint"``, ``"policy file"``) at ``path`` whose
-    bytes are ``data``, and whether it was sealed (``False``: a file of an earlier rp1, read
+    bytes are ``data``, and whether it was sealed (``False``: an unsealed file, read
     unchecked). :class:`~rp1.core.errors.DamagedFile` naming the file if the bytes are not msgpack
     of a map, or the checksum does not match the body."""
     outer = _restore(data, path, kind)

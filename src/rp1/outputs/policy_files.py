@@ -1,5 +1,7 @@
-"""A trained policy as an agent evaluates it, and the policy files that keep it:
-``RUN/policy/best.msgpack`` and ``RUN/policy/last.msgpack`` (written by :mod:`rp1.outputs.writer`).
+"""The kept policy in one place: a trained policy as an agent evaluates it, which of a run's
+policies are kept (:func:`kept_as`: ``last`` after every step, ``best`` when a step beats the best so
+far), the files that keep them (:func:`policy_path`: ``RUN/policy/best.msgpack``,
+``RUN/policy/last.msgpack``; :mod:`rp1.outputs.writer` writes them) and their format.
 
 Three policy types, from the inside out: :class:`rp1.policy.networks.Policy` is the actor-critic's
 parameters alone (what PPO updates); :class:`PolicySnapshot` is such a policy with its normaliser
@@ -11,8 +13,8 @@ it (:data:`EVALUATORS`: the deterministic actor and the dtype of the returns) an
 evaluation exactly (:class:`EvaluationEpisodes`). Both agents evaluate through :meth:`PolicySnapshot.evaluate`,
 and so does ``rp1 evaluate`` when it replays a kept policy: the same code, the same numbers.
 
-A policy file is sealed with a SHA-256 checksum of its content (:mod:`rp1.rundir.sealed`; one
-written before that, unsealed, still loads); what it seals is msgpack::
+A policy file is sealed with a SHA-256 checksum of its content (:mod:`rp1.rundir.sealed`; an
+unsealed one loads as it is); what it seals is msgpack::
 
     {"meta": JSON text   format, task, horizon, sizes, action bounds, the run (method, preset,
                          seed, config hash), the iteration and real samples that produced it, its
@@ -47,17 +49,37 @@ from flax import serialization
 
 from rp1.config.schema import Config, PolicyConfig, declared_range
 from rp1.core.errors import DamagedFile, StorageError
+from rp1.core.normalizer import Normalizer, normalizer_init
 from rp1.core.seeding import episode_seeds
-from rp1.dynamics.normalizer import Normalizer, normalizer_init
+from rp1.envs import Task
 from rp1.policy.networks import Policy, device_actor, host_actor, policy_init
 from rp1.realenv import MakeEnv, MeanAction, RealEnvs, evaluate, mean_policy
 from rp1.rundir.checkpoints import restore_pytree
-from rp1.rundir.files import write_atomically
+from rp1.rundir.files import POLICY_DIR, write_atomically
 from rp1.rundir.sealed import seal, unseal
 
 FORMAT = 1
 BEST, LAST = "best", "last"
 WHICH = (BEST, LAST)
+
+
+def policy_path(run_dir: Path, which: str) -> Path:
+    """The file that keeps run ``run_dir``'s ``which`` policy (:data:`WHICH`)."""
+    return run_dir / POLICY_DIR / f"{which}.msgpack"
+
+
+def beats(row: dict[str, Any], best: float | None) -> bool:
+    """Whether ``row`` holds an evaluation of a trained policy (iteration ≥ 1, as ``rp1 report``
+    counts) that beats ``best`` (``None``: none yet)."""
+    value = row.get("eval_return")
+    return row["iteration"] >= 1 and value is not None and (best is None or value > best)
+
+
+def kept_as(row: dict[str, Any], best: float | None) -> tuple[str, ...]:
+    """The files (:data:`WHICH`) that keep the policy of the step of metrics ``row``, in the order
+    they are written: ``last`` always, then ``best`` when ``row`` :func:`beats` ``best``."""
+    return (LAST, BEST) if beats(row, best) else (LAST,)
+
 
 EVALUATORS: dict[str, tuple[Callable[[Policy, Normalizer], MeanAction], type]] = {
     # model-based agents: the NumPy actor, returns as float64
@@ -201,9 +223,8 @@ class TrainedPolicy:
     eval_std: float | None
     config_hash: str = ""
     which: str = ""  # best or last ("" for one not read from a file)
-    kept_since: int = (
-        0  # the first iteration the run's policy files saw (> 0: an earlier rp1's run, resumed)
-    )
+    # the first iteration the run's policy files saw (> 0: a run resumed without policy files)
+    kept_since: int = 0
     path: Path | None = field(default=None, compare=False)
 
     @property
@@ -403,8 +424,8 @@ def _short(value: Any, limit: int = 60) -> str:
 
 
 def read_policy(path: Path) -> TrainedPolicy:
-    """The policy :func:`write_policy` wrote to ``path``, its checksum checked (a file of an
-    earlier rp1 has none and is read as it is); :class:`~rp1.core.errors.DamagedFile` (a
+    """The policy :func:`write_policy` wrote to ``path``, its checksum checked (an unsealed
+    file is read as it is); :class:`~rp1.core.errors.DamagedFile` (a
     ConfigError) naming the file and what is wrong if it is not one, its checksum does not match,
     its metadata is out of range (:func:`check_meta`) or an array is of another shape or dtype than
     the metadata says, or holds inf or NaN; StorageError if it cannot be read. Everything is
@@ -447,4 +468,27 @@ def read_policy(path: Path) -> TrainedPolicy:
         which=meta["which"],
         kept_since=meta["kept_since"],
         path=path,
+    )
+
+
+def trained_policy(
+    snapshot: PolicySnapshot, cfg: Config, task: Task, row: dict[str, Any], **fields: Any
+) -> TrainedPolicy:
+    """``snapshot`` of a run of ``cfg`` on ``task`` as a :class:`TrainedPolicy`, produced by the step
+    of metrics ``row`` (its iteration, samples and evaluation); ``fields``: the rest of its fields
+    (``config_hash`` at least)."""
+    return TrainedPolicy(
+        snapshot=snapshot,
+        task=cfg.task,
+        horizon=task.horizon,
+        action_low=task.action_low,
+        action_high=task.action_high,
+        method=cfg.method,
+        preset=cfg.preset,
+        seed=cfg.seed,
+        iteration=row["iteration"],
+        samples=row["samples"],
+        eval_return=row.get("eval_return"),
+        eval_std=row.get("eval_std"),
+        **fields,
     )

@@ -17,6 +17,8 @@ from flax import struct
 from jax.typing import ArrayLike
 
 VAR_FLOOR = 1e-4
+STATE_CLIP = 3.0
+"""The clip of every state normaliser (the world model's, the policy's): normalised states in ±3."""
 
 
 class Normalizer(struct.PyTreeNode):

@@ -13,9 +13,11 @@ import threading
 from collections.abc import Iterator
 
 from rp1.core.errors import Interrupted
-from rp1.rundir.files import TEMPORARY
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+TEMPORARY: set[str] = set()
+"""Temporary files and folders being written now (atomic writes, videos): what an exit on a signal
+removes before it ends the process (:func:`exit_on_signals`)."""
 
 
 @contextlib.contextmanager
@@ -79,7 +81,7 @@ def raise_on_signals(message: str) -> Iterator[None]:
 
 
 def remove_temporary() -> None:
-    """Remove the temporary files and folders being written now (:data:`rp1.rundir.files.TEMPORARY`), so
+    """Remove the temporary files and folders being written now (:data:`TEMPORARY`), so
     that an exit on a signal leaves none behind."""
     for path in list(TEMPORARY):
         if os.path.isdir(path):
@@ -94,9 +96,8 @@ def _exit_on_signal_byte(read_fd: int, message: str) -> None:
         if byte[0] in STOP_SIGNALS:
             remove_temporary()
             for child in multiprocessing.active_children():
-                if (
-                    child.daemon
-                ):  # as a normal exit would (environment workers), without their complaints
+                # as a normal exit would (environment workers), without their complaints
+                if child.daemon:
                     child.kill()
             if os.isatty(1):
                 os.write(1, b"\x1b[?25h\n")  # the progress bar hid the cursor
