@@ -198,7 +198,7 @@ def test_compiles_the_epoch_function_once_per_size_bucket(monkeypatch):
         monkeypatch,
         FIT_MODULE,
         "train_epochs",
-        static_argnames=("lr", "batch_size", "epochs", "dealing"),
+        static_argnames=("batch_size", "epochs", "dealing"),
     )
     stores = [linear_store(n, seed=n) for n in (40, 100, 180, 200)]  # 2k, 5k, 9k, 10k transitions
     model = model_for(stores[0])
@@ -217,6 +217,21 @@ def test_compiles_the_epoch_function_once_per_size_bucket(monkeypatch):
         )
     assert len(buckets) == 3  # the last store shares the third one's buckets
     assert len(traces) == len(buckets)
+
+
+def test_a_new_learning_rate_reuses_the_compiled_epochs(monkeypatch, small_store):
+    """The learning rate is traced: fits at two learning rates trace the epoch function once, and
+    the second fit trains at its own learning rate (from the same start, other weights)."""
+    traces = count_traces(
+        monkeypatch, FIT_MODULE, "train_epochs", static_argnames=("batch_size", "epochs", "dealing")
+    )
+    fitted = {lr: run_fit(small_store, lr=lr, max_epochs=5)[0] for lr in (1e-3, 3e-4)}
+    assert len(traces) == 1
+    moved = [
+        np.abs(np.asarray(fitted[1e-3].params[0][0]) - np.asarray(fitted[lr].params[0][0])).max()
+        for lr in (1e-3, 3e-4)
+    ]
+    assert moved[0] == 0.0 < moved[1]  # the second fit trained at its own learning rate
 
 
 def test_model_error_matches_its_definition():

@@ -166,8 +166,9 @@ class FitResult(NamedTuple):
         return metrics
 
 
-def make_model_optimizer(lr: float = LEARNING_RATE) -> optax.GradientTransformation:
-    """Adam for one member's parameters (algorithm.md §3)."""
+def make_model_optimizer(lr: ArrayLike = LEARNING_RATE) -> optax.GradientTransformation:
+    """Adam for one member's parameters (algorithm.md §3) with learning rate ``lr`` (a float or a
+    traced scalar)."""
     return optax.adam(lr)
 
 
@@ -325,24 +326,25 @@ EpochCarry = tuple[ModelParts, optax.OptState, jax.Array, jax.Array]
 and the member the round-robin dealing deals to next."""
 
 
-@functools.partial(jax.jit, static_argnames=("lr", "batch_size", "epochs", "dealing"))
+@functools.partial(jax.jit, static_argnames=("batch_size", "epochs", "dealing"))
 def train_epochs(
     state: FitState,
     model: Ensemble,
     train: Dataset,
     n_epochs: jax.Array,
+    lr: jax.Array,
     *,
-    lr: float,
     batch_size: int,
     epochs: int,
     dealing: str = SHUFFLE,
 ) -> tuple[FitState, jax.Array]:
     """The fit's compiled call: train every member for ``n_epochs <= epochs`` epochs over ``train``
     (the rest of the compiled ``epochs`` are skipped), minibatches of ``batch_size`` rows dealt to
-    the members by ``dealing`` (:data:`DEALINGS`), Adam with learning rate ``lr``. Returns the new
-    state and each epoch's mean training loss per member ``[epochs, M]`` over the rows it trained on
-    (zeros for skipped epochs, and for a member that trained on no row in an epoch). Compiled once
-    per dataset bucket and settings."""
+    the members by ``dealing`` (:data:`DEALINGS`), Adam with learning rate ``lr`` (a float32
+    scalar, traced). Returns the new state and each epoch's mean training loss per member
+    ``[epochs, M]`` over the rows it trained on (zeros for skipped epochs, and for a member that
+    trained on no row in an epoch). Compiled once per dataset bucket, ``batch_size``, ``epochs``
+    and ``dealing``."""
     optimizer = make_model_optimizer(lr)
     members = member_count(state.weights.dynamics)
     n_batches = -(-train.obs.shape[0] // batch_size)
@@ -478,6 +480,7 @@ def fit(
     _raise_if_non_finite_parts(jax.device_get(losses), 0)
     history = [np.asarray(losses.dynamics)]
     last_train = np.full(len(history[0]), np.nan)  # the last trained epoch's losses [M]
+    lr = np.float32(settings.lr)  # traced: a new learning rate reuses the compiled call
     epochs, stale = 0, 0
     while epochs < settings.max_epochs and stale < settings.patience:
         n = min(settings.check_every, settings.max_epochs - epochs)
@@ -486,7 +489,7 @@ def fit(
             model,
             train,
             n,
-            lr=settings.lr,
+            lr,
             batch_size=settings.batch_size,
             epochs=settings.check_every,
             dealing=settings.dealing,
