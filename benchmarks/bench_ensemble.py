@@ -80,7 +80,7 @@ def main() -> None:
     test_set = shipped_test_set("halfcheetah")
     pieces = {
         f"fit epoch ({args.batches} x {BATCH}, bucket {train.obs.shape[0]})": lambda: train_epochs(
-            state, model, train, 1, lr=1e-3, batch_size=BATCH, epochs=1
+            state, model, train, 1, np.float32(1e-3), batch_size=BATCH, epochs=1
         ),
         f"validation ({int(val.count)} rows)": lambda: member_losses(model, val),
         f"predict_all ({PREDICT_ROWS} rows)": lambda: predict(model, obs, act),

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from rp1.acquisition import ExpWeights, PhaseEarlyStop, pca_residual
+from rp1.acquisition.bandit import BASELINES, WEIGHTINGS
 
 
 def _subspace_data(rng, n, d=12, k=3):
@@ -131,7 +132,13 @@ SCRIPT_G_HAT = {
 @pytest.mark.parametrize(("baseline", "first"), list(SCRIPT_G_HAT))
 def test_bandit_g_hat_over_a_scripted_run_matches_hand_computed_values(baseline, first):
     bandit = ExpWeights(
-        arms=(0.0, 0.5), lr=1.0, eps=0.0, decay=0.5, window=2, baseline=baseline, seed=0
+        arms=(0.0, 0.5),
+        lr=1.0,
+        eps=0.0,
+        decay=0.5,
+        window=2,
+        baseline=BASELINES[baseline],
+        seed=0,
     )
     if first is not None:
         assert bandit.update(first) == 0.0  # nothing before it; no arm played: only recorded
@@ -163,8 +170,8 @@ def test_bandit_scripted_scores_match_hand_computed_values(baseline, weighting, 
         eps=0.0,
         decay=0.5,
         window=2,
-        weighting=weighting,
-        baseline=baseline,
+        weighting=WEIGHTINGS[weighting],
+        baseline=BASELINES[baseline],
         seed=0,
     )
     for arm, feedback, norm in SCRIPT:
@@ -275,16 +282,8 @@ def test_bandit_state_round_trip():
     np.testing.assert_array_equal(a.scores, b.scores)
 
 
-def test_bandit_rejects_bad_arguments():
+def test_bandit_rejects_no_arms():
     with pytest.raises(ValueError, match="arms must hold at least one value"):
         ExpWeights(arms=())
-    with pytest.raises(ValueError, match=r"eps must be in \[0, 1\], got 1.5"):
-        ExpWeights(eps=1.5)
-    with pytest.raises(ValueError, match=r"decay must be in \[0, 1\], got 1.1"):
-        ExpWeights(decay=1.1)
-    with pytest.raises(ValueError, match="weighting must be one of"):
-        ExpWeights(weighting="other")
-    with pytest.raises(ValueError, match="baseline must be one of"):
-        ExpWeights(baseline="other")
     assert ExpWeights(arms=(0.3,), seed=0).sample() == 0.3  # one arm, and ε at its bounds, are fine
     assert ExpWeights(eps=1.0).eps == 1.0 and ExpWeights(eps=0.0).eps == 0.0

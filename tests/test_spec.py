@@ -12,12 +12,14 @@ import pytest
 
 from rp1 import envs
 from rp1.acquisition import ExpWeights, PhaseEarlyStop
+from rp1.acquisition.bandit import BASELINES, WEIGHTINGS
 from rp1.config import resolve
 from rp1.core.normalizer import normalizer_fit, normalizer_init
 from rp1.dynamics import FitSettings, ensemble_init
 from rp1.imagination import PolicyTraining, make_imagination, stop_rule_init
 from rp1.policy import PPOSettings, make_policy_optimizer, policy_init
 from rp1.policy.networks import DEFAULT_ACTION_STD
+from rp1.policy.ppo import ADVANTAGES
 
 TASKS = ("halfcheetah", "ant", "hopper", "swimmer")
 
@@ -111,7 +113,7 @@ def test_ppo_defaults_are_the_papers():
         0.5,
         0.01,
         10,
-        "fixed",
+        ADVANTAGES["fixed"],
     )
     policy = policy_init(jax.random.key(0), 3, 2)
     hyper = make_policy_optimizer().init(policy).hyperparams
@@ -160,7 +162,7 @@ def test_bandit_and_early_stopping_defaults_are_the_papers():
     bandit = ExpWeights()
     assert bandit.arms == (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
     assert (bandit.lr, bandit.eps, bandit.decay, bandit.history.maxlen) == (0.2, 0.2, 0.9, 5)
-    assert (bandit.weighting, bandit.baseline) == ("probability", "previous")
+    assert (bandit.weighting, bandit.baseline) == (WEIGHTINGS["probability"], BASELINES["previous"])
     np.testing.assert_allclose(bandit.probabilities, np.full(6, 1 / 6))
     assert PhaseEarlyStop(alpha=0.0005).share == 0.99
 

@@ -12,14 +12,15 @@ Example::
 treatment of the initial random phase; rp1's agent leaves it out by default, algorithm.md §6).
 
 ``ĝ`` subtracts from the feedback the mean of the up to ``window`` *previous* feedbacks (the paper's
-appendix; ``ĝ = 0`` while there is none), or with ``baseline="including"`` the mean of the last
+appendix; ``ĝ = 0`` while there is none), or with the baseline ``"including"`` the mean of the last
 ``window`` feedbacks including the current one (the authors' code).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Literal, TypeVar
 
 import numpy as np
 
@@ -28,10 +29,54 @@ LEARNING_RATE = 0.2
 EPS = 0.2  # share of uniform exploration
 DECAY = 0.9  # of the scores, per update
 WINDOW = 5  # feedbacks in the running mean
-WEIGHTINGS = ("probability", "exp-score")
-WEIGHTING = WEIGHTINGS[0]
-BASELINES = ("previous", "including")  # what ĝ's running mean covers: the paper's, the reference's
-BASELINE = BASELINES[0]
+Weighting = Literal["probability", "exp-score"]
+"""What an arm's credit is divided by (``lam.weighting``, :data:`WEIGHTINGS`)."""
+WEIGHTING: Weighting = "probability"
+Baseline = Literal["previous", "including"]
+"""What ĝ's running mean covers (``lam.baseline``, :data:`BASELINES`)."""
+BASELINE: Baseline = "previous"
+
+
+def by_probability(played_prob: float, decayed: float) -> float:
+    """Weighting ``"probability"`` (algorithm.md §6): the played arm's probability ``p``."""
+    return played_prob
+
+
+def by_exp_score(played_prob: float, decayed: float) -> float:
+    """Weighting ``"exp-score"`` (the authors' code): ``max(exp(decayed score), 1e-4)``."""
+    return max(np.exp(decayed), 1e-4)
+
+
+Divisor = Callable[[float, float], float]
+"""What the played arm's credit is divided by, from its probability and its decayed score."""
+WEIGHTINGS: dict[Weighting, Divisor] = {"probability": by_probability, "exp-score": by_exp_score}
+"""The divisor each value of ``lam.weighting`` selects."""
+
+
+def _mean(history: deque[float]) -> float | None:
+    return float(np.mean(history)) if history else None
+
+
+def previous_mean(history: deque[float], feedback: float) -> float | None:
+    """Baseline ``"previous"`` (the paper): the mean of ``history`` (``None`` if empty), then
+    ``feedback`` recorded in it."""
+    mean = _mean(history)
+    history.append(feedback)
+    return mean
+
+
+def including_mean(history: deque[float], feedback: float) -> float | None:
+    """Baseline ``"including"`` (the authors' code): ``feedback`` recorded in ``history``, then its
+    mean (``None`` if empty)."""
+    history.append(feedback)
+    return _mean(history)
+
+
+RunningMean = Callable[[deque[float], float], float | None]
+"""ĝ's baseline: records a feedback in the window and returns the mean to subtract (``None``:
+``ĝ = 0``)."""
+BASELINES: dict[Baseline, RunningMean] = {"previous": previous_mean, "including": including_mean}
+"""The running mean each value of ``lam.baseline`` selects."""
 
 
 class ExpWeights:
@@ -39,18 +84,21 @@ class ExpWeights:
 
     ``probabilities = (1 − ε)·softmax(scores) + ε/k``. ``update(feedback, norm)`` normalises the
     feedback against a running mean, ``ĝ = (feedback − mean) / norm``, and updates only the arm
-    last played. The mean (``baseline``):
+    last played. The mean (``baseline``, one of :data:`BASELINES`):
 
     - ``"previous"`` (algorithm.md §6, the paper): of the up to ``window`` feedbacks before this one;
       ``ĝ = 0`` when there is none;
     - ``"including"`` (the authors' code): of the last ``window`` feedbacks, this one included.
 
-    The arm's credit (``weighting``):
+    The arm's credit (``weighting``, one of :data:`WEIGHTINGS`):
 
-    - ``weighting="probability"`` (algorithm.md §6): ``score ← decay·score + lr·ĝ / p``, with ``p`` the arm's
+    - ``"probability"`` (algorithm.md §6): ``score ← decay·score + lr·ĝ / p``, with ``p`` the arm's
       probability when it was drawn, or 1 for an arm played by :meth:`choose` (not drawn);
-    - ``weighting="exp-score"`` (the authors' reference code): ``score ← decay·score``, then
+    - ``"exp-score"`` (the authors' reference code): ``score ← decay·score``, then
       ``score ← score + lr·ĝ / max(exp(score), 1e-4)`` with the decayed score.
+
+    Ranges are the config's (:class:`~rp1.config.schema.LambdaConfig`); ``arms`` must not be empty
+    (``ValueError``).
 
     ``seed`` is anything :func:`numpy.random.default_rng` takes (an int, a ``SeedSequence``, or a
     ``Generator``, used as it is).
@@ -64,20 +112,11 @@ class ExpWeights:
         decay: float = DECAY,
         seed: int | np.random.SeedSequence | np.random.Generator | None = None,
         window: int = WINDOW,
-        weighting: str = WEIGHTING,
-        baseline: str = BASELINE,
+        weighting: Divisor = WEIGHTINGS[WEIGHTING],
+        baseline: RunningMean = BASELINES[BASELINE],
     ):
         if len(arms) < 1:
             raise ValueError(f"arms must hold at least one value, got {tuple(arms)}")
-        for name, value in (("eps", eps), ("decay", decay)):
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name} must be in [0, 1], got {value}")
-        for name, choice, allowed in (
-            ("weighting", weighting, WEIGHTINGS),
-            ("baseline", baseline, BASELINES),
-        ):
-            if choice not in allowed:
-                raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {choice!r}")
         self.arms = tuple(float(a) for a in arms)
         self.lr, self.eps, self.decay, self.weighting, self.baseline = (
             lr,
@@ -123,19 +162,13 @@ class ExpWeights:
     def update(self, feedback: float, norm: float = 1.0) -> float:
         """Record ``feedback``; credit the arm last played, if any. Returns the normalised ``ĝ``."""
         feedback = float(feedback)
-        if self.baseline == "including":
-            self.history.append(feedback)
-        g_hat = (feedback - float(np.mean(self.history))) / float(norm) if self.history else 0.0
-        if self.baseline == "previous":
-            self.history.append(feedback)
+        mean = self.baseline(self.history, feedback)
+        g_hat = (feedback - mean) / float(norm) if mean is not None else 0.0
         if self.played is not None:
             i = self.played
             decayed = self.decay * self.scores[i]
             assert self.played_prob is not None  # set with played (_play)
-            weight = (
-                self.played_prob if self.weighting == "probability" else max(np.exp(decayed), 1e-4)
-            )
-            self.scores[i] = decayed + self.lr * g_hat / weight
+            self.scores[i] = decayed + self.lr * g_hat / self.weighting(self.played_prob, decayed)
             self.played = self.played_prob = None
         return g_hat
 
@@ -156,3 +189,50 @@ class ExpWeights:
         self.history.extend(state["history"])
         self.rng.bit_generator.state = state["rng"]
         self.played, self.played_prob = state["played"], state["played_prob"]
+
+
+# --- the feedback G: which model measures it, and whether the initial phase's enters the window ---
+
+FirstFeedback = Literal["exclude", "include"]
+"""Whether the initial random phase's G enters the window (``lam.first_feedback``,
+:data:`FIRST_FEEDBACKS`)."""
+
+
+def leave_out(bandit: ExpWeights, feedback: float) -> None:
+    """First feedback ``"exclude"`` (algorithm.md §6): the initial random phase's G is left out."""
+
+
+def record(bandit: ExpWeights, feedback: float) -> None:
+    """First feedback ``"include"`` (the authors' code): the initial random phase's G enters the
+    window (no arm played yet: nothing is credited)."""
+    bandit.update(feedback)
+
+
+FIRST_FEEDBACKS: dict[FirstFeedback, Callable[[ExpWeights, float], None]] = {
+    "exclude": leave_out,
+    "include": record,
+}
+"""What each value of ``lam.first_feedback`` does with the initial random phase's G."""
+
+GNormalizers = Literal["all", "inputs"]
+"""Which normalisers are refreshed when a phase's G is measured (``lam.g_normalizers``,
+:data:`G_MODELS`)."""
+Model = TypeVar("Model")
+
+
+def all_refreshed(inputs: Model, refreshed: Model) -> Model:
+    """``"all"`` (algorithm.md §6): G measured with every normaliser refreshed."""
+    return refreshed
+
+
+def inputs_refreshed(inputs: Model, refreshed: Model) -> Model:
+    """``"inputs"``: G measured with the input normalisers refreshed, the delta normaliser not yet."""
+    return inputs
+
+
+G_MODELS: dict[GNormalizers, Callable[[Model, Model], Model]] = {
+    "all": all_refreshed,
+    "inputs": inputs_refreshed,
+}
+"""The model G is measured with, of ``(inputs refreshed, all refreshed)``, for each value of
+``lam.g_normalizers``."""

@@ -39,13 +39,13 @@ from rp1 import envs
 from rp1.acquisition import ExpWeights
 from rp1.agents.grid import evaluate_on_grid
 from rp1.config import Config
-from rp1.config.schema import ADAPTIVE, FIXED
 from rp1.config.settings import (
     collect_settings,
     fit_settings,
-    lambda_bandit,
+    lambda_start,
     outcome_sources,
     policy_training,
+    resolved,
 )
 from rp1.core.errors import DivergedError
 from rp1.core.seeding import int_seed, spawn_streams
@@ -151,6 +151,8 @@ class ModelBasedAgent:
         self.fitting = fit_settings(cfg)
         self.training = policy_training(cfg, self.task)
         self.collecting = collect_settings(cfg)
+        self.first_feedback = resolved(cfg.lam, "first_feedback")
+        self.g_model = resolved(cfg.lam, "g_normalizers")
         self.test_set = shipped_test_set(self.task.name)  # None off the paper's tasks
 
     def close(self) -> None:
@@ -182,11 +184,11 @@ class ModelBasedAgent:
             name: np.random.default_rng(streams[name]) for name in ("noise", "subsample", "bandit")
         }
         rngs |= copy.deepcopy(self._seeded)
-        bandit = lambda_bandit(cfg, rngs["bandit"]) if cfg.lam.mode == ADAPTIVE else None
+        bandit, lam = lambda_start(cfg, rngs["bandit"])
         return AgentState(
             iteration=0,
             samples=0,
-            lam=cfg.lam.value if cfg.lam.mode == FIXED else 0.0,
+            lam=lam,
             learner=Learner(
                 key=key,
                 model=model,
@@ -361,9 +363,7 @@ class ModelBasedAgent:
         s.store.add_phase(phase.episodes, min_val=self.cfg.collect.min_val_rollouts)
         everything = s.store.transitions()
         refreshed = refresh_delta_normalizer(model, everything.obs, everything.next_obs)
-        g = model_error(
-            refreshed if self.cfg.lam.g_normalizers == "all" else model, obs, act, next_obs
-        )
+        g = model_error(self.g_model(model, refreshed), obs, act, next_obs)
         model = refresh_reward_normalizer(refreshed, everything.rew)  # no-op without learned heads
         s.learner = s.learner.replace(model=model)
         s.samples += phase.samples
@@ -384,8 +384,7 @@ class ModelBasedAgent:
         if s.bandit is None:
             return None
         if s.iteration == 0:
-            if self.cfg.lam.first_feedback == "include":
-                s.bandit.update(g)  # no arm played yet: only recorded in the window
+            self.first_feedback(s.bandit, g)
             s.lam = s.bandit.choose(0.0)
             return None
         g_hat = s.bandit.update(g, norm=val_loss if val_loss else 1.0)

@@ -26,6 +26,7 @@ from rp1.config.schema import (
     Config,
     EvalConfig,
     LambdaConfig,
+    LambdaMode,
 )
 from rp1.core.errors import ConfigError
 from rp1.envs.lookup import import_reference
@@ -57,7 +58,7 @@ class Method:
 
     name: str
     label: str
-    lam: str
+    lam: LambdaMode
     lam_value: float
     early_stop: bool
     bonus: str = "reward"

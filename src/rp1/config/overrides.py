@@ -34,6 +34,8 @@ def _parse(text: str, hint: typing.Any, key: str) -> typing.Any:
             if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
                 raise ValueError
             return text.lower() in ("true", "1", "yes")
+        if typing.get_origin(hint) is typing.Literal:  # one of the names, checked by validate
+            return text
         if typing.get_origin(hint) is tuple:
             (item,) = {a for a in typing.get_args(hint) if a is not Ellipsis}
             return tuple(item(x) for x in text.split(",") if x.strip())

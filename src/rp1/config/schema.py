@@ -17,8 +17,9 @@ One place per range and meaning: a field declares the values it may take and wha
 its default (:func:`ranged`), :func:`rp1.config.validate` checks what the fields declare, and
 ``rp1 config`` (:mod:`rp1.config.reference`) and the documentation's configuration page print
 them. rp1's limits (``at_most``) are far above the paper's scale (5 members of [1024, 1024],
-50,000-step batches, 10⁷ samples). The fit, PPO and the bandit check their settings again
-themselves (:mod:`rp1.config.settings`), for callers that use them without a config.
+50,000-step batches, 10⁷ samples). A setting that selects behaviour is a ``Literal`` whose
+``choices`` map each name to the function it selects, which :mod:`rp1.config.settings` hands to
+the fit, PPO and the bandit in its place.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import typing
+from collections.abc import Collection
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Literal
 
 from rp1.acquisition import bandit, pca
 from rp1.dynamics import ensemble, heads, store
@@ -38,7 +40,10 @@ from rp1.dynamics.fit import (
     MAX_EPOCHS,
     PATIENCE,
     SHUFFLE,
-    STOP_ON_CHOICES,
+    STOP_ON,
+    STOP_RULES,
+    Dealing,
+    StopOn,
 )
 from rp1.dynamics.fit import LEARNING_RATE as MODEL_LEARNING_RATE
 from rp1.envs.task import SOURCES
@@ -46,15 +51,17 @@ from rp1.imagination import policy_training, rollouts
 from rp1.policy import networks, ppo
 from rp1.rundir.migrations import SCHEMA, SCHEMA_KEY
 
-FIRST_FEEDBACK = ("exclude", "include")
-G_NORMALIZERS = ("all", "inputs")
-ADAPTIVE = "adaptive"
-"""``lam.mode``: λ chosen online by the exponential-weights bandit (algorithm.md §6)."""
-FIXED = "fixed"
-"""``lam.mode``: λ fixed at ``lam.value``."""
-LAMBDA_MODES = (ADAPTIVE, FIXED)
-"""The values of ``lam.mode``, spelt here only: code compares a mode with :data:`ADAPTIVE` or
-:data:`FIXED`."""
+FIRST_FEEDBACK = bandit.FIRST_FEEDBACKS
+"""The values of ``lam.first_feedback`` and what each does."""
+G_NORMALIZERS = bandit.G_MODELS
+"""The values of ``lam.g_normalizers`` and the model each measures G with."""
+LambdaMode = Literal["adaptive", "fixed"]
+"""How λ is chosen (``lam.mode``): online by the exponential-weights bandit (algorithm.md §6), or
+fixed at ``lam.value``."""
+ADAPTIVE: LambdaMode = "adaptive"
+FIXED: LambdaMode = "fixed"
+LAMBDA_MODES: tuple[LambdaMode, ...] = typing.get_args(LambdaMode)
+"""The values of ``lam.mode``; code compares a mode with :data:`ADAPTIVE` or :data:`FIXED`."""
 
 RANGE = "rp1.range"
 """The key of a field's metadata that holds the values it may take (:func:`ranged`)."""
@@ -84,15 +91,17 @@ def ranged(
     above: float | None = None,
     at_most: int | None = None,
     within: Interval | None = None,
-    choices: tuple[str, ...] | None = None,
+    choices: Collection[str] | None = None,
     layers: int | None = None,
     doc: str = "",
 ) -> Any:
     """A field with ``default``, the values it may take, which :func:`rp1.config.validate`
     checks (for a tuple: every item), and ``doc``, its meaning in one line: at least ``at_least``;
     above ``above``; at most ``at_most``, rp1's limit, where a larger value could only exhaust
-    memory or time; in ``within``; one of ``choices``; ``layers``: a tuple of 1 to ``layers``
-    hidden layer widths. Range and meaning are the field's metadata (:data:`RANGE`,
+    memory or time; in ``within``; one of ``choices``, names, or a mapping from each name to what
+    it selects (a switch: the settings receive the selected function,
+    :func:`rp1.config.settings.by_name`); ``layers``: a tuple of 1 to ``layers`` hidden layer
+    widths. Range and meaning are the field's metadata (:data:`RANGE`,
     :func:`declared_range`; :data:`DOC`, :func:`field_doc`), not part of ``config.json``."""
     declared = {
         "at_least": at_least,
@@ -181,14 +190,12 @@ class ModelConfig:
     head_hidden: tuple[int, ...] = ranged(
         heads.HIDDEN, **WIDTHS, doc="hidden layer widths of the learned reward/termination heads"
     )
-    # any | dynamics: what early stopping counts with learned heads (fit.STOP_ON_CHOICES)
-    stop_on: str = ranged(
-        STOP_ON_CHOICES[0],
-        choices=STOP_ON_CHOICES,
+    stop_on: StopOn = ranged(
+        STOP_ON,
+        choices=STOP_RULES,
         doc="with learned heads, what the fit's early stopping counts: any improvement or dynamics",
     )
-    # shuffle | round-robin (the authors'): how minibatches reach the members (rp1.dynamics.fit)
-    dealing: str = ranged(
+    dealing: Dealing = ranged(
         SHUFFLE,
         choices=DEALINGS,
         doc="how minibatches reach the members: shuffle (each its own) or round-robin (the authors')",
@@ -223,7 +230,7 @@ class PolicyConfig:
     first_check: int = ranged(
         policy_training.FIRST_CHECK, at_least=1, doc="the update from which the stop rule checks"
     )
-    advantage: str = ranged(
+    advantage: ppo.Advantage = ranged(
         ppo.ADVANTAGE,
         choices=ppo.ADVANTAGES,
         doc="PPO's advantage once per update (fixed, the paper) or every epoch (the authors')",
@@ -262,7 +269,7 @@ class CollectConfig:
 class LambdaConfig:
     """How λ is chosen (algorithm.md §6): ``adaptive`` (exponential weights) or ``fixed`` at ``value``."""
 
-    mode: str = ranged(
+    mode: LambdaMode = ranged(
         ADAPTIVE,
         choices=LAMBDA_MODES,
         doc="λ chosen by the bandit (adaptive) or fixed at lam.value",
@@ -279,25 +286,22 @@ class LambdaConfig:
     window: int = ranged(
         bandit.WINDOW, at_least=1, at_most=10**4, doc="previous G values in Ĝ's running mean"
     )
-    weighting: str = ranged(
+    weighting: bandit.Weighting = ranged(
         bandit.WEIGHTING,
         choices=bandit.WEIGHTINGS,
         doc="an arm's credit divided by its probability (the paper) or exp-score (the authors')",
     )
-    # previous (the paper) | including (the reference): Ĝ's mean
-    baseline: str = ranged(
+    baseline: bandit.Baseline = ranged(
         bandit.BASELINE,
         choices=bandit.BASELINES,
         doc="Ĝ's running mean: of the previous G (the paper) or including this one (the authors')",
     )
-    # "include": the initial phase's G enters the window (ref)
-    first_feedback: str = ranged(
+    first_feedback: bandit.FirstFeedback = ranged(
         "exclude",
         choices=FIRST_FEEDBACK,
         doc="whether the initial random phase's G enters the window (include: the authors')",
     )
-    # G measured with every normaliser refreshed | inputs: delta's not yet
-    g_normalizers: str = ranged(
+    g_normalizers: bandit.GNormalizers = ranged(
         "all",
         choices=G_NORMALIZERS,
         doc="G measured with every normaliser refreshed, or inputs: before the delta normaliser",

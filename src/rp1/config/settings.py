@@ -1,41 +1,64 @@
 """The library's settings objects built from a :class:`~rp1.config.schema.Config`: the one place
 where a config's fields are mapped onto what the fit, PPO, policy training and the bandit take.
 
-The agents build their pieces with these, and :func:`rp1.config.validate` builds them too, so each
-piece checks its own settings once, where they are defined (a ``ValueError`` there becomes a
-``ConfigError`` naming the config key).
+Each setting is taken by its field name. A switch (a field whose declared ``choices`` map each name
+to what it selects, :func:`~rp1.config.schema.ranged`) is resolved here, once: the settings hold
+the function its name selects, never the name.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from rp1.acquisition import ExpWeights
-from rp1.config.schema import Config
+from rp1.config.schema import ADAPTIVE, Config, declared_range
 from rp1.dynamics.fit import FitSettings
 from rp1.envs.task import Task
 from rp1.imagination import PolicyTraining, make_imagination
 from rp1.policy.ppo import PPOSettings
 from rp1.realenv import CollectSettings
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+Settings = TypeVar("Settings", bound="DataclassInstance")
+
+
+def resolved(section: Any, name: str) -> Any:
+    """The value of field ``name`` of a config section, or, for a switch, what its value selects."""
+    value = getattr(section, name)
+    choices = declared_range(type(section), name).get("choices")
+    return choices[value] if isinstance(choices, Mapping) else value
+
 
 def by_name(section: Any, names: tuple[str, ...]) -> dict[str, Any]:
-    """``{name: section.name}`` for each of ``names``: a settings object's arguments taken from a
-    config section by field name, so that two fields can never be swapped by position."""
-    return {name: getattr(section, name) for name in names}
+    """``{name: resolved(section, name)}`` for each of ``names``: a settings object's arguments
+    taken from a config section by field name, so that two fields can never be swapped by
+    position."""
+    return {name: resolved(section, name) for name in names}
+
+
+def from_section(kind: type[Settings], section: Any) -> Settings:
+    """The settings dataclass ``kind`` with each of its fields that ``section`` has taken from it by
+    name (:func:`by_name`); a field the section lacks keeps its default (a constant of the paper)."""
+    names = {f.name for f in dataclasses.fields(section)}
+    fields = dataclasses.fields(kind)
+    return kind(**by_name(section, tuple(f.name for f in fields if f.name in names)))
 
 
 def fit_settings(cfg: Config) -> FitSettings:
     """How the ensemble is fitted (``model.*``, each field of :class:`FitSettings` by its name)."""
-    return FitSettings(**by_name(cfg.model, tuple(f.name for f in dataclasses.fields(FitSettings))))
+    return from_section(FitSettings, cfg.model)
 
 
 def ppo_settings(cfg: Config) -> PPOSettings:
-    """PPO's settings (``policy.epochs``, ``policy.advantage``; the rest are the paper's constants)."""
-    return PPOSettings(epochs=cfg.policy.epochs, advantage=cfg.policy.advantage)
+    """PPO's settings (``policy.*``, each field of :class:`PPOSettings` the section has by its name;
+    γ, clip ε and the loss coefficients are the paper's constants)."""
+    return from_section(PPOSettings, cfg.policy)
 
 
 def collect_settings(cfg: Config) -> CollectSettings:
@@ -72,3 +95,12 @@ def lambda_bandit(cfg: Config, rng: np.random.Generator | None = None) -> ExpWei
     """The λ bandit of ``lam.*`` drawing from ``rng`` (algorithm.md §6)."""
     names = ("arms", "lr", "eps", "decay", "window", "weighting", "baseline")
     return ExpWeights(seed=rng, **by_name(cfg.lam, names))
+
+
+def lambda_start(cfg: Config, rng: np.random.Generator) -> tuple[ExpWeights | None, float]:
+    """What ``lam.mode`` selects: the bandit that chooses λ, drawing from ``rng``, and the first
+    outer iteration's λ, 0 (``adaptive``, algorithm.md §6); or no bandit and ``lam.value``
+    (``fixed``)."""
+    if cfg.lam.mode == ADAPTIVE:
+        return lambda_bandit(cfg, rng), 0.0
+    return None, cfg.lam.value

@@ -7,7 +7,7 @@ import contextlib
 import dataclasses
 import math
 import typing
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import fields
 from typing import Any
 
@@ -20,7 +20,7 @@ from rp1.config.methods import (
 )
 from rp1.config.presets import SCALES
 from rp1.config.schema import ADAPTIVE, FIXED, Config, declared_range
-from rp1.config.settings import fit_settings, lambda_bandit, ppo_settings
+from rp1.config.settings import lambda_bandit
 from rp1.core.errors import ConfigError
 from rp1.envs import Task
 from rp1.envs import make as make_task
@@ -60,8 +60,8 @@ def _values(section: Any, prefix: str = "") -> typing.Iterator[tuple[str, Any, d
             yield f"{prefix}{f.name}", value, declared_range(type(section), f.name)
 
 
-def _check_one_of(key: str, value: Any, allowed: tuple[str, ...]) -> None:
-    _check(value in allowed, f"{key} must be one of {', '.join(allowed)}, got {value!r}")
+def _check_one_of(key: str, value: Any, allowed: Collection[str]) -> None:
+    _check(value in tuple(allowed), f"{key} must be one of {', '.join(allowed)}, got {value!r}")
 
 
 def check_fields(section: Any) -> None:
@@ -119,8 +119,8 @@ def validate(cfg: Config) -> Config:
     ``±inf`` are refused everywhere) and in the ranges their fields declare (:func:`check_fields`:
     counts and sizes, networks' hidden layers, rates, fractions, choices), the scale one of the
     presets' scales, the seed in ``[0, SEED_LIMIT)``, the task one that
-    :func:`rp1.envs.make` can make, the settings of the fit, PPO, the bandit and the bonus as those
-    pieces check them (:mod:`rp1.config.settings`), ``model.reward`` and ``model.done`` sources the
+    :func:`rp1.envs.make` can make, the bandit and the bonus as those pieces check them
+    (:mod:`rp1.config.settings`), ``model.reward`` and ``model.done`` sources the
     task can give (:meth:`~rp1.envs.task.Task.source`), and ``policy.batch_steps`` at least the
     task's horizon for a model-based method (one imagined rollout), at least 1 for ``modelfree``.
     The message names the key, what is allowed and the value given.
@@ -140,10 +140,6 @@ def validate(cfg: Config) -> Config:
         f"seed must be in [0, {SEED_LIMIT}) (2**31 - 2**22), got {cfg.seed}",
     )
     bonus_function(cfg.bonus)
-    with _as_config_error("model."):
-        fit_settings(cfg)
-    with _as_config_error("policy."):
-        ppo_settings(cfg)
     lam = cfg.lam
     with _as_config_error("lam."):
         lambda_bandit(cfg)

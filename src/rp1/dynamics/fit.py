@@ -22,8 +22,8 @@ A model with learned heads (:mod:`rp1.dynamics.heads`) trains them in the same s
 minibatches, with the same Adam settings: each member minimises its dynamics MSE plus its head
 loss (the two share no parameters, teacher forcing). Early stopping tracks the two parts
 separately: each member keeps its dynamics weights of lowest validation MSE and its head weights
-of lowest validation head loss. By default (``stop_on="any"``) a check counts as an improvement
-when any member improved either; with ``stop_on="dynamics"`` only the dynamics count, so the fit
+of lowest validation head loss. By default (stop rule ``"any"``) a check counts as an improvement
+when any member improved either; with ``"dynamics"`` only the dynamics count, so the fit
 stops when a model without heads would and the heads keep their best weights up to then.
 ``l_val`` (``FitResult.val_loss``) stays the dynamics MSE, comparable across reward modes.
 
@@ -42,8 +42,9 @@ Example::
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -66,50 +67,17 @@ BATCH_SIZE = 1024
 CHECK_EVERY = 5  # epochs between validations
 PATIENCE = 5  # checks without improvement before stopping
 MAX_EPOCHS = 2000
-# what counts as an improvement for early stopping (fit's stop_on)
-STOP_ON_CHOICES = (
-    "any",
-    "dynamics",
-)
-SHUFFLE, ROUND_ROBIN = "shuffle", "round-robin"
-DEALINGS = (SHUFFLE, ROUND_ROBIN)
-"""How an epoch's minibatches reach the members (the module docstring)."""
+StopOn = Literal["any", "dynamics"]
+"""What counts as an improvement for early stopping (``model.stop_on``, :data:`STOP_RULES`)."""
+STOP_ON: StopOn = "any"
+Dealing = Literal["shuffle", "round-robin"]
+"""How an epoch's minibatches reach the members (``model.dealing``, :data:`DEALINGS`)."""
+SHUFFLE: Dealing = "shuffle"
+ROUND_ROBIN: Dealing = "round-robin"
 
 
 class NonFiniteLossError(FloatingPointError):
     """A member's training or validation loss became inf or NaN."""
-
-
-@dataclass(frozen=True)
-class FitSettings:
-    """How the ensemble is fitted (algorithm.md §3): Adam's learning rate ``lr``, minibatches of
-    ``batch_size`` rows, a validation every ``check_every`` epochs, a stop after ``patience`` checks
-    without improvement or at ``max_epochs``; ``stop_on`` (:data:`STOP_ON_CHOICES`) says what counts as
-    an improvement in a model with heads; ``dealing`` (:data:`DEALINGS`) how minibatches reach the
-    members. Checked when built (``ValueError``)."""
-
-    lr: float = LEARNING_RATE
-    batch_size: int = BATCH_SIZE
-    check_every: int = CHECK_EVERY
-    patience: int = PATIENCE
-    max_epochs: int = MAX_EPOCHS
-    stop_on: str = STOP_ON_CHOICES[0]
-    dealing: str = SHUFFLE
-
-    def __post_init__(self) -> None:
-        for name, choices in (("stop_on", STOP_ON_CHOICES), ("dealing", DEALINGS)):
-            if getattr(self, name) not in choices:
-                raise ValueError(
-                    f"{name} must be one of {', '.join(choices)}, got {getattr(self, name)!r}"
-                )
-        for name, low in (
-            ("batch_size", 1),
-            ("check_every", 1),
-            ("patience", 1),
-            ("max_epochs", 0),
-        ):
-            if getattr(self, name) < low:
-                raise ValueError(f"{name} must be >= {low}, got {getattr(self, name)}")
 
 
 class FitState(struct.PyTreeNode):
@@ -166,8 +134,9 @@ class FitResult(NamedTuple):
         return metrics
 
 
-def make_model_optimizer(lr: float = LEARNING_RATE) -> optax.GradientTransformation:
-    """Adam for one member's parameters (algorithm.md §3)."""
+def make_model_optimizer(lr: ArrayLike = LEARNING_RATE) -> optax.GradientTransformation:
+    """Adam for one member's parameters (algorithm.md §3) with learning rate ``lr`` (a float or a
+    traced scalar)."""
     return optax.adam(lr)
 
 
@@ -321,34 +290,30 @@ def _round_update(
 
 
 EpochCarry = tuple[ModelParts, optax.OptState, jax.Array, jax.Array]
-"""What :func:`train_epochs` carries from epoch to epoch: weights, Adam's state, the shuffling key
-and the member the round-robin dealing deals to next."""
+"""What an epoch carries to the next: weights, Adam's state, the shuffling key and the member the
+round-robin dealing deals to next."""
+Epoch = Callable[[EpochCarry], tuple[EpochCarry, jax.Array]]
+"""One epoch over the training set: the new carry and each member's mean training loss ``[M]``."""
 
 
-@functools.partial(jax.jit, static_argnames=("lr", "batch_size", "epochs", "dealing"))
-def train_epochs(
-    state: FitState,
+def _n_batches(train: Dataset, batch_size: int) -> int:
+    """Minibatches of ``batch_size`` positions that cover the (padded) rows of ``train``."""
+    return -(-train.obs.shape[0] // batch_size)
+
+
+def shuffled_epochs(
+    optimizer: optax.GradientTransformation,
     model: Ensemble,
     train: Dataset,
-    n_epochs: jax.Array,
-    *,
-    lr: float,
     batch_size: int,
-    epochs: int,
-    dealing: str = SHUFFLE,
-) -> tuple[FitState, jax.Array]:
-    """The fit's compiled call: train every member for ``n_epochs <= epochs`` epochs over ``train``
-    (the rest of the compiled ``epochs`` are skipped), minibatches of ``batch_size`` rows dealt to
-    the members by ``dealing`` (:data:`DEALINGS`), Adam with learning rate ``lr``. Returns the new
-    state and each epoch's mean training loss per member ``[epochs, M]`` over the rows it trained on
-    (zeros for skipped epochs, and for a member that trained on no row in an epoch). Compiled once
-    per dataset bucket and settings."""
-    optimizer = make_model_optimizer(lr)
-    members = member_count(state.weights.dynamics)
-    n_batches = -(-train.obs.shape[0] // batch_size)
+    members: int,
+) -> Epoch:
+    """The ``shuffle`` dealing's epoch: every member trains on every row of ``train``, in its own
+    shuffle, one Adam step per minibatch of ``batch_size`` rows."""
+    n_batches = _n_batches(train, batch_size)
     starts = jnp.arange(n_batches) * batch_size
 
-    def shuffled_epoch(carry: EpochCarry) -> tuple[EpochCarry, jax.Array]:
+    def epoch(carry: EpochCarry) -> tuple[EpochCarry, jax.Array]:
         weights, opt_state, key, next_member = carry
         key, sub = jax.random.split(key)
         rows = _shuffles(sub, members, train, n_batches * batch_size)
@@ -357,7 +322,21 @@ def train_epochs(
         (weights, opt_state), err_sums = jax.lax.scan(update, (weights, opt_state), (starts, rows))
         return (weights, opt_state, key, next_member), err_sums.sum(0) / train.count
 
-    def dealt_epoch(carry: EpochCarry) -> tuple[EpochCarry, jax.Array]:
+    return epoch
+
+
+def dealt_epochs(
+    optimizer: optax.GradientTransformation,
+    model: Ensemble,
+    train: Dataset,
+    batch_size: int,
+    members: int,
+) -> Epoch:
+    """The ``round-robin`` dealing's epoch: one shared shuffle of ``train``, its minibatches of
+    ``batch_size`` rows dealt to the ``members`` in turn (:func:`_round_update`)."""
+    n_batches = _n_batches(train, batch_size)
+
+    def epoch(carry: EpochCarry) -> tuple[EpochCarry, jax.Array]:
         weights, opt_state, key, first = carry
         key, sub = jax.random.split(key)
         order = _shuffles(sub, 1, train, n_batches * batch_size)[0]
@@ -369,7 +348,37 @@ def train_epochs(
         losses = err_sums.sum(0) / jnp.maximum(rows.sum(0), 1)
         return (weights, opt_state, key, (first + count) % members), losses
 
-    epoch = shuffled_epoch if dealing == SHUFFLE else dealt_epoch
+    return epoch
+
+
+Dealer = Callable[[optax.GradientTransformation, Ensemble, Dataset, int, int], Epoch]
+"""A dealing: ``(optimizer, model, train, batch_size, members)`` -> its :data:`Epoch`."""
+DEALINGS: dict[Dealing, Dealer] = {SHUFFLE: shuffled_epochs, ROUND_ROBIN: dealt_epochs}
+"""The dealing each value of ``model.dealing`` selects (the module docstring)."""
+
+
+@functools.partial(jax.jit, static_argnames=("batch_size", "epochs", "dealing"))
+def train_epochs(
+    state: FitState,
+    model: Ensemble,
+    train: Dataset,
+    n_epochs: jax.Array,
+    lr: jax.Array,
+    *,
+    batch_size: int,
+    epochs: int,
+    dealing: Dealer = DEALINGS[SHUFFLE],
+) -> tuple[FitState, jax.Array]:
+    """The fit's compiled call: train every member for ``n_epochs <= epochs`` epochs over ``train``
+    (the rest of the compiled ``epochs`` are skipped), minibatches of ``batch_size`` rows dealt to
+    the members by ``dealing`` (one of :data:`DEALINGS`), Adam with learning rate ``lr`` (a float32
+    scalar, traced). Returns the new state and each epoch's mean training loss per member
+    ``[epochs, M]`` over the rows it trained on (zeros for skipped epochs, and for a member that
+    trained on no row in an epoch). Compiled once per dataset bucket, ``batch_size``, ``epochs``
+    and ``dealing``."""
+    optimizer = make_model_optimizer(lr)
+    members = member_count(state.weights.dynamics)
+    epoch = dealing(optimizer, model, train, batch_size, members)
 
     def skip(carry: EpochCarry) -> tuple[EpochCarry, jax.Array]:
         return carry, jnp.zeros((members,))
@@ -383,6 +392,40 @@ def train_epochs(
     )
     state = state.replace(weights=weights, opt_state=opt_state, key=key, next_member=next_member)
     return state, losses
+
+
+def improved_any(improved: ModelParts) -> bool:
+    """Stop rule ``"any"``: a check improved when any part (dynamics, heads) of any member did
+    (``improved``: ``[M]`` bools per part)."""
+    return bool(np.any(jax.tree_util.tree_leaves(improved)))
+
+
+def improved_dynamics(improved: ModelParts) -> bool:
+    """Stop rule ``"dynamics"``: a check improved when any member's dynamics did."""
+    return bool(np.any(improved.dynamics))
+
+
+StopRule = Callable[[ModelParts], bool]
+"""Whether a check's improvements (per part, ``[M]`` bools) reset the fit's patience."""
+STOP_RULES: dict[StopOn, StopRule] = {"any": improved_any, "dynamics": improved_dynamics}
+"""The stop rule each value of ``model.stop_on`` selects."""
+
+
+@dataclass(frozen=True)
+class FitSettings:
+    """How the ensemble is fitted (algorithm.md §3): Adam's learning rate ``lr``, minibatches of
+    ``batch_size`` rows, a validation every ``check_every`` epochs, a stop after ``patience`` checks
+    without improvement or at ``max_epochs``; ``stop_on``, whether a check's improvements count
+    (one of :data:`STOP_RULES`), ``dealing``, the epoch of a dealing (one of :data:`DEALINGS`).
+    Ranges are the config's (:class:`~rp1.config.schema.ModelConfig`)."""
+
+    lr: float = LEARNING_RATE
+    batch_size: int = BATCH_SIZE
+    check_every: int = CHECK_EVERY
+    patience: int = PATIENCE
+    max_epochs: int = MAX_EPOCHS
+    stop_on: StopRule = STOP_RULES[STOP_ON]
+    dealing: Dealer = DEALINGS[SHUFFLE]
 
 
 _validation_losses = jax.jit(masked_member_losses)
@@ -462,7 +505,7 @@ def fit(
     and every ``settings.check_every`` epochs; training stops once no member improved in
     ``settings.patience`` consecutive checks, or at ``settings.max_epochs`` (never later); each
     member's best weights are then restored. With learned heads, ``settings.stop_on``
-    (:data:`STOP_ON_CHOICES`) says what an improvement is: ``"any"`` part of any member, or
+    (:data:`STOP_RULES`) says what an improvement is: ``"any"`` part of any member, or
     ``"dynamics"`` only (the heads then stop with the dynamics). The normalisers are inputs and
     stay unchanged. The returned Adam state is the one reached by the last epoch trained (for the
     next fit to continue from).
@@ -478,6 +521,7 @@ def fit(
     _raise_if_non_finite_parts(jax.device_get(losses), 0)
     history = [np.asarray(losses.dynamics)]
     last_train = np.full(len(history[0]), np.nan)  # the last trained epoch's losses [M]
+    lr = np.float32(settings.lr)  # traced: a new learning rate reuses the compiled call
     epochs, stale = 0, 0
     while epochs < settings.max_epochs and stale < settings.patience:
         n = min(settings.check_every, settings.max_epochs - epochs)
@@ -486,7 +530,7 @@ def fit(
             model,
             train,
             n,
-            lr=settings.lr,
+            lr,
             batch_size=settings.batch_size,
             epochs=settings.check_every,
             dealing=settings.dealing,
@@ -498,12 +542,7 @@ def fit(
         epochs += n
         _raise_if_non_finite_parts(losses, epochs)
         history.append(losses.dynamics)
-        counted = (
-            improved.dynamics
-            if settings.stop_on == "dynamics"
-            else jax.tree_util.tree_leaves(improved)
-        )
-        stale = 0 if np.any(counted) else stale + 1
+        stale = 0 if settings.stop_on(improved) else stale + 1
     best = jax.device_get(state.best_losses)
     result = FitResult(
         float(best.dynamics.min()), epochs, best.dynamics, np.stack(history), best.heads, last_train

@@ -7,9 +7,9 @@ Pure functions over ``[H, N]`` batches (time, rollout):
 - :func:`ppo_loss` — ``−clipped surrogate (ε) + 0.5·MSE(V, R̂) − 0.01·entropy`` with advantage
   ``A = R̂ − V_old(s)`` (``R̂`` the normalised return, ``V_old`` the critic before the update);
 - :func:`ppo_update` — ``epochs`` full-batch Adam steps (a ``lax.scan``), one jitted call, with
-  the hyperparameters of a :class:`PPOSettings`; ``advantage="per-epoch"`` recomputes
+  the hyperparameters of a :class:`PPOSettings`; advantage ``"per-epoch"`` recomputes
   ``A = R̂ − V(s)`` with the current critic before every epoch (the authors' code) instead of once
-  per update (``"fixed"``, the original PPO; algorithm.md §4);
+  per update (``"fixed"``, the original PPO; algorithm.md §4), :data:`ADVANTAGES`;
 - :func:`ppo_summary` — the diagnostics of a run of updates as named numbers (``ppo_<metric>_mean``
   and ``_last``), the columns a run writes.
 
@@ -21,10 +21,10 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import NamedTuple, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -49,29 +49,9 @@ VALUE_COEF = 0.5
 ENTROPY_COEF = 0.01
 EPOCHS = 10
 RETURN_STD_EPS = 1e-8
-ADVANTAGES = ("fixed", "per-epoch")  # when A = R̂ − V(s) is computed: once per update | every epoch
-ADVANTAGE = ADVANTAGES[0]
-
-
-@dataclass(frozen=True)
-class PPOSettings:
-    """PPO's hyperparameters (algorithm.md §4, §9), static: compiled into :func:`ppo_update` as
-    constants. ``advantage``: one of :data:`ADVANTAGES`, checked here."""
-
-    epochs: int = EPOCHS
-    advantage: str = ADVANTAGE
-    gamma: float = GAMMA
-    clip_eps: float = CLIP_EPS
-    value_coef: float = VALUE_COEF
-    entropy_coef: float = ENTROPY_COEF
-
-    def __post_init__(self) -> None:
-        if self.advantage not in ADVANTAGES:
-            raise ValueError(
-                f"advantage must be one of {', '.join(ADVANTAGES)}, got {self.advantage!r}"
-            )
-        if self.epochs < 1:
-            raise ValueError(f"epochs must be >= 1, got {self.epochs}")
+Advantage = Literal["fixed", "per-epoch"]
+"""When ``A = R̂ − V(s)`` is computed (``policy.advantage``): once per update or every epoch."""
+ADVANTAGE: Advantage = "fixed"
 
 
 class Rollouts(Protocol):
@@ -177,6 +157,35 @@ def with_advantage(policy: Policy, obs_norm: Normalizer, batch: PPOBatch) -> PPO
     return batch._replace(adv=batch.ret - value(policy, obs_norm, batch.obs))
 
 
+def fixed_advantage(policy: Policy, obs_norm: Normalizer, batch: PPOBatch) -> PPOBatch:
+    """Advantage ``"fixed"``: ``batch`` as it is, its advantage under the critic before the
+    update (:func:`make_batch`)."""
+    return batch
+
+
+AdvantageRule = Callable[[Policy, Normalizer, PPOBatch], PPOBatch]
+"""An epoch's targets from the update's ``batch`` under the epoch's ``(policy, obs_norm)``."""
+ADVANTAGES: dict[Advantage, AdvantageRule] = {
+    "fixed": fixed_advantage,
+    "per-epoch": with_advantage,
+}
+"""The advantage rule each value of ``policy.advantage`` selects."""
+
+
+@dataclass(frozen=True)
+class PPOSettings:
+    """PPO's hyperparameters (algorithm.md §4, §9), static: compiled into :func:`ppo_update` as
+    constants. ``advantage``: the epoch's targets, one of :data:`ADVANTAGES`. Ranges are the
+    config's (:class:`~rp1.config.schema.PolicyConfig`)."""
+
+    epochs: int = EPOCHS
+    advantage: AdvantageRule = ADVANTAGES[ADVANTAGE]
+    gamma: float = GAMMA
+    clip_eps: float = CLIP_EPS
+    value_coef: float = VALUE_COEF
+    entropy_coef: float = ENTROPY_COEF
+
+
 def explained_variance(target: jax.Array, prediction: jax.Array, weight: jax.Array) -> jax.Array:
     """``1 − Var(target − prediction) / Var(target)`` with variances over the steps weighted by
     ``weight`` (``[B]`` each, ``weight`` 1 for valid steps, 0 for others); NaN where
@@ -238,9 +247,8 @@ def ppo_update(
     """One PPO update: targets from ``traj`` ([H, N] trajectory, see :func:`make_batch`), then
     ``settings.epochs`` full-batch Adam steps on :func:`ppo_loss` (one ``lax.scan``); each epoch's
     diagnostics come from a forward pass of their own, which leaves the update's arithmetic as it
-    is without them. ``opt_state`` comes from :func:`make_policy_optimizer`. ``settings.advantage``:
-    ``"fixed"`` uses the critic before the update for every epoch, ``"per-epoch"`` the critic as
-    each epoch starts. Returns
+    is without them. ``opt_state`` comes from :func:`make_policy_optimizer`. ``settings.advantage``
+    gives each epoch's targets (:data:`ADVANTAGES`). Returns
     ``(policy, opt_state, metrics averaged over epochs)``.
     """
     batch = make_batch(policy, obs_norm, traj, settings.gamma)
@@ -253,17 +261,16 @@ def ppo_update(
         entropy_coef=settings.entropy_coef,
     )
     optimizer = make_policy_optimizer()  # its update reads the learning rate from opt_state
-    per_epoch = settings.advantage == "per-epoch"
 
     def epoch(
         carry: tuple[Policy, optax.OptState], _xs: None
     ) -> tuple[tuple[Policy, optax.OptState], PPOMetrics]:
         params, state = carry
-        targets = with_advantage(params, obs_norm, batch) if per_epoch else batch
+        targets = settings.advantage(params, obs_norm, batch)
         grads, _ = jax.grad(loss_fn, has_aux=True)(params, batch=targets)
         # The diagnostics: a second forward pass behind an optimization barrier, so that XLA cannot
-        # fuse their reductions with the gradient's. Taken from the gradient's aux they changed how
-        # the update compiles, and with it the last bits of every run (issue 28's bit-identity).
+        # fuse their reductions with the gradient's (taken from the gradient's aux, they would
+        # change how the update compiles, and with it the last bits of the update).
         seen_params, seen_targets = jax.lax.optimization_barrier((params, targets))
         _, metrics = loss_fn(seen_params, batch=seen_targets)
         updates, state = optimizer.update(grads, state, params)
