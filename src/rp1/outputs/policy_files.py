@@ -55,12 +55,11 @@ from rp1.envs import Task
 from rp1.policy.networks import Policy, device_actor, host_actor, policy_init
 from rp1.realenv import MakeEnv, MeanAction, RealEnvs, evaluate, mean_policy
 from rp1.rundir.checkpoints import restore_pytree
-from rp1.rundir.files import POLICY_DIR, write_atomically
+from rp1.rundir.files import KEPT_POLICIES, POLICY_DIR, write_atomically
 from rp1.rundir.sealed import seal, unseal
 
 FORMAT = 1
-BEST, LAST = "best", "last"
-WHICH = (BEST, LAST)
+BEST, LAST = WHICH = KEPT_POLICIES
 
 
 def policy_path(run_dir: Path, which: str) -> Path:

@@ -106,7 +106,8 @@ EVALUATIONS = "evaluations.csv"
 CHECKPOINT = Path("checkpoint") / "state.msgpack"
 FINISHED = "finished"
 CURVE = "learning_curve.png"
-POLICY_DIR = "policy"  # the kept policies, named by rp1.outputs.policy_files
+POLICY_DIR = "policy"
+KEPT_POLICIES = ("best", "last")  # POLICY_DIR/<name>.msgpack, written by rp1.outputs.policy_files
 VIDEO_DIR = "videos"  # best_<samples>.mp4 with --video
 TENSORBOARD_DIR = "tensorboard"  # event files with --tensorboard
 OUTPUT_DIRS = (POLICY_DIR, VIDEO_DIR, TENSORBOARD_DIR)
@@ -114,7 +115,7 @@ ENVIRONMENT = "environment.json"
 RUN_FILES = {
     ".": (CONFIG, METRICS, EVALUATIONS, FINISHED, CURVE, ENVIRONMENT),
     str(CHECKPOINT.parent): (CHECKPOINT.name,),
-    POLICY_DIR: ("*.msgpack",),
+    POLICY_DIR: tuple(f"{name}.msgpack" for name in KEPT_POLICIES),
     VIDEO_DIR: ("best_[0-9]*.mp4",),
     TENSORBOARD_DIR: ("events.out.tfevents.*",),
 }
