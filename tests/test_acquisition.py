@@ -129,17 +129,23 @@ SCRIPT_G_HAT = {
 }
 
 
-@pytest.mark.parametrize(("baseline", "first"), list(SCRIPT_G_HAT))
-def test_bandit_g_hat_over_a_scripted_run_matches_hand_computed_values(baseline, first):
-    bandit = ExpWeights(
+def scripted_bandit(baseline: str, weighting: str = "probability") -> ExpWeights:
+    """The bandit of :data:`SCRIPT` (no exploration) with the named baseline and weighting."""
+    return ExpWeights(
         arms=(0.0, 0.5),
         lr=1.0,
         eps=0.0,
         decay=0.5,
         window=2,
+        weighting=WEIGHTINGS[weighting],
         baseline=BASELINES[baseline],
         seed=0,
     )
+
+
+@pytest.mark.parametrize(("baseline", "first"), list(SCRIPT_G_HAT))
+def test_bandit_g_hat_over_a_scripted_run_matches_hand_computed_values(baseline, first):
+    bandit = scripted_bandit(baseline)
     if first is not None:
         assert bandit.update(first) == 0.0  # nothing before it; no arm played: only recorded
         assert np.all(bandit.scores == 0)
@@ -164,16 +170,7 @@ def test_bandit_g_hat_over_a_scripted_run_matches_hand_computed_values(baseline,
     ],
 )
 def test_bandit_scripted_scores_match_hand_computed_values(baseline, weighting, expected):
-    bandit = ExpWeights(
-        arms=(0.0, 0.5),
-        lr=1.0,
-        eps=0.0,
-        decay=0.5,
-        window=2,
-        weighting=WEIGHTINGS[weighting],
-        baseline=BASELINES[baseline],
-        seed=0,
-    )
+    bandit = scripted_bandit(baseline, weighting)
     for arm, feedback, norm in SCRIPT:
         bandit.choose(arm)
         bandit.update(feedback, norm=norm)
