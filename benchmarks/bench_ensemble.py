@@ -34,7 +34,7 @@ from rp1.dynamics import (
     predict_all,
     with_heads,
 )
-from rp1.dynamics.fit import FitState, model_weights, train_epochs
+from rp1.dynamics.fit import DEALINGS, ROUND_ROBIN, FitState, model_weights, train_epochs
 from rp1.dynamics.parts import ModelParts
 from rp1.dynamics.testset import errors_on_test_set, shipped_test_set
 
@@ -75,12 +75,23 @@ def main() -> None:
         model_weights(model),
         ModelParts(member_losses(model, val)),
         jax.random.key(1),
+        np.int32(0),  # the member the round-robin dealing deals to first
     )
     predict = jax.jit(predict_all)
     test_set = shipped_test_set("halfcheetah")
     pieces = {
         f"fit epoch ({args.batches} x {BATCH}, bucket {train.obs.shape[0]})": lambda: train_epochs(
             state, model, train, 1, np.float32(1e-3), batch_size=BATCH, epochs=1
+        ),
+        "fit epoch, round-robin dealing (same rows)": lambda: train_epochs(
+            state,
+            model,
+            train,
+            1,
+            np.float32(1e-3),
+            batch_size=BATCH,
+            epochs=1,
+            dealing=DEALINGS[ROUND_ROBIN],
         ),
         f"validation ({int(val.count)} rows)": lambda: member_losses(model, val),
         f"predict_all ({PREDICT_ROWS} rows)": lambda: predict(model, obs, act),
