@@ -21,12 +21,15 @@ Usage::
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import jax
 import numpy as np
 from timing import report
 
 from rp1.dynamics import (
+    Ensemble,
     ensemble_init,
     init_model_opt_state,
     member_losses,
@@ -34,7 +37,7 @@ from rp1.dynamics import (
     predict_all,
     with_heads,
 )
-from rp1.dynamics.fit import DEALINGS, ROUND_ROBIN, FitState, model_weights, train_epochs
+from rp1.dynamics.fit import DEALINGS, ROUND_ROBIN, SHUFFLE, FitState, model_weights, train_epochs
 from rp1.dynamics.parts import ModelParts
 from rp1.dynamics.testset import errors_on_test_set, shipped_test_set
 
@@ -53,6 +56,55 @@ def random_dataset(rng: np.random.Generator, rows: int):
     )
 
 
+@dataclass(frozen=True)
+class FitCalls:
+    """The fit's compiled calls on random data, ready to time (each returns what to wait for): one
+    epoch over the training rows with each member in its own shuffle (``epoch``) or the minibatches
+    dealt to the members in turn (``epoch_round_robin``), and one validation check (every member's
+    MSE on the validation rows); ``model`` and ``bucket`` (the padded training rows) with them."""
+
+    model: Ensemble
+    bucket: int
+    epoch: Callable
+    epoch_round_robin: Callable
+    validation: Callable
+
+
+def fit_calls(
+    hidden: int, train_rows: int, val_rows: int, *, heads: bool = False, seed: int = 0
+) -> FitCalls:
+    """:class:`FitCalls` for 5 members of ``[hidden, hidden]`` (with the learned heads if
+    ``heads``) on ``train_rows`` training and ``val_rows`` validation rows."""
+    rng = np.random.default_rng(seed)
+    model = ensemble_init(jax.random.key(seed), OBS_DIM, ACT_DIM, MEMBERS, (hidden, hidden))
+    if heads:
+        model = with_heads(model, jax.random.key(seed + 2))
+    train = jax.device_put(random_dataset(rng, train_rows))
+    val = jax.device_put(random_dataset(rng, val_rows))
+    state = FitState(
+        model_weights(model),
+        init_model_opt_state(model),
+        model_weights(model),
+        ModelParts(member_losses(model, val)),
+        jax.random.key(seed + 1),
+        np.int32(0),  # the member the round-robin dealing deals to first
+    )
+
+    def epoch(dealing: str) -> Callable:
+        lr = np.float32(1e-3)
+        return lambda: train_epochs(
+            state, model, train, 1, lr, batch_size=BATCH, epochs=1, dealing=DEALINGS[dealing]
+        )
+
+    return FitCalls(
+        model=model,
+        bucket=int(train.obs.shape[0]),
+        epoch=epoch(SHUFFLE),
+        epoch_round_robin=epoch(ROUND_ROBIN),
+        validation=lambda: member_losses(model, val),
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -61,41 +113,21 @@ def main() -> None:
     parser.add_argument("--heads", action="store_true", help="learned reward and termination heads")
     args = parser.parse_args()
 
-    rng = np.random.default_rng(0)
-    model = ensemble_init(jax.random.key(0), OBS_DIM, ACT_DIM, MEMBERS, (args.hidden, args.hidden))
-    if args.heads:
-        model = with_heads(model, jax.random.key(2))
-    train = jax.device_put(random_dataset(rng, args.batches * BATCH))
-    val = jax.device_put(random_dataset(rng, args.batches * BATCH // 2))
+    rows = args.batches * BATCH
+    fit = fit_calls(args.hidden, rows, rows // 2, heads=args.heads)
+    rng = np.random.default_rng(1)
     obs = jax.device_put(rng.normal(size=(PREDICT_ROWS, OBS_DIM)).astype(np.float32))
     act = jax.device_put(rng.normal(size=(PREDICT_ROWS, ACT_DIM)).astype(np.float32))
-    state = FitState(
-        model_weights(model),
-        init_model_opt_state(model),
-        model_weights(model),
-        ModelParts(member_losses(model, val)),
-        jax.random.key(1),
-        np.int32(0),  # the member the round-robin dealing deals to first
-    )
     predict = jax.jit(predict_all)
     test_set = shipped_test_set("halfcheetah")
     pieces = {
-        f"fit epoch ({args.batches} x {BATCH}, bucket {train.obs.shape[0]})": lambda: train_epochs(
-            state, model, train, 1, np.float32(1e-3), batch_size=BATCH, epochs=1
+        f"fit epoch ({args.batches} x {BATCH}, bucket {fit.bucket})": fit.epoch,
+        "fit epoch, round-robin dealing (same rows)": fit.epoch_round_robin,
+        f"validation ({rows // 2} rows)": fit.validation,
+        f"predict_all ({PREDICT_ROWS} rows)": lambda: predict(fit.model, obs, act),
+        f"test-set error ({len(test_set.obs)} rows)": lambda: errors_on_test_set(
+            fit.model, test_set
         ),
-        "fit epoch, round-robin dealing (same rows)": lambda: train_epochs(
-            state,
-            model,
-            train,
-            1,
-            np.float32(1e-3),
-            batch_size=BATCH,
-            epochs=1,
-            dealing=DEALINGS[ROUND_ROBIN],
-        ),
-        f"validation ({int(val.count)} rows)": lambda: member_losses(model, val),
-        f"predict_all ({PREDICT_ROWS} rows)": lambda: predict(model, obs, act),
-        f"test-set error ({len(test_set.obs)} rows)": lambda: errors_on_test_set(model, test_set),
     }
     workload = (
         f"{MEMBERS} members of [{args.hidden}, {args.hidden}], {OBS_DIM} + {ACT_DIM} -> {OBS_DIM}"

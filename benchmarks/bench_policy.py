@@ -19,6 +19,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -37,33 +38,30 @@ from rp1.imagination import (
 )
 from rp1.policy import make_policy_optimizer, policy_init, ppo_update
 
+TRAIN_STEP = "train_step (imagine+update+check)"
+"""The piece that is one whole PPO update of ``train_policy``."""
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--rollouts", type=int, default=500)
-    parser.add_argument("--hidden", type=int, default=1024)
-    parser.add_argument("--members", type=int, default=5)
-    parser.add_argument("--heads", action="store_true", help="learned reward and termination")
-    args = parser.parse_args()
-    source = "learned" if args.heads else "known"
 
+def policy_pieces(
+    rollouts: int, hidden: int, members: int, *, heads: bool = False
+) -> tuple[dict[str, Callable], str]:
+    """The pieces (module docstring) on HalfCheetah with ``rollouts`` start states and ``members``
+    members of ``[hidden, hidden]``, ready to time, and the workload in words."""
+    source = "learned" if heads else "known"
     _, task = envs.make("halfcheetah")
     horizon = task.horizon
     k_model, k_policy, k_obs, k_run = jax.random.split(jax.random.key(0), 4)
-    model = ensemble_init(
-        k_model, task.obs_dim, task.act_dim, args.members, (args.hidden, args.hidden)
-    )
-    if args.heads:
+    model = ensemble_init(k_model, task.obs_dim, task.act_dim, members, (hidden, hidden))
+    if heads:
         model = with_heads(model, jax.random.fold_in(k_model, 1))
     policy = policy_init(k_policy, task.obs_dim, task.act_dim)
     opt_state = make_policy_optimizer().init(policy)
-    start = 0.1 * jax.random.normal(k_obs, (args.rollouts, task.obs_dim))
+    start = 0.1 * jax.random.normal(k_obs, (rollouts, task.obs_dim))
     lam = jnp.float32(0.2)
     imagination = make_imagination(task, reward=source, done=source)
     # first_check 0: the stop rule's check runs in every update, as from update 11 on in a run
     step = make_train_step(
-        PolicyTraining(imagination, batch_steps=args.rollouts * horizon, first_check=0)
+        PolicyTraining(imagination, batch_steps=rollouts * horizon, first_check=0)
     )
 
     @jax.jit
@@ -73,19 +71,31 @@ def main() -> None:
 
     traj, _ = imagine(imagination, model, policy, start, k_run, lam)
     state = TrainState(
-        policy, opt_state, stop_rule_init(policy, args.members), k_run, jnp.zeros((), jnp.int32)
+        policy, opt_state, stop_rule_init(policy, members), k_run, jnp.zeros((), jnp.int32)
     )
     pieces = {
         "imagine": lambda: imagine(imagination, model, policy, start, k_run, lam),
         "ppo_update": lambda: ppo_update(policy, opt_state, traj, model.obs_norm),
         "imagine+update": lambda: imagine_and_update(policy, opt_state, k_run),
         "member_returns": lambda: member_returns(imagination, model, policy, start),
-        "train_step (imagine+update+check)": lambda: step(state, model, start, lam),
+        TRAIN_STEP: lambda: step(state, model, start, lam),
     }
     workload = (
-        f"{args.rollouts} rollouts × {horizon} steps, {args.members} members of "
-        f"[{args.hidden}, {args.hidden}], reward and termination {source}"
+        f"{rollouts} rollouts × {horizon} steps, {members} members of "
+        f"[{hidden}, {hidden}], reward and termination {source}"
     )
+    return pieces, workload
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--rollouts", type=int, default=500)
+    parser.add_argument("--hidden", type=int, default=1024)
+    parser.add_argument("--members", type=int, default=5)
+    parser.add_argument("--heads", action="store_true", help="learned reward and termination")
+    args = parser.parse_args()
+    pieces, workload = policy_pieces(args.rollouts, args.hidden, args.members, heads=args.heads)
     report(pieces, args.repeats, workload)
 
 

@@ -22,14 +22,19 @@ def timed(fn: Callable, repeats: int) -> float:
     return statistics.median(times)
 
 
-def report(pieces: dict[str, Callable], repeats: int, workload: str) -> None:
-    """Print the date, the device and ``workload``, then the median time of every piece."""
+def report_header(workload: str) -> None:
+    """Print the date, the device, the jax version and ``workload``."""
     device = jax.devices()[0]
     print(f"date {datetime.datetime.now().isoformat(timespec='seconds')}")
     print(
         f"device {device.platform}: {device.device_kind} ({platform.processor() or platform.machine()})"
     )
-    print(f"jax {jax.__version__}; {workload}; median of {repeats} after warm-up")
+    print(f"jax {jax.__version__}; {workload}")
+
+
+def report(pieces: dict[str, Callable], repeats: int, workload: str) -> None:
+    """Print the header (:func:`report_header`), then the median time of every piece."""
+    report_header(f"{workload}; median of {repeats} after warm-up")
     width = max(len(name) for name in pieces) + 2
     for name, fn in pieces.items():
         print(f"{name:{width}s} {timed(fn, repeats):10.1f} ms", flush=True)
