@@ -1,0 +1,131 @@
+"""The benchmark scripts' arithmetic (cost laws, projections, interpolation) on data made to follow
+a known law, and their timed calls built against the library as it is now."""
+
+from __future__ import annotations
+
+import csv
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import cost_model
+import paper_scale_cpu
+
+PHASE = 500.0
+
+
+def write_lawful_run(run: Path, iterations: int = 40) -> None:
+    """A metrics.csv whose iterations follow the cost model's laws exactly: fit 1e-4 · n^1.2 s,
+    policy 2 s, collection 1 ms per sample, the rest 0.5 + 1e-5 · n s."""
+    run.mkdir(parents=True)
+    columns = ["iteration", "samples", "phase_samples", "fit_s", "policy_s", "collect_s", "wall_s"]
+    with open(run / "metrics.csv", "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(columns)
+        out.writerow([0, 0, PHASE, "", "", PHASE * 1e-3, 3.0])
+        for i in range(1, iterations + 1):
+            n = i * PHASE
+            fit, policy, collect, rest = 1e-4 * n**1.2, 2.0, PHASE * 1e-3, 0.5 + 1e-5 * n
+            out.writerow([i, n, PHASE, fit, policy, collect, fit + policy + collect + rest])
+
+
+def test_cost_model_recovers_the_law_its_run_follows_and_projects_it_without_error(tmp_path):
+    write_lawful_run(tmp_path / "run")
+    it, first = cost_model.read_iterations(tmp_path / "run")
+    law = cost_model.CostLaw.fitted(it)
+    assert (law.fit_p, law.policy, law.phase) == pytest.approx((1.2, 2.0, PHASE))
+    assert (law.per_sample, law.rest_c, law.rest_d) == pytest.approx((1e-3, 0.5, 1e-5))
+    assert first == 3.0
+    assert cost_model.holdout_error(it) == pytest.approx(0.0, abs=1e-9)
+    assert cost_model.holdout_error(it, fit_upto=5 * PHASE) == pytest.approx(0.0, abs=1e-9)
+    # the projection to 30,000 samples adds the law's iterations from 20,500 on
+    summary = cost_model.summary(tmp_path / "run", 30_000)
+    added = sum(sum(law.iteration(n).values()) for n in np.arange(it.reached, 30_000, PHASE))
+    assert summary.projected_s == pytest.approx(summary.wall_s + added)
+
+
+def test_cost_model_holdout_says_when_the_second_half_costs_more_than_the_first_predicts(tmp_path):
+    write_lawful_run(tmp_path / "run")
+    it, _ = cost_model.read_iterations(tmp_path / "run")
+    later = it.samples > it.reached / 2
+    extra = np.where(later, 2 * it.fit, 0.0)  # fits in the second half cost three times the law
+    slower = cost_model.Iterations(
+        it.samples, it.phase, it.fit + extra, it.policy, it.collect, it.wall + extra
+    )
+    assert cost_model.holdout_error(slower) < -0.2
+
+
+def test_interpolation_is_exact_at_the_sizes_timed_and_a_power_law_between_and_beyond():
+    sizes = np.array([1e3, 1e4, 1e5])
+    seconds = np.array([0.1, 1.0, 100.0])
+    at = paper_scale_cpu.interpolated(sizes, seconds, np.array([1e3, 1e4, 1e5]))
+    np.testing.assert_allclose(at, seconds, rtol=1e-12)
+    between = paper_scale_cpu.interpolated(sizes, seconds, np.array([math.sqrt(1e3 * 1e4), 3e4]))
+    np.testing.assert_allclose(between, [math.sqrt(0.1), 100.0 * 3e4**2 / 1e10], rtol=1e-9)
+    beyond = paper_scale_cpu.interpolated(sizes, seconds, np.array([1e2, 1e6]))
+    np.testing.assert_allclose(beyond, [0.01, 10_000.0], rtol=1e-9)
+
+
+def lawful_counts(iterations: int, p: float) -> dict[str, np.ndarray]:
+    """A paper-scale run's counts with epochs exactly 1,000 · n^p and 20 updates per iteration."""
+    n = PHASE * np.arange(1, iterations + 1)
+    return {
+        "n": n,
+        "phase": np.full_like(n, PHASE),
+        "epochs": 1_000.0 * n**p,
+        "updates": np.full_like(n, 20.0),
+    }
+
+
+def test_paper_scale_projection_continues_the_epochs_law_the_run_followed():
+    counts = lawful_counts(40, -0.2)
+    more, p = paper_scale_cpu.projected(counts, 30_000)
+    assert p == pytest.approx(-0.2)
+    np.testing.assert_allclose(more["n"], np.arange(20_500, 30_000, PHASE))
+    np.testing.assert_allclose(more["epochs"], 1_000.0 * more["n"] ** -0.2, rtol=1e-9)
+    assert set(more["updates"]) == {20.0}
+    sizes, epoch, check = np.array([1e3, 1e5]), np.array([0.1, 10.0]), np.array([0.02, 2.0])
+    assert paper_scale_cpu.holdout_error(counts, sizes, epoch, check, 4.0) == pytest.approx(
+        0.0, abs=1e-9
+    )
+
+
+def test_paper_scale_iteration_counts_each_epoch_check_and_update_at_its_data_size():
+    counts = {
+        "n": np.array([1e3, 1e5]),
+        "phase": np.array([PHASE, PHASE]),
+        "epochs": np.array([10.0, 12.0]),
+        "updates": np.array([3.0, 5.0]),
+    }
+    sizes, epoch, check = np.array([1e3, 1e5]), np.array([0.1, 10.0]), np.array([0.02, 2.0])
+    fit, policy = paper_scale_cpu.cpu_seconds(counts, sizes, epoch, check, 4.0)
+    # 10 epochs: 2 checks + the one before training; 12 epochs: 3 + 1
+    np.testing.assert_allclose(fit, [10 * 0.1 + 3 * 0.02, 12 * 10.0 + 4 * 2.0])
+    np.testing.assert_allclose(policy, [12.0, 20.0])
+
+
+@pytest.mark.slow
+def test_the_timed_calls_run_against_the_library_as_it_is():
+    import bench_ensemble
+    import bench_policy
+
+    fit = bench_ensemble.fit_calls(8, 64, 32)
+    for call in (fit.epoch, fit.epoch_round_robin, fit.validation):
+        assert all(np.isfinite(np.asarray(x)).all() for x in _leaves(call()))
+    pieces, workload = bench_policy.policy_pieces(2, 8, 2)
+    assert bench_policy.TRAIN_STEP in pieces and "2 rollouts" in workload
+    for piece in pieces.values():
+        assert all(np.isfinite(np.asarray(x)).all() for x in _leaves(piece()))
+
+
+def _leaves(tree) -> list:
+    """The numeric arrays of ``tree`` (random keys left out)."""
+    import jax
+    import jax.numpy as jnp
+
+    return [x for x in jax.tree_util.tree_leaves(tree) if jnp.issubdtype(x.dtype, jnp.number)]
