@@ -150,6 +150,20 @@ def test_a_damaged_run_is_planned_to_fail_with_its_reason_and_the_others_to_run(
     assert snapshot(damaged) == before
 
 
+@pytest.mark.parametrize(
+    ("order", "expected"),
+    [
+        ("cells", [(p, s) for p in PRESETS for s in [0, 1, 2]]),
+        ("seeds", [(p, s) for s in [0, 1, 2] for p in PRESETS]),
+    ],
+)
+def test_a_sweep_starts_its_runs_cell_by_cell_or_seed_by_seed(order, expected, tmp_path):
+    request = SweepRequest(
+        PRESETS, [0, 1, 2], tmp_path, budget=BUDGET, overrides={**TINY}, order=order
+    )
+    assert [(job.cfg.preset, job.cfg.seed) for job in plan_sweep(request)] == expected
+
+
 @pytest.mark.slow
 def test_a_sweep_runs_around_a_damaged_run(tmp_path, capsys):
     damaged = damaged_run(tmp_path)
@@ -180,6 +194,7 @@ BAD = {
     "address without ray": (dict(address="auto"), "ray backend"),
     "unknown preset": (dict(presets=["halfcheetah-greedy", "cheetah-vr"]), "valid presets"),
     "bad override": (dict(overrides={**TINY, "model.members": "five"}), "expected int"),
+    "unknown order": (dict(order="random"), "--order must be one of cells, seeds"),
 }
 
 

@@ -367,6 +367,7 @@ def sweep(o: Options) -> None:
         budget=o.budget,
         overrides=cli_overrides(o.set_, horizon=o.horizon),
         scale=o.scale,
+        order=o.order,
     )
     backend = Backend(o.backend, workers=o.workers, address=o.address)
     # it stops them first

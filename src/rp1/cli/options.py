@@ -199,6 +199,16 @@ MANY_RUNS = (
     ),
     Option("seeds", str, typer.Option("0-9", "--seeds", help="Seeds, e.g. 0-9 or 0,3,5.")),
     Option(
+        "order",
+        str,
+        typer.Option(
+            "cells",
+            "--order",
+            help="cells (every seed of a preset before the next) or seeds (seed k of every "
+            "preset before seed k + 1, so a sweep stopped early leaves every cell the same seeds).",
+        ),
+    ),
+    Option(
         "out",
         Path,
         typer.Option(

@@ -88,7 +88,8 @@ class SweepRequest:
     """What a sweep runs: every (preset, seed) of ``presets`` × ``seeds`` in
     ``out/<preset>/seed<k>/``, and every (task, method, seed) of ``envs`` × ``methods`` × ``seeds``
     in ``out/<task>-<method>/seed<k>/``; every run with ``budget``, ``scale`` (``None``: its own;
-    :func:`rp1.config.with_scale`) and the ``--set`` items ``overrides``."""
+    :func:`rp1.config.with_scale`) and the ``--set`` items ``overrides``; in the ``order`` of
+    :data:`ORDERS`."""
 
     presets: Sequence[str]
     seeds: Sequence[int]
@@ -98,11 +99,22 @@ class SweepRequest:
     budget: int | None = None
     overrides: Mapping[str, str] = field(default_factory=dict)
     scale: str | None = None
+    order: str = "cells"
+
+
+ORDERS = {
+    "cells": "every seed of a preset (or task and method) before the next",
+    "seeds": "seed k of every preset before seed k + 1: a sweep stopped early leaves every cell "
+    "the same seeds",
+}
+"""The orders a sweep may start its runs in (``--order``), and what each means."""
 
 
 def plan_sweep(request: SweepRequest) -> list[RunJob]:
-    """Resolve and check every run of ``request`` (presets, then tasks × methods; seed innermost)
-    before any starts."""
+    """Resolve and check every run of ``request`` before any starts, in its order (:data:`ORDERS`;
+    presets, then tasks × methods)."""
+    if request.order not in ORDERS:
+        raise ConfigError(f"--order must be one of {', '.join(ORDERS)}, got {request.order!r}")
     sources = config_sources(request.presets, request.envs, request.methods)
     if not sources or not request.seeds:
         raise ConfigError(
@@ -121,6 +133,8 @@ def plan_sweep(request: SweepRequest) -> list[RunJob]:
             if note:
                 print(f"{job.run_dir}: {note.removeprefix('rp1: note: ')}")
             jobs[cfg.preset, cfg.seed] = job
+    if request.order == "seeds":
+        return sorted(jobs.values(), key=lambda job: job.cfg.seed)  # stable: cells in order
     return list(jobs.values())
 
 
