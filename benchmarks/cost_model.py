@@ -181,11 +181,12 @@ def main() -> None:
     for run in args.runs:
         s = summary(run, args.to, args.holdout_upto)
         projections.append(s.projected_s)
+        fit_share = f"{s.projected_split['fit']:.0%}" if s.projected_split else "—"
         print(
             f"| {run} | {s.reached:,.0f} | {s.wall_s / 60:.1f} | "
             f"{s.split['fit']:.0%} / {s.split['policy']:.0%} / {s.split['collect']:.0%} | "
             f"p = {s.law.fit_p:.2f} | {s.law.phase:.0f} | {s.projected_s / 3600:.1f} | "
-            f"{s.projected_split.get('fit', math.nan):.0%} | {s.holdout_error:+.0%} |"
+            f"{fit_share} | {s.holdout_error:+.0%} |"
         )
     if len(projections) > 1:
         print(
