@@ -37,7 +37,15 @@ from rp1.dynamics import (
     predict_all,
     with_heads,
 )
-from rp1.dynamics.fit import DEALINGS, ROUND_ROBIN, SHUFFLE, FitState, model_weights, train_epochs
+from rp1.dynamics.fit import (
+    DEALINGS,
+    ROUND_ROBIN,
+    SHUFFLE,
+    Dealer,
+    FitState,
+    model_weights,
+    train_epochs,
+)
 from rp1.dynamics.parts import ModelParts
 from rp1.dynamics.testset import errors_on_test_set, shipped_test_set
 
@@ -59,14 +67,13 @@ def random_dataset(rng: np.random.Generator, rows: int):
 @dataclass(frozen=True)
 class FitCalls:
     """The fit's compiled calls on random data, ready to time (each returns what to wait for): one
-    epoch over the training rows with each member in its own shuffle (``epoch``) or the minibatches
-    dealt to the members in turn (``epoch_round_robin``), and one validation check (every member's
-    MSE on the validation rows); ``model`` and ``bucket`` (the padded training rows) with them."""
+    epoch over the training rows per dealing (``epochs``, keyed as
+    :data:`~rp1.dynamics.fit.DEALINGS`), and one validation check (every member's MSE on the
+    validation rows); ``model`` and ``bucket`` (the padded training rows) with them."""
 
     model: Ensemble
     bucket: int
-    epoch: Callable
-    epoch_round_robin: Callable
+    epochs: dict[str, Callable]
     validation: Callable
 
 
@@ -90,17 +97,16 @@ def fit_calls(
         np.int32(0),  # the member the round-robin dealing deals to first
     )
 
-    def epoch(dealing: str) -> Callable:
+    def epoch(dealer: Dealer) -> Callable:
         lr = np.float32(1e-3)
         return lambda: train_epochs(
-            state, model, train, 1, lr, batch_size=BATCH, epochs=1, dealing=DEALINGS[dealing]
+            state, model, train, 1, lr, batch_size=BATCH, epochs=1, dealing=dealer
         )
 
     return FitCalls(
         model=model,
         bucket=int(train.obs.shape[0]),
-        epoch=epoch(SHUFFLE),
-        epoch_round_robin=epoch(ROUND_ROBIN),
+        epochs={name: epoch(dealer) for name, dealer in DEALINGS.items()},
         validation=lambda: member_losses(model, val),
     )
 
@@ -121,8 +127,8 @@ def main() -> None:
     predict = jax.jit(predict_all)
     test_set = shipped_test_set("halfcheetah")
     pieces = {
-        f"fit epoch ({args.batches} x {BATCH}, bucket {fit.bucket})": fit.epoch,
-        "fit epoch, round-robin dealing (same rows)": fit.epoch_round_robin,
+        f"fit epoch ({args.batches} x {BATCH}, bucket {fit.bucket})": fit.epochs[SHUFFLE],
+        "fit epoch, round-robin dealing (same rows)": fit.epochs[ROUND_ROBIN],
         f"validation ({rows // 2} rows)": fit.validation,
         f"predict_all ({PREDICT_ROWS} rows)": lambda: predict(fit.model, obs, act),
         f"test-set error ({len(test_set.obs)} rows)": lambda: errors_on_test_set(

@@ -42,7 +42,7 @@ from bench_ensemble import fit_calls
 from bench_policy import TRAIN_STEP, policy_pieces
 from timing import report_header, timed
 
-CHECK_EVERY = 5  # epochs between validation checks (model.check_every at paper scale)
+from rp1.dynamics.fit import CHECK_EVERY, DEALINGS, SHUFFLE
 
 
 def measured_pieces(
@@ -53,8 +53,7 @@ def measured_pieces(
     epochs, checks = [], []
     for n in sizes:
         fit = fit_calls(1024, max(1, 2 * n // 3), max(1, n // 3))
-        epoch = fit.epoch_round_robin if dealing == "round-robin" else fit.epoch
-        epochs.append(timed(epoch, repeats) / 1e3)
+        epochs.append(timed(fit.epochs[dealing], repeats) / 1e3)
         checks.append(timed(fit.validation, repeats) / 1e3)
         print(f"n = {n:>7,}: fit epoch {epochs[-1]:8.3f} s, validation {checks[-1]:7.3f} s")
     pieces, _ = policy_pieces(500, 1024, 5)
@@ -150,7 +149,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,3000,10000,30000,100000")
     parser.add_argument("--to", type=int, default=100_000, help="project to this many samples")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--dealing", choices=("shuffle", "round-robin"), default="shuffle")
+    parser.add_argument("--dealing", choices=tuple(DEALINGS), default=SHUFFLE)
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     if len(sizes) < 2:

@@ -115,7 +115,7 @@ def test_the_timed_calls_run_against_the_library_as_it_is():
     import bench_policy
 
     fit = bench_ensemble.fit_calls(8, 64, 32)
-    for call in (fit.epoch, fit.epoch_round_robin, fit.validation):
+    for call in (*fit.epochs.values(), fit.validation):
         assert all(np.isfinite(np.asarray(x)).all() for x in _leaves(call()))
     pieces, workload = bench_policy.policy_pieces(2, 8, 2)
     assert bench_policy.TRAIN_STEP in pieces and "2 rollouts" in workload

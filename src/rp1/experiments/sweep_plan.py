@@ -102,12 +102,10 @@ class SweepRequest:
     order: str = "cells"
 
 
-ORDERS = {
-    "cells": "every seed of a preset (or task and method) before the next",
-    "seeds": "seed k of every preset before seed k + 1: a sweep stopped early leaves every cell "
-    "the same seeds",
-}
-"""The orders a sweep may start its runs in (``--order``), and what each means."""
+ORDERS = ("cells", "seeds")
+"""The orders a sweep may start its runs in (``--order``): every seed of a preset (or task and
+method) before the next, or seed k of every one before seed k + 1, so that a sweep stopped early
+leaves every cell the same seeds."""
 
 
 def plan_sweep(request: SweepRequest) -> list[RunJob]:
