@@ -55,6 +55,7 @@ from rp1.experiments.tables import (
     comparable,
     render,
     table_frames,
+    table_spec,
     write_table_frames,
 )
 from rp1.train import run_training
@@ -521,6 +522,30 @@ def test_phase_length_claims_compare_each_matched_control_with_its_3000_sample_m
     assert (greedy.method_a, greedy.t) == ("greedy-matched", pytest.approx(70 / np.sqrt(2 / 3)))
     claims = claims_of(tmp_path / "some", ["greedy", "rp1-nopca", "rp1-nopca-matched"])
     assert list(claims["method_b"]) == ["rp1-nopca"]
+
+
+def test_rp1_against_matched_greedy_is_a_family_of_its_own(tmp_path):
+    """Table 6 compares RP1 with Greedy of its phase length and nothing else, in a Holm family of
+    its own: on one task its one test's adjusted p is its p, whatever Table 4 tests beside it."""
+    for method, values in {
+        "rp1": [60.0, 62.0, 61.0],
+        "greedy-matched": [50.0, 53.0, 51.0],
+        "rp1-noadapt": [55.0, 58.0, 56.0],
+    }.items():
+        for seed, best in enumerate(values):
+            write_run(tmp_path, "hopper", method, seed, [3_000, 9_000], [best - 5, best], cap=300)
+    metrics = load_runs(tmp_path).metrics
+    frames = {
+        name: table_frames(metrics, table_spec(name), report_tasks(metrics))
+        for name in ("table4", "table6")
+    }
+    assert column_headers(frames["table6"]) == ["Greedy (matched)", "RP1"]  # RP1 last
+    claims = claim_table(frames)
+    claims = claims[(claims["metric"] == "paper_best") & (claims["samples"] == 10_000)]
+    own = claims[claims["comparison"] == "t (RP1 vs matched Greedy)"].iloc[0]
+    assert (own.method_a, own.method_b, own.verdict) == ("rp1", "greedy-matched", "holds")
+    assert own.p_holm == own.p
+    assert own.p_holm_all > own.p  # adjusted with Table 4's test over all claims
 
 
 def test_lambda_trend_tests_one_slope_per_run(tmp_path):

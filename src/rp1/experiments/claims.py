@@ -70,6 +70,10 @@ CLAIMS: tuple[tuple[str, str], ...] = (
         "PCA early stopping beats fixed phases of the same length, RP1 (control)",
         "rp1-vs-matched-no-early-stop",
     ),
+    (
+        "RP1 beats Greedy of its phase length: all but the phase length (control)",
+        "rp1-vs-matched-greedy",
+    ),
     ("the bonus helps: λ = 0.5 beats λ = 0 (control)", "lambda-0.5-vs-lambda-0"),
     ("RP1's models are better than λ = 0's (test-set error)", "models-rp1-vs-lambda-0"),
     (

@@ -76,7 +76,7 @@ DEFINITIONS = """## How the numbers are made
   percentile] over runs; one run per (task, scale, method, seed) — duplicates keep the run that
   reached most samples and, of runs that reached as many, the one that logged most metrics (a run
   made again to log a metric added since). Every table is given at the paper's sample counts
-  (10⁴ and 10⁵ for Table 1, 10⁵ for Tables 2 and 3; 10⁴ and 10⁵ for the controls' Tables 4 and 5
+  (10⁴ and 10⁵ for Table 1, 10⁵ for Tables 2 and 3; 10⁴ and 10⁵ for the controls' Tables 4–6
   and the model table) and, per task and scale, at every budget of its runs there (config.json
   `budget`); rows, method columns and cells without runs are left out (`—` in a row that has
   others).

@@ -85,6 +85,11 @@ def control(method: Method) -> bool:
     return not method.in_paper
 
 
+def compared_only(method: Method) -> bool:
+    """No method besides those the table compares."""
+    return False
+
+
 def all_but_phases(method: Method) -> tuple[str, float, bool, str]:
     """What defines a method but its phase length: its λ, early stopping and bonus."""
     return method.lam, method.lam_value, method.early_stop, method.bonus
@@ -246,6 +251,14 @@ TABLES: tuple[TableSpec, ...] = (
                 "rp1-nopca",
             ),
         ),
+        header=short_header,
+    ),
+    TableSpec(
+        "table6",
+        "Table 6: a control beyond the paper — RP1 against Greedy with phases of RP1's length: all that RP1 adds to its phase length (the PCA test, the bonus and adaptive λ together)",
+        (10_000, 100_000),
+        compared_only,
+        (Comparison("rp1-vs-matched-greedy", "t (RP1 vs matched Greedy)", RP1, "greedy-matched"),),
         header=short_header,
     ),
     TableSpec(
