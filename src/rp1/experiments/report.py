@@ -457,7 +457,7 @@ def why(frame: TableFrames) -> str:
 def write_report(root: Path, out: Path) -> list[Path]:
     """Write the report of every run directory under ``root`` into ``out`` (created if needed).
 
-    Files: ``table{1,2,3,4,5}.md`` / ``.csv`` / ``_fair.csv`` / ``_ttests.csv``,
+    Files: ``table{1,2,3,4,5,6}.md`` / ``.csv`` / ``_fair.csv`` / ``_ttests.csv``,
     ``table_model.md`` / ``.csv`` / ``_ttests.csv``, ``claims.md`` / ``.csv``, ``fig1_<task>.png``,
     ``fig2_lambda.png`` / ``.csv`` / ``.md``, ``fig2_lambda_trend.csv``, ``fig3_<task>.png``,
     ``fig_ablation_<task>.png``, ``fig_controls_<task>.png``, ``fig_model_<task>.png``,

@@ -1,4 +1,5 @@
-"""The paper's Tables 1–5 and the model table from the runs: CSV (tidy) and Markdown (paper layout).
+"""The paper's Tables 1–3, rp1's controls (Tables 4–6) and the model table from the runs: CSV (tidy) and
+Markdown (paper layout).
 
 Each table compares methods on one quantity (:mod:`rp1.experiments.measures`): returns, in four
 measures — the paper's best evaluation return (algorithm.md §8) and three that do not reward
