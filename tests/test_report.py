@@ -13,7 +13,7 @@ import pytest
 from matplotlib import image
 from scipy import stats as scipy_stats
 
-from helpers import TINY
+from helpers import TINY, run_cli_output
 from rp1.config import (
     METHOD_TABLE,
     METHODS_VARIABLE,
@@ -26,7 +26,13 @@ from rp1.config import (
 from rp1.config import methods as method_table
 from rp1.core.errors import ConfigError
 from rp1.experiments import figures, stats
-from rp1.experiments.claims import CLAIM_COLUMNS, CLAIMS, claim_table, write_claims
+from rp1.experiments.claims import (
+    CLAIM_COLUMNS,
+    CLAIMS,
+    claim_table,
+    verdict_summary,
+    write_claims,
+)
 from rp1.experiments.fair import in_force_returns
 from rp1.experiments.learning import gain_p
 from rp1.experiments.measures import MEASURES, number, run_tables, values_at
@@ -546,6 +552,40 @@ def test_rp1_against_matched_greedy_is_a_family_of_its_own(tmp_path):
     assert (own.method_a, own.method_b, own.verdict) == ("rp1", "greedy-matched", "holds")
     assert own.p_holm == own.p
     assert own.p_holm_all > own.p  # adjusted with Table 4's test over all claims
+
+
+def test_verdict_summary_counts_each_kind_of_verdict():
+    claims = pd.DataFrame(
+        {
+            "verdict": [
+                "holds",
+                "holds",
+                "does not hold",
+                "inconclusive: differences from −1.00 to 2.00 are consistent with the data",
+                "inconclusive: too few seeds",
+                "nothing learned by 10,000",
+            ]
+        }
+    )
+    assert verdict_summary(claims) == (
+        "6 verdicts: 2 hold, 1 do not hold, 0 equivalent, 2 inconclusive, 1 nothing learned"
+    )
+
+
+@pytest.mark.slow
+def test_rp1_report_says_where_to_start_and_counts_the_verdicts(tmp_path, capsys):
+    for method, values in {"rp1": [60.0, 62.0, 61.0], "greedy": [0.0, 2.0, 1.0]}.items():
+        for seed, best in enumerate(values):
+            write_run(tmp_path / "runs", "hopper", method, seed, [3_000, 9_000], [best - 5, best])
+    out = tmp_path / "report"
+    code, stdout, err = run_cli_output(["report", tmp_path / "runs", "--out", out], capsys)
+    claims = pd.read_csv(out / "claims.csv")
+    assert (code, err) == (0, [])
+    assert stdout.splitlines()[-2:] == [
+        f"wrote {len(list(out.iterdir()))} files to {out} (start at {out / 'index.md'})",
+        "claims.md, one verdict per claim, task, sample count and measure: "
+        + verdict_summary(claims),
+    ]
 
 
 def test_lambda_trend_tests_one_slope_per_run(tmp_path):

@@ -420,6 +420,9 @@ def report(
 ) -> None:
     """Tables (Markdown + CSV) and figures (PNG) of the paper from run directories."""
     # imported here, not at start-up: matplotlib, pandas and SciPy
+    import pandas as pd
+
+    from rp1.experiments.claims import verdict_summary
     from rp1.experiments.report import write_report
     from rp1.rundir.files import check_writable_dir
 
@@ -428,7 +431,11 @@ def report(
     out = out or root / "report"
     check_writable_dir(out)
     written = write_report(root, out)
-    typer.echo(f"wrote {len(written)} files to {out}")
+    typer.echo(f"wrote {len(written)} files to {out} (start at {out / 'index.md'})")
+    claims = out / "claims.csv"
+    if claims in written:
+        summary = verdict_summary(pd.read_csv(claims))
+        typer.echo(f"claims.md, one verdict per claim, task, sample count and measure: {summary}")
 
 
 @app.command()

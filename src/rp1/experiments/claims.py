@@ -33,6 +33,7 @@ from rp1.experiments.significance import (
     EQUIVALENT,
     FAILS,
     HOLDS,
+    INCONCLUSIVE,
     NOTHING_LEARNED,
     holm_within,
     verdict_kind,
@@ -285,6 +286,25 @@ def claims_text(claims: pd.DataFrame, frames: dict[str, TableFrames | None]) -> 
         )
     body = "\n".join(sections)
     return f"# The paper's claims and rp1's controls, task by task\n\n{INTRODUCTION}\n{body}"
+
+
+COUNTED_AS: dict[str, str] = {
+    HOLDS: "hold",
+    FAILS: "do not hold",
+    EQUIVALENT: EQUIVALENT,
+    INCONCLUSIVE: INCONCLUSIVE,
+    NOTHING_LEARNED: NOTHING_LEARNED,
+}
+"""Each kind of verdict, in the order :func:`verdict_summary` counts them, as it says a count."""
+
+
+def verdict_summary(claims: pd.DataFrame) -> str:
+    """One line for a terminal: how many verdicts ``claims`` (rows of :data:`CLAIM_COLUMNS`: one per
+    claim, task, scale, sample count and measure) gives of each kind, e.g. ``12 verdicts: 3 hold, 0
+    do not hold, 0 equivalent, 7 inconclusive, 2 nothing learned``."""
+    kinds = claims["verdict"].map(verdict_kind).value_counts()
+    counts = ", ".join(f"{kinds.get(kind, 0)} {said}" for kind, said in COUNTED_AS.items())
+    return f"{len(claims)} verdicts: {counts}"
 
 
 def write_claims(frames: dict[str, TableFrames | None], out: Path) -> list[Path]:
