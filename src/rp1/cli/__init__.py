@@ -439,6 +439,34 @@ def report(
 
 
 @app.command()
+def export(
+    root: Path = typer.Argument(..., help="A tree of run directories."),
+    out: Path = typer.Option(
+        ..., "--out", help="Where the copies go, each at its run's path under ROOT."
+    ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace copies already there that differ from their run."
+    ),
+) -> None:
+    """Copy the result files of finished runs (config.json, metrics.csv, evaluations.csv,
+    environment.json) into a tree of their own: what to keep, commit or report on without the
+    checkpoints and policies."""
+    from rp1.rundir.export import export_runs
+    from rp1.rundir.files import check_writable_dir
+
+    if not root.is_dir():
+        raise ConfigError(f"no such directory: {root}")
+    check_writable_dir(out)
+    done = export_runs(root, out, overwrite)
+    for note in done.left_out:
+        typer.echo(note)
+    typer.echo(
+        f"exported {len(done.written)} runs to {out}; {len(done.unchanged)} already there as they "
+        f"are, {len(done.left_out)} left out"
+    )
+
+
+@app.command()
 def testsets(
     out: Path = typer.Option(
         ...,

@@ -22,7 +22,13 @@ import pandas as pd
 
 from rp1.config.methods import MODEL_FREE, run_cell
 from rp1.core.errors import ConfigError
-from rp1.rundir.files import EVALUATION_COLUMNS, EVALUATIONS, METRIC_COLUMNS, METRICS
+from rp1.rundir.files import (
+    EVALUATION_COLUMNS,
+    EVALUATIONS,
+    METRIC_COLUMNS,
+    METRICS,
+    find_run_dirs,
+)
 from rp1.rundir.migrations import migrate
 
 CONFIG_KEYS: tuple[str, ...] = ("task", "method", "seed", "budget")
@@ -63,13 +69,6 @@ class LoadedRuns(NamedTuple):
     metrics: pd.DataFrame
     notes: list[str]
     evaluations: pd.DataFrame
-
-
-def find_run_dirs(root: Path) -> list[Path]:
-    """Every directory under ``root`` (any depth, ``root`` included) with config + metrics."""
-    return sorted(
-        p.parent for p in root.rglob("config.json") if (p.parent / "metrics.csv").is_file()
-    )
 
 
 def scale_order(scale: str) -> tuple[bool, str]:

@@ -121,8 +121,16 @@ RUN_FILES = {
 }
 """The files rp1 writes in a run directory, by folder (``fnmatch`` patterns): what ``--overwrite``
 deletes (with their temporary files), and nothing else."""
+RESULT_FILES = (CONFIG, METRICS, EVALUATIONS, ENVIRONMENT)
+"""The files of a run that hold its numbers and where they were made: what ``rp1 report`` reads
+and ``rp1 export`` copies (the first two every run has)."""
 CONFIG_KEYS = ("preset", "task", "method", "seed", "budget")
 """Keys every rp1 config has, of every schema: a ``config.json`` without them is not rp1's."""
+
+
+def find_run_dirs(root: Path) -> list[Path]:
+    """Every directory under ``root`` (any depth, ``root`` included) with config + metrics."""
+    return sorted(p.parent for p in root.rglob(CONFIG) if (p.parent / METRICS).is_file())
 
 
 class RunDir:
@@ -182,7 +190,7 @@ class RunDir:
         if not file.exists():
             return None
         try:
-            config = json.loads(_read(file, "config"))
+            config = json.loads(read_bytes(file, "config"))
         except ValueError as err:  # UnicodeDecodeError included
             raise DamagedFile(f"{file} is not valid JSON ({err})") from None
         if not isinstance(config, dict):
@@ -356,7 +364,7 @@ class RunDir:
         :class:`~rp1.core.errors.DamagedFile` if the file is not such a checkpoint or its checksum
         does not match, ConfigError if it was written under another config."""
         file = self.checkpoint_path
-        data, _ = unseal(_read(file, "checkpoint"), file, "checkpoint")
+        data, _ = unseal(read_bytes(file, "checkpoint"), file, "checkpoint")
         try:
             saved, agent = json.loads(data["config"]), data["agent"]
             if not isinstance(saved, dict) or not isinstance(agent, dict):
@@ -435,7 +443,7 @@ def _storage(action: str, path: Path) -> Iterator[None]:
 def _marker_hash(marker: Path) -> str:
     """The config hash a ``finished`` marker holds (:func:`config_hash`, 64 hex digits);
     DamagedFile naming it if it holds anything else."""
-    text = _read(marker, "finished marker").decode("ascii", errors="replace").strip()
+    text = read_bytes(marker, "finished marker").decode("ascii", errors="replace").strip()
     if not re.fullmatch(r"[0-9a-f]{64}", text):
         raise DamagedFile(
             f"{marker} is damaged: a finished marker holds its run's config hash (64 hex digits), "
@@ -449,7 +457,9 @@ def _quoted(text: str, limit: int = 40) -> str:
     return repr(text) if len(text) <= limit else f"{text[:limit]!r}… ({len(text):,} characters)"
 
 
-def _read(path: Path, what: str) -> bytes:
+def read_bytes(path: Path, what: str) -> bytes:
+    """The content of the file ``path`` (``what`` it is, for the error); StorageError naming the
+    file if the machine cannot read it."""
     with _storage(f"read {what}", path):
         return path.read_bytes()
 

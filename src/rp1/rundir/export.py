@@ -1,0 +1,97 @@
+"""The result files of finished runs, copied into a tree of their own (``rp1 export``): what a sweep
+leaves to keep once its checkpoints and policies are no longer needed, to commit, share or report
+on elsewhere.
+
+For every run directory under ``root`` (:func:`~rp1.rundir.files.find_run_dirs`) whose ``finished``
+marker was written under its ``config.json``, the files of :data:`~rp1.rundir.files.RESULT_FILES`
+it has go to the same relative path under ``out``, each written atomically and read back to check
+that it holds the run's bytes. A file already there with the same bytes is left as it is; one with
+other bytes is a conflict, and then nothing is written unless ``overwrite``. An unfinished run, and
+a run directory this rp1 cannot read (damaged, not rp1's, of a newer schema), is left out with a
+note. Run directories under ``out`` are not taken when ``out`` lies inside ``root``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+from rp1.core.errors import ConfigError, StorageError
+from rp1.rundir.files import RESULT_FILES, RunDir, find_run_dirs, read_bytes, write_atomically
+
+
+class Export(NamedTuple):
+    """What :func:`export_runs` did: the copies (run directories under ``out``) it wrote files
+    into, those that were already there as they are, and a note per run directory left out."""
+
+    written: list[Path]
+    unchanged: list[Path]
+    left_out: list[str]
+
+
+def finished(run: Path) -> bool:
+    """Whether ``run`` reached its budget under the config its ``config.json`` holds;
+    ConfigError (DamagedFile included) if rp1 cannot read that config or the marker."""
+    run_dir = RunDir(run)
+    return run_dir.is_finished(run_dir.read_config())
+
+
+def result_files(run: Path) -> dict[str, bytes]:
+    """The run's files of :data:`RESULT_FILES` that it has, by name, with their bytes."""
+    return {
+        name: read_bytes(run / name, "run file") for name in RESULT_FILES if (run / name).is_file()
+    }
+
+
+def present(path: Path) -> bytes | None:
+    """The bytes of the file ``path``, None if there is none."""
+    return read_bytes(path, "exported run file") if path.is_file() else None
+
+
+def export_runs(root: Path, out: Path, overwrite: bool = False) -> Export:
+    """Copy the result files of every finished run under ``root`` to its path under ``out`` (see
+    the module docstring). ConfigError, before anything is written, when ``root`` holds no run
+    directory, or when a file under ``out`` differs from the run's own and not ``overwrite``;
+    StorageError naming the file if one cannot be read or written, or does not read back as
+    written."""
+    runs = find_run_dirs(root)
+    if not runs:
+        raise ConfigError(f"no run directory (config.json and metrics.csv) under {root}")
+    inside = out.resolve().is_relative_to(root.resolve()) and out.resolve() != root.resolve()
+    planned: list[tuple[Path, dict[str, bytes]]] = []
+    unchanged: list[Path] = []
+    left_out: list[str] = []
+    conflicts: list[Path] = []
+    for run in runs:
+        if inside and run.resolve().is_relative_to(out.resolve()):
+            continue
+        try:
+            done = finished(run)
+        except ConfigError as err:
+            left_out.append(f"{run}: left out, {err}")
+            continue
+        if not done:
+            left_out.append(f"{run}: left out, not finished")
+            continue
+        files, copy = result_files(run), out / run.relative_to(root)
+        there = {name: present(copy / name) for name in files}
+        if all(there[name] == data for name, data in files.items()):
+            unchanged.append(copy)
+            continue
+        conflicts += [
+            copy / name
+            for name, data in files.items()
+            if there[name] is not None and there[name] != data
+        ]
+        planned.append((copy, files))
+    if conflicts and not overwrite:
+        more = f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1 else ""
+        raise ConfigError(
+            f"{conflicts[0]} differs from its run's own{more}; pass --overwrite to replace them"
+        )
+    for copy, files in planned:
+        for name, data in files.items():
+            write_atomically(copy / name, data, "exported run file")
+            if present(copy / name) != data:
+                raise StorageError(f"{copy / name} does not read back as it was written")
+    return Export([copy for copy, _ in planned], unchanged, left_out)

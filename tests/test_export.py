@@ -1,0 +1,91 @@
+"""rp1 export: finished runs' result files copied to their paths in a tree of their own, checked,
+never replacing a different copy unless told to."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from helpers import one_error, run_cli_output
+from rp1.core.errors import ConfigError
+from rp1.rundir.export import export_runs
+from rp1.rundir.files import CONFIG, FINISHED, METRICS, RESULT_FILES
+
+
+def sweep_tree(finished_run: Path, root: Path) -> dict[str, Path]:
+    """``root`` holding copies of the finished run: two finished, one unfinished (no marker), one
+    whose config.json is not JSON."""
+    runs = {name: root / name / "seed0" for name in ("a", "b", "unfinished", "damaged")}
+    for run in runs.values():
+        shutil.copytree(finished_run, run)
+    (runs["unfinished"] / FINISHED).unlink()
+    (runs["damaged"] / CONFIG).write_text("{not json")
+    return runs
+
+
+@pytest.mark.slow  # the session's finished run: a tiny training
+def test_finished_runs_result_files_are_copied_to_their_paths_and_nothing_else(
+    finished_run, tmp_path
+):
+    root, out = tmp_path / "sweep", tmp_path / "results"
+    runs = sweep_tree(finished_run, root)
+    done = export_runs(root, out)
+    assert done.written == [out / "a" / "seed0", out / "b" / "seed0"]
+    assert [note.split(":")[0] for note in done.left_out] == [
+        str(runs["damaged"]),
+        str(runs["unfinished"]),
+    ]
+    assert "not finished" in done.left_out[1] and "not valid JSON" in done.left_out[0]
+    copied = out / "a" / "seed0"
+    present = [name for name in RESULT_FILES if (finished_run / name).is_file()]
+    assert {CONFIG, METRICS} <= set(present)
+    assert sorted(p.name for p in copied.iterdir()) == sorted(present)
+    for name in present:
+        assert (copied / name).read_bytes() == (runs["a"] / name).read_bytes()
+    again = export_runs(root, out)
+    assert (again.written, again.unchanged) == ([], done.written)
+
+
+@pytest.mark.slow  # the session's finished run: a tiny training
+def test_a_copy_that_differs_is_replaced_only_when_told_and_nothing_is_written_before(
+    finished_run, tmp_path, capsys
+):
+    root, out = tmp_path / "sweep", tmp_path / "results"
+    runs = sweep_tree(finished_run, root)
+    export_runs(root, out)
+    changed = out / "a" / "seed0" / METRICS
+    changed.write_text("edited\n")
+    shutil.copytree(finished_run, root / "c" / "seed0")  # a new run, not yet exported
+    code, _, err = run_cli_output(["export", root, "--out", out], capsys)
+    one_error(code, err, 2, str(changed), "--overwrite")
+    assert changed.read_text() == "edited\n" and not (out / "c").exists()
+    code, stdout, err = run_cli_output(["export", root, "--out", out, "--overwrite"], capsys)
+    assert (code, err) == (0, [])
+    assert changed.read_bytes() == (runs["a"] / METRICS).read_bytes()
+    assert stdout.splitlines()[-1] == (
+        f"exported 2 runs to {out}; 1 already there as they are, 2 left out"
+    )
+
+
+@pytest.mark.slow  # the session's finished run: a tiny training
+def test_an_export_inside_the_sweep_is_not_taken_for_runs(finished_run, tmp_path):
+    root = tmp_path / "sweep"
+    sweep_tree(finished_run, root)
+    out = root / "results"
+    first = export_runs(root, out)
+    second = export_runs(root, out)
+    assert (second.written, second.unchanged, second.left_out) == (
+        [],
+        first.written,
+        first.left_out,
+    )
+
+
+def test_a_tree_without_runs_is_bad_input(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match="no run directory"):
+        export_runs(tmp_path / "empty", tmp_path / "out")
+    code, _, err = run_cli_output(["export", tmp_path / "nowhere", "--out", tmp_path], capsys)
+    one_error(code, err, 2, "no such directory")
