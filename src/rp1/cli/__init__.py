@@ -439,6 +439,18 @@ def report(
 
 
 @app.command()
+def status(root: Path = typer.Argument(..., help="A tree of run directories.")) -> None:
+    """Where each run under ROOT stands: real samples of its budget, finished, running or
+    stopped, its best evaluation return and the work it took; read from its files."""
+    # imported here, not at start-up: pandas
+    from rp1.experiments.sweep_status import print_status, sweep_status
+
+    if not root.is_dir():
+        raise ConfigError(f"no such directory: {root}")
+    print_status(sweep_status(root))
+
+
+@app.command()
 def export(
     root: Path = typer.Argument(..., help="A tree of run directories."),
     out: Path = typer.Option(
