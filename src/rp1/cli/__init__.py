@@ -440,8 +440,11 @@ def report(
 
 @app.command()
 def status(root: Path = typer.Argument(..., help="A tree of run directories.")) -> None:
-    """Where each run under ROOT stands: real samples of its budget, finished, running or
-    stopped, its best evaluation return and the work it took; read from its files."""
+    """Where each run under ROOT stands: samples, state, best return, work so far.
+
+    Read from the runs' files, without taking their locks: real samples collected of the budget,
+    finished, running or stopped, the best evaluation return of a trained policy and the work the
+    run has taken (h:mm)."""
     # imported here, not at start-up: pandas
     from rp1.experiments.sweep_status import print_status, sweep_status
 
@@ -460,9 +463,11 @@ def export(
         False, "--overwrite", help="Replace copies already there that differ from their run."
     ),
 ) -> None:
-    """Copy the result files of finished runs (config.json, metrics.csv, evaluations.csv,
-    environment.json) into a tree of their own: what to keep, commit or report on without the
-    checkpoints and policies."""
+    """Copy finished runs' result files into a tree of their own, at the runs' paths.
+
+    The files are config.json, metrics.csv, evaluations.csv and environment.json: what to keep,
+    commit or report on without the checkpoints and policies. A copy that differs from its run's
+    file is replaced only with --overwrite."""
     from rp1.rundir.export import export_runs
     from rp1.rundir.files import check_writable_dir
 
