@@ -15,6 +15,7 @@ import pytest
 from helpers import one_error, run_cli_output
 from rp1.experiments.sweep_plan import best_return
 from rp1.experiments.sweep_status import (
+    COMPLETE,
     FINISHED,
     RUNNING,
     STOPPED,
@@ -53,25 +54,28 @@ def ended_pid() -> int:
 
 
 @pytest.mark.slow  # the session's finished run: a tiny training
-def test_a_run_is_finished_running_or_stopped_by_its_marker_and_lock(finished_run, tmp_path):
+def test_a_run_is_finished_complete_running_or_stopped_by_its_marker_samples_and_lock(
+    finished_run, tmp_path
+):
     run = Path(shutil.copytree(finished_run, tmp_path / "run"))
-    assert run_state(run) == (FINISHED, "")
+    assert run_state(run, 1_800, 1_800) == (FINISHED, "")
     (run / FINISHED_MARKER).unlink()
-    assert run_state(run) == (STOPPED, "")
+    assert run_state(run, 1_800, 1_800) == (COMPLETE, "")
+    assert run_state(run, 1_200, 1_800) == (STOPPED, "")
     lock_naming(run, 1, socket.gethostname())  # pid 1 always exists
-    assert run_state(run) == (RUNNING, "")
+    assert run_state(run, 1_200, 1_800) == (RUNNING, "")
     lock_naming(run, ended_pid(), socket.gethostname())  # a killed run's lock file stays
-    assert run_state(run) == (STOPPED, "")
+    assert run_state(run, 1_200, 1_800) == (STOPPED, "")
     lock_naming(run, 1, "elsewhere.example")
-    assert run_state(run) == (RUNNING, "on elsewhere.example")
+    assert run_state(run, 1_200, 1_800) == (RUNNING, "on elsewhere.example")
 
 
 @pytest.mark.slow  # the session's finished run: a tiny training
 def test_status_reads_samples_best_return_and_work_from_each_run(finished_run, tmp_path, capsys):
     root = tmp_path / "sweep"
     shutil.copytree(finished_run, root / "a" / "seed0")
-    stopped = Path(shutil.copytree(finished_run, root / "b" / "seed0"))
-    (stopped / FINISHED_MARKER).unlink()
+    copy = Path(shutil.copytree(finished_run, root / "b" / "seed0"))
+    (copy / FINISHED_MARKER).unlink()
     damaged = Path(shutil.copytree(finished_run, root / "c" / "seed0"))
     (damaged / CONFIG).write_text("[]")
     statuses = {s.run: s for s in sweep_status(root)}
@@ -81,14 +85,16 @@ def test_status_reads_samples_best_return_and_work_from_each_run(finished_run, t
     done = statuses["a/seed0"]
     assert (done.state, done.reached, done.budget) == (FINISHED, config["budget"], config["budget"])
     assert done.best == best_return(finished_run) and done.work_s == pytest.approx(work)
-    assert statuses["b/seed0"]._replace(state=FINISHED) == done._replace(run="b/seed0")
+    assert statuses["b/seed0"] == done._replace(run="b/seed0", state=COMPLETE)
     assert (
         statuses["c/seed0"].state == UNREADABLE and "not a JSON object" in statuses["c/seed0"].note
     )
     code, stdout, err = run_cli_output(["status", root], capsys)
     assert (code, err) == (0, [])
     assert "c/seed0: " in stdout
-    assert stdout.splitlines()[-1] == "3 runs: 1 finished, 0 running, 1 stopped, 1 unreadable"
+    assert stdout.splitlines()[-1] == (
+        "3 runs: 1 finished, 1 complete, 0 running, 0 stopped, 1 unreadable"
+    )
 
 
 def test_status_of_no_directory_or_no_runs_is_bad_input(tmp_path, capsys):

@@ -2,10 +2,11 @@
 collected of its budget, whether it is finished, running or stopped, its best evaluation return and
 the work it has taken so far — read from its files, without taking its lock.
 
-A run is *finished* once its ``finished`` marker exists; *running* while its lock file names a live
-process on this host; *running on HOST* when it names a process on another host (whose liveness
-cannot be seen from here); else *stopped* (``rp1 train --resume`` or the sweep continues it). A run
-directory whose files cannot be read is *unreadable*, with the reason.
+A run is *finished* once its ``finished`` marker exists; *complete* when it has reached its budget
+without one (a copy of its results, such as ``rp1 export`` writes); *running* while its lock file
+names a live process on this host; *running on HOST* when it names a process on another host (whose
+liveness cannot be seen from here); else *stopped* (``rp1 train --resume`` or the sweep continues
+it). A run directory whose files cannot be read is *unreadable*, with the reason.
 """
 
 from __future__ import annotations
@@ -23,11 +24,19 @@ from rich.table import Table
 from rich.text import Text
 
 from rp1.core.errors import ConfigError
-from rp1.experiments.runs_table import load_run
+from rp1.experiments.runs_table import load_run, read_config
 from rp1.rundir.files import RunDir, find_run_dirs
 from rp1.rundir.lock import LOCK, read_holder
 
-FINISHED, RUNNING, STOPPED, UNREADABLE = "finished", "running", "stopped", "unreadable"
+FINISHED, COMPLETE, RUNNING, STOPPED, UNREADABLE = (
+    "finished",
+    "complete",
+    "running",
+    "stopped",
+    "unreadable",
+)
+STATES = (FINISHED, COMPLETE, RUNNING, STOPPED, UNREADABLE)
+"""The states of a run (module docstring), in the order the status counts them."""
 
 
 class RunStatus(NamedTuple):
@@ -56,10 +65,13 @@ def alive(pid: int) -> bool:
     return True
 
 
-def run_state(run_dir: Path) -> tuple[str, str]:
-    """(state, note) of the run in ``run_dir`` (see the module docstring)."""
+def run_state(run_dir: Path, reached: float, budget: float) -> tuple[str, str]:
+    """(state, note) of the run in ``run_dir``, which has collected ``reached`` real samples of
+    its ``budget`` (see the module docstring)."""
     if RunDir(run_dir).is_finished():
         return FINISHED, ""
+    if reached >= budget:
+        return COMPLETE, ""
     if not (run_dir / LOCK).exists():
         return STOPPED, ""
     holder = read_holder(run_dir / LOCK)
@@ -75,16 +87,16 @@ def run_status(root: Path, run_dir: Path) -> RunStatus:
     name = run_dir.relative_to(root).as_posix()
     try:
         metrics = load_run(root, run_dir).metrics
-        state, note = run_state(run_dir)
+        budget = float(read_config(run_dir)["budget"])
+        reached = float(metrics["reached"].iloc[0]) if len(metrics) else 0.0
+        state, note = run_state(run_dir, reached, budget)
     except (ConfigError, OSError) as err:
         return RunStatus(name, math.nan, math.nan, UNREADABLE, math.nan, math.nan, str(err))
-    if metrics.empty:
-        return RunStatus(name, 0.0, math.nan, state, math.nan, 0.0, note)
     trained = metrics.loc[metrics["iteration"] >= 1, "eval_return"].dropna()
     return RunStatus(
         name,
-        float(metrics["reached"].iloc[0]),
-        float(metrics["budget"].iloc[0]),
+        reached,
+        budget,
         state,
         float(trained.max()) if len(trained) else math.nan,
         float(metrics["wall_s"].fillna(0).sum()),
@@ -123,7 +135,13 @@ def print_status(statuses: list[RunStatus]) -> None:
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("run", "samples", "state", "best", "work"):
         table.add_column(column, overflow="fold", no_wrap=column != "state")
-    styles = {FINISHED: "green", RUNNING: "cyan", STOPPED: "yellow", UNREADABLE: "bold red"}
+    styles = {
+        FINISHED: "green",
+        COMPLETE: "green",
+        RUNNING: "cyan",
+        STOPPED: "yellow",
+        UNREADABLE: "bold red",
+    }
     for s in statuses:
         samples = "" if math.isnan(s.budget) else f"{count(s.reached)} / {count(s.budget)}"
         note = f" {s.note}" if s.note and s.state != UNREADABLE else ""
@@ -141,8 +159,5 @@ def print_status(statuses: list[RunStatus]) -> None:
             console.print(Text(f"{s.run}: {s.note}"), soft_wrap=True)
     counts = Counter(s.state for s in statuses)
     console.print(
-        f"{len(statuses)} runs: "
-        + ", ".join(
-            f"{counts[state]} {state}" for state in (FINISHED, RUNNING, STOPPED, UNREADABLE)
-        )
+        f"{len(statuses)} runs: " + ", ".join(f"{counts[state]} {state}" for state in STATES)
     )
