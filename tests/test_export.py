@@ -37,7 +37,7 @@ def test_finished_runs_result_files_are_copied_to_their_paths_and_nothing_else(
         str(runs["damaged"]),
         str(runs["unfinished"]),
     ]
-    assert "not finished" in done.left_out[1] and "not valid JSON" in done.left_out[0]
+    assert "no finished marker" in done.left_out[1] and "not valid JSON" in done.left_out[0]
     copied = out / "a" / "seed0"
     present = [name for name in RESULT_FILES if (finished_run / name).is_file()]
     assert {CONFIG, METRICS} <= set(present)

@@ -71,7 +71,7 @@ def export_runs(root: Path, out: Path, overwrite: bool = False) -> Export:
             left_out.append(f"{run}: left out, {err}")
             continue
         if not done:
-            left_out.append(f"{run}: left out, not finished")
+            left_out.append(f"{run}: left out, no finished marker (not finished, or a copy)")
             continue
         files, copy = result_files(run), out / run.relative_to(root)
         there = {name: present(copy / name) for name in files}
