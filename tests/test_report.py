@@ -25,7 +25,7 @@ from rp1.config import (
 )
 from rp1.config import methods as method_table
 from rp1.core.errors import ConfigError
-from rp1.experiments import figures, stats
+from rp1.experiments import fair, figures, stats
 from rp1.experiments.claims import (
     CLAIM_COLUMNS,
     CLAIMS,
@@ -588,6 +588,35 @@ def test_rp1_report_says_where_to_start_and_counts_the_verdicts(tmp_path, capsys
     ]
 
 
+def test_curve_figures_draw_beside_the_paper_s_curve_the_return_at_n_of_the_tables(
+    tmp_path, monkeypatch
+):
+    """The right panel of a curve figure is the median over runs of the return of the policy in
+    force at each grid point: at N, the median of the tables' return at N."""
+    samples = list(range(0, 30_000, 3_000))
+    for method, slope in (("rp1", 2.0), ("greedy", 1.0)):
+        for seed in range(3):
+            returns = [seed + slope * i for i in range(len(samples))]
+            write_run(tmp_path / "runs", "hopper", method, seed, samples, returns, budget=30_000)
+    loaded = load_runs(tmp_path / "runs")
+    runs = run_tables(loaded.metrics, loaded.evaluations)
+    drawn = {}
+    monkeypatch.setattr(figures, "save", lambda figure, path: drawn.setdefault(path.stem, figure))
+    write_curve_figures(runs, ("hopper",), tmp_path)
+    in_force = drawn["fig1_hopper"].axes[1]
+    for method in ("rp1", "greedy"):
+        line = next(
+            line
+            for line in in_force.get_lines()
+            if line.get_label().startswith(method_table.method_label(method))
+        )
+        points, medians = line.get_data()
+        grid = runs.grid[runs.grid["method"] == method]
+        for n in (9_000, 21_000):
+            expected = np.median(fair.return_at(grid, n).to_numpy())
+            assert medians[list(points).index(n)] == pytest.approx(expected)
+
+
 def test_lambda_trend_tests_one_slope_per_run(tmp_path):
     # Trained returns (iterations ≥ 1) 0, 1, 3, 6 then λ 0.1, 0.3, 0.5: changes 1, 2, 3 of the
     # range 6, a slope of (1/6) / 0.2 = 5/6 per unit λ; seed 1: changes 2, 2, 8 of 12 at the same
@@ -1098,7 +1127,12 @@ def legend_texts(monkeypatch) -> dict[str, list[str]]:
     drawn: dict[str, list[str]] = {}
 
     def record(figure, path):
-        drawn[path.stem] = [text.get_text() for ax in figure.axes for text in ax.get_legend().texts]
+        drawn[path.stem] = [
+            text.get_text()
+            for ax in figure.axes
+            if ax.get_legend()
+            for text in ax.get_legend().texts
+        ]
         return path
 
     monkeypatch.setattr(figures, "save", record)
@@ -1130,7 +1164,7 @@ def test_a_method_of_ones_own_is_labelled_in_every_table_and_figure_of_its_kind(
                       test_model_error_common=[1.0, 1.0 / slope, 0.5 / slope])  # fmt: skip
     metrics = load_runs(tmp_path / "runs").metrics
     drawn = legend_texts(monkeypatch)
-    write_curve_figures(metrics, ("hopper",), tmp_path)
+    write_curve_figures(run_tables(metrics), ("hopper",), tmp_path)
     write_model_figures(metrics, ("hopper",), tmp_path)
     headers = {
         spec.name: column_headers(table_frames(metrics, spec, ("hopper",))) for spec in TABLES

@@ -125,35 +125,66 @@ def plot_median_iqr(
     ax.set_ylabel("best evaluation return so far")
 
 
+def plot_in_force(ax: Axes, grid: pd.DataFrame, methods: tuple[str, ...]) -> None:
+    """Median (line) and IQR (band) over runs of each method's return of the policy in force at
+    each point of its evaluation grid (``grid``: :func:`rp1.experiments.fair.policy_grid`'s rows),
+    where any of its runs has one: every method evaluated at the same real samples."""
+    for method, scale, runs in series(grid, methods):
+        returns = runs.pivot_table(index="run", columns="samples", values="eval_return")
+        q25, median, q75 = stats.quartile_bands(returns.to_numpy(dtype=float))
+        points = returns.columns.to_numpy(dtype=float)
+        ax.plot(
+            points,
+            median,
+            color=color(method),
+            linestyle=linestyle(scale),
+            label=f"{label(method, scale)} (n = {len(returns)})",
+        )
+        ax.fill_between(points, q25, q75, color=color(method), alpha=0.25, linewidth=0)
+    ax.set_xlabel("real samples")
+    ax.set_ylabel("return of the policy in force")
+
+
 def curve_figure(
     metrics: pd.DataFrame,
+    grid: pd.DataFrame,
     methods: tuple[str, ...],
     title: str,
     path: Path,
     references: tuple[tuple[str, int, float, int], ...] = (),
 ) -> Path | None:
-    """Median + IQR curves of ``methods`` on one task (Figures 1, 3 and the ablations).
+    """Median + IQR curves of ``methods`` on one task (Figures 1, 3 and the ablations): the
+    paper's best evaluation return so far (left), and beside it the return of the policy in force
+    on the evaluation grid (``grid``, :func:`rp1.experiments.fair.policy_grid`), which gives every
+    method the same evaluations (right).
 
-    ``references``: (scale, real samples, return, seeds) drawn as dashed horizontal lines —
-    model-free PPO's median best return by that many samples.
+    ``references``: (scale, real samples, return, seeds) drawn on the left as dashed horizontal
+    lines — model-free PPO's median best return by that many samples.
     """
     shown = metrics[metrics["method"].isin(methods)]
     if shown.empty:
         return None
-    figure, axes = new_figure()
-    ax = axes[0, 0]
-    plot_median_iqr(ax, shown, methods)
+    figure, axes = new_figure(ncols=2)
+    best, in_force = axes[0]
+    plot_median_iqr(best, shown, methods)
     for (scale, samples, level, count), grey in zip(
         references, itertools.cycle(REFERENCE_GREYS), strict=False
     ):
-        ax.axhline(
+        best.axhline(
             level,
             color=grey,
             linestyle="--",
             label=f"{label(MODEL_FREE, scale)}, best by {samples:,} samples (n = {count})",
         )
-    ax.set_title(title)
-    ax.legend(fontsize="small", loc="upper left")  # curves rise to the right; "best" is slow
+    best.set_title("the paper's: best evaluation so far")
+    plot_in_force(in_force, grid[grid["method"].isin(methods)], methods)
+    in_force.set_title("every method evaluated at the same samples")
+    figure.suptitle(title)
+    for ax in (best, in_force):
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize="small", loc="upper left")  # curves rise to the right
+        else:  # runs shorter than the grid's spacing
+            ax.text(0.5, 0.5, "no run reached a grid point", ha="center", transform=ax.transAxes)
     return save(figure, path)
 
 

@@ -24,7 +24,7 @@ from rp1.envs import path_name
 from rp1.experiments import figures, stats
 from rp1.experiments.claims import write_claims
 from rp1.experiments.fair import DEFAULT_EVERY
-from rp1.experiments.measures import run_tables
+from rp1.experiments.measures import RunTables, run_tables
 from rp1.experiments.paper import PAPER_LAMBDA_DIRECTION, TASKS
 from rp1.experiments.runs_table import LoadedRuns, load_runs, scale_order
 from rp1.experiments.tables import (
@@ -149,12 +149,15 @@ DEFINITIONS = """## How the numbers are made
   seed); none below 2 seeds a side.
 - **IQM**: mean of the middle 50 % of seeds (`scipy.stats.trim_mean(…, 0.25)`), 95 % percentile
   bootstrap CI (`scipy.stats.bootstrap`, 9,999 resamples, fixed seed); no CI below 2 seeds.
-- **Curves** (fig1, fig3, fig_ablation): each run's best-so-far evaluation return on a common
-  grid of real samples (step alignment: the value at x is the best trained evaluation with
-  samples ≤ x, so a curve at a table's sample count equals the table cell). A curve starts at a
-  run's first trained evaluation: the untrained policy's score is not a best-so-far of training
-  (it would make a curve fall when training starts). Median line and IQR band over the runs present at x. Dashed lines: model-free PPO's median best
-  return by 10⁶ / 5·10⁶ / 10⁷ samples.
+- **Curves** (fig1, fig3, fig_ablation, fig_controls), two panels. Left, the paper's: each run's
+  best-so-far evaluation return on a common grid of real samples (step alignment: the value at x
+  is the best trained evaluation with samples ≤ x, so a curve at a table's sample count equals the
+  table cell). A curve starts at a run's first trained evaluation: the untrained policy's score is
+  not a best-so-far of training (it would make a curve fall when training starts). Dashed lines:
+  model-free PPO's median best return by 10⁶ / 5·10⁶ / 10⁷ samples. Right, the same evaluations
+  for every method: the return of the policy in force at each point of the runs' evaluation grid
+  (at N, the median of the tables' return at N). Median line and IQR band over the runs present
+  at x.
 - **λ analysis** (fig2): for each trained row but a run's first, the change in evaluation return
   from the previous trained row, divided by the range (max − min) of the run's trained returns,
   grouped by the λ this row's policy was trained with; mean ± s.e.m. over all such steps of the
@@ -201,17 +204,18 @@ def ppo_references(metrics: pd.DataFrame) -> tuple[tuple[str, int, float, int], 
     )
 
 
-def write_curve_figures(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Path) -> list[Path]:
+def write_curve_figures(runs: RunTables, tasks: tuple[str, ...], out: Path) -> list[Path]:
     """Each figure of :data:`CURVE_FIGURES`, ``<prefix>_<task>.png``, for every task with runs to
     draw (the task as a file name, :func:`rp1.envs.path_name`)."""
     paths = []
     for task in tasks:
-        runs = metrics[metrics["task"] == task]
+        metrics = runs.metrics[runs.metrics["task"] == task]
         for figure in CURVE_FIGURES:
-            references = ppo_references(runs) if figure.with_ppo else ()
+            references = ppo_references(metrics) if figure.with_ppo else ()
             paths.append(
                 figures.curve_figure(
-                    runs,
+                    metrics,
+                    runs.grid[runs.grid["task"] == task],
                     figure.methods(),
                     f"{figure.title} — {task}",
                     out / f"{figure.prefix}_{path_name(task)}.png",
@@ -480,7 +484,7 @@ def write_report(root: Path, out: Path) -> list[Path]:
     }
     written = [path for table in shown.values() for path in write_table_frames(table, out)]
     written += write_claims(shown, out)
-    written += write_curve_figures(metrics, tasks, out)
+    written += write_curve_figures(runs, tasks, out)
     written += write_model_figures(metrics, tasks, out)
     written += write_lambda_analysis(metrics, tasks, out)
     written += write_diagnostics(metrics, tasks, out)
