@@ -97,6 +97,20 @@ def save(figure: Figure, path: Path) -> Path:
     return path
 
 
+def plot_band(ax: Axes, x: np.ndarray, curves: np.ndarray, method: str, scale: str) -> None:
+    """Median (line) and IQR (band) over the runs of one method and scale, ``curves [runs, x]``
+    (NaN where a run has no value), labelled with their count."""
+    q25, median, q75 = stats.quartile_bands(curves)
+    ax.plot(
+        x,
+        median,
+        color=color(method),
+        linestyle=linestyle(scale),
+        label=f"{label(method, scale)} (n = {len(curves)})",
+    )
+    ax.fill_between(x, q25, q75, color=color(method), alpha=0.25, linewidth=0)
+
+
 def plot_median_iqr(
     ax: Axes,
     metrics: pd.DataFrame,
@@ -111,16 +125,7 @@ def plot_median_iqr(
     """
     grid = np.linspace(0.0, float(metrics["reached"].max()), GRID_POINTS)
     for method, scale, runs in series(metrics, methods):
-        q25, median, q75 = stats.quartile_bands(stats.step_curves(runs, grid, per_row))
-        count = runs["run"].nunique()
-        ax.plot(
-            grid,
-            median,
-            color=color(method),
-            linestyle=linestyle(scale),
-            label=f"{label(method, scale)} (n = {count})",
-        )
-        ax.fill_between(grid, q25, q75, color=color(method), alpha=0.25, linewidth=0)
+        plot_band(ax, grid, stats.step_curves(runs, grid, per_row), method, scale)
     ax.set_xlabel("real samples")
     ax.set_ylabel("best evaluation return so far")
 
@@ -131,16 +136,8 @@ def plot_in_force(ax: Axes, grid: pd.DataFrame, methods: tuple[str, ...]) -> Non
     where any of its runs has one: every method evaluated at the same real samples."""
     for method, scale, runs in series(grid, methods):
         returns = runs.pivot_table(index="run", columns="samples", values="eval_return")
-        q25, median, q75 = stats.quartile_bands(returns.to_numpy(dtype=float))
-        points = returns.columns.to_numpy(dtype=float)
-        ax.plot(
-            points,
-            median,
-            color=color(method),
-            linestyle=linestyle(scale),
-            label=f"{label(method, scale)} (n = {len(returns)})",
-        )
-        ax.fill_between(points, q25, q75, color=color(method), alpha=0.25, linewidth=0)
+        x = returns.columns.to_numpy(dtype=float)
+        plot_band(ax, x, returns.to_numpy(dtype=float), method, scale)
     ax.set_xlabel("real samples")
     ax.set_ylabel("return of the policy in force")
 
