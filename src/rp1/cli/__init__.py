@@ -445,7 +445,7 @@ def status(root: Path = typer.Argument(..., help="A tree of run directories.")) 
     Read from the runs' files, without taking their locks: real samples collected of the budget,
     finished, running or stopped, the best evaluation return of a trained policy and the work the
     run has taken (h:mm)."""
-    # imported here, not at start-up: pandas
+    # imported here, not at start-up: pandas, Flax (its msgpack)
     from rp1.experiments.sweep_status import print_status, sweep_status
 
     if not root.is_dir():
@@ -468,6 +468,7 @@ def export(
     The files are config.json, metrics.csv, evaluations.csv and environment.json: what to keep,
     commit or report on without the checkpoints and policies. A copy that differs from its run's
     file is replaced only with --overwrite."""
+    # imported here, not at start-up: Flax (its msgpack)
     from rp1.rundir.export import export_runs
     from rp1.rundir.files import check_writable_dir
 
