@@ -95,6 +95,14 @@ def test_status_reads_samples_best_return_and_work_from_each_run(finished_run, t
     assert stdout.splitlines()[-1] == (
         "3 runs: 1 finished, 1 complete, 0 running, 0 stopped, 1 unreadable"
     )
+    code, stdout, err = run_cli_output(["status", root, "--json"], capsys)
+
+    def refuse(constant):
+        raise AssertionError(f"{constant} is not JSON")
+
+    listed = json.loads(stdout, parse_constant=refuse)
+    assert (code, err) == (0, [])
+    assert listed[0] == {**done._asdict(), "note": ""} and listed[2]["budget"] is None
 
 
 def test_status_of_no_directory_or_no_runs_is_bad_input(tmp_path, capsys):

@@ -439,7 +439,10 @@ def report(
 
 
 @app.command()
-def status(root: Path = typer.Argument(..., help="A tree of run directories.")) -> None:
+def status(
+    root: Path = typer.Argument(..., help="A tree of run directories."),
+    json_: bool = typer.Option(False, "--json", help="Print one JSON list, an object per run."),
+) -> None:
     """Where each run under ROOT stands: samples, state, best return, work so far.
 
     Read from the runs' files, without taking their locks: real samples collected of the budget,
@@ -450,7 +453,11 @@ def status(root: Path = typer.Argument(..., help="A tree of run directories.")) 
 
     if not root.is_dir():
         raise ConfigError(f"no such directory: {root}")
-    print_status(sweep_status(root))
+    statuses = sweep_status(root)
+    if json_:
+        typer.echo(json.dumps([s.to_json() for s in statuses]))
+    else:
+        print_status(statuses)
 
 
 @app.command()

@@ -53,6 +53,14 @@ class RunStatus(NamedTuple):
     work_s: float
     note: str = ""
 
+    def to_json(self) -> dict[str, str | float | None]:
+        """Its fields by name, for ``rp1 status --json`` (``None``, JSON's ``null``, for a number
+        that is not finite)."""
+        return {
+            key: None if isinstance(value, float) and not math.isfinite(value) else value
+            for key, value in self._asdict().items()
+        }
+
 
 def alive(pid: int) -> bool:
     """Whether a process ``pid`` exists on this host."""
