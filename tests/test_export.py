@@ -85,7 +85,7 @@ def test_an_export_inside_the_sweep_is_not_taken_for_runs(finished_run, tmp_path
 
 def test_a_tree_without_runs_is_bad_input(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ConfigError, match="no run directory"):
+    with pytest.raises(ConfigError, match="no run directories"):
         export_runs(tmp_path / "empty", tmp_path / "out")
     code, _, err = run_cli_output(["export", tmp_path / "nowhere", "--out", tmp_path], capsys)
     one_error(code, err, 2, "no such directory")

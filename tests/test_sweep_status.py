@@ -109,4 +109,4 @@ def test_status_of_no_directory_or_no_runs_is_bad_input(tmp_path, capsys):
     code, _, err = run_cli_output(["status", tmp_path / "nowhere"], capsys)
     one_error(code, err, 2, "no such directory")
     code, _, err = run_cli_output(["status", tmp_path], capsys)
-    one_error(code, err, 2, "no run directory")
+    one_error(code, err, 2, "no run directories")

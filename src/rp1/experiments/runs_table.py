@@ -298,8 +298,6 @@ def load_runs(root: Path) -> LoadedRuns:
     :func:`drop_duplicates`). Raises ConfigError when ``root`` holds no run directory at all.
     """
     run_dirs = find_run_dirs(root)
-    if not run_dirs:
-        raise ConfigError(f"{root}: no run directories (a folder with config.json and metrics.csv)")
     runs, notes = [], []
     for run_dir in run_dirs:
         try:

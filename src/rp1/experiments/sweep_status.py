@@ -24,7 +24,8 @@ from rich.table import Table
 from rich.text import Text
 
 from rp1.core.errors import ConfigError
-from rp1.experiments.runs_table import load_run, read_config
+from rp1.experiments import stats
+from rp1.experiments.runs_table import read_config, read_metrics, samples_reached
 from rp1.rundir.files import RunDir, find_run_dirs
 from rp1.rundir.lock import LOCK, read_holder
 
@@ -94,13 +95,14 @@ def run_status(root: Path, run_dir: Path) -> RunStatus:
     """The status of the run in ``run_dir``, named by its path under ``root``."""
     name = run_dir.relative_to(root).as_posix()
     try:
-        metrics = load_run(root, run_dir).metrics
-        budget = float(read_config(run_dir)["budget"])
-        reached = float(metrics["reached"].iloc[0]) if len(metrics) else 0.0
+        config = read_config(run_dir)
+        metrics, _ = read_metrics(run_dir, name)
+        budget = float(config["budget"])
+        reached = samples_reached(metrics, config["method"]) if len(metrics) else 0.0
         state, note = run_state(run_dir, reached, budget)
     except (ConfigError, OSError) as err:
         return RunStatus(name, math.nan, math.nan, UNREADABLE, math.nan, math.nan, str(err))
-    trained = metrics.loc[metrics["iteration"] >= 1, "eval_return"].dropna()
+    trained = metrics.loc[stats.trained(metrics), "eval_return"].dropna()
     return RunStatus(
         name,
         reached,
@@ -115,10 +117,7 @@ def run_status(root: Path, run_dir: Path) -> RunStatus:
 def sweep_status(root: Path) -> list[RunStatus]:
     """The status of every run directory under ``root`` (any depth), by path; ConfigError when
     there is none."""
-    runs = find_run_dirs(root)
-    if not runs:
-        raise ConfigError(f"no run directory (config.json and metrics.csv) under {root}")
-    return [run_status(root, run) for run in runs]
+    return [run_status(root, run) for run in find_run_dirs(root)]
 
 
 def count(samples: float) -> str:

@@ -55,15 +55,14 @@ def export_runs(root: Path, out: Path, overwrite: bool = False) -> Export:
     StorageError naming the file if one cannot be read or written, or does not read back as
     written."""
     runs = find_run_dirs(root)
-    if not runs:
-        raise ConfigError(f"no run directory (config.json and metrics.csv) under {root}")
-    inside = out.resolve().is_relative_to(root.resolve()) and out.resolve() != root.resolve()
+    target = out.resolve()
+    inside = target.is_relative_to(root.resolve()) and target != root.resolve()
     planned: list[tuple[Path, dict[str, bytes]]] = []
     unchanged: list[Path] = []
     left_out: list[str] = []
     conflicts: list[Path] = []
     for run in runs:
-        if inside and run.resolve().is_relative_to(out.resolve()):
+        if inside and run.resolve().is_relative_to(target):
             continue
         try:
             done = finished(run)

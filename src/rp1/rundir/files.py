@@ -129,8 +129,12 @@ CONFIG_KEYS = ("preset", "task", "method", "seed", "budget")
 
 
 def find_run_dirs(root: Path) -> list[Path]:
-    """Every directory under ``root`` (any depth, ``root`` included) with config + metrics."""
-    return sorted(p.parent for p in root.rglob(CONFIG) if (p.parent / METRICS).is_file())
+    """Every directory under ``root`` (any depth, ``root`` included) with config + metrics, sorted;
+    ConfigError when there is none."""
+    runs = sorted(p.parent for p in root.rglob(CONFIG) if (p.parent / METRICS).is_file())
+    if not runs:
+        raise ConfigError(f"{root}: no run directories (a folder with {CONFIG} and {METRICS})")
+    return runs
 
 
 class RunDir:
