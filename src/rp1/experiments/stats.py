@@ -8,6 +8,7 @@ updates 1, 2, …, all trained.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 from typing import NamedTuple
@@ -63,6 +64,13 @@ class TTest(NamedTuple):
 def trained(metrics: pd.DataFrame) -> pd.Series:
     """Whether each row evaluates a trained policy (iteration ≥ 1), as a boolean Series."""
     return metrics["iteration"] >= 1
+
+
+def best_trained(metrics: pd.DataFrame) -> float:
+    """The best ``eval_return`` of a trained policy (:func:`trained`) in one run's ``metrics``; NaN
+    when there is none."""
+    returns = metrics.loc[trained(metrics), "eval_return"].dropna()
+    return float(returns.max()) if len(returns) else math.nan
 
 
 def best_at(metrics: pd.DataFrame, timestep: float) -> pd.Series:

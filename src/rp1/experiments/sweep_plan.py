@@ -4,7 +4,6 @@ with a checkpoint, start the rest), all decided before any run starts."""
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -14,8 +13,10 @@ from pathlib import Path
 
 from rp1.config import Config, env_config, resolve
 from rp1.core.errors import ConfigError, DamagedFile
+from rp1.experiments.runs_table import read_metrics
+from rp1.experiments.stats import best_trained
 from rp1.outputs.writer import RunOptions
-from rp1.rundir.files import METRICS, RunDir
+from rp1.rundir.files import RunDir
 from rp1.train import continued_config
 
 RUN_LOG = "log.txt"
@@ -163,20 +164,15 @@ def run_action(cfg: Config, run: RunDir) -> str:
 
 
 def best_return(run_dir: Path) -> float | None:
-    """The best evaluation return of a trained policy (iteration ≥ 1, as ``rp1 report`` counts)
-    in ``run_dir``'s ``metrics.csv``; ``None`` if there is none or the file cannot be read."""
+    """The best evaluation return of a trained policy in ``run_dir``'s ``metrics.csv``, as ``rp1
+    report`` reads and counts it (:func:`~rp1.experiments.stats.best_trained`); ``None`` if there
+    is none or the file cannot be read."""
     try:
-        with open(Path(run_dir) / METRICS, newline="") as file:
-            rows = list(csv.DictReader(file))
-        returns = [
-            float(row["eval_return"])
-            for row in rows
-            if row.get("eval_return") and float(row.get("iteration") or 0) >= 1
-        ]
-    except (OSError, ValueError, csv.Error, UnicodeDecodeError):
+        metrics, _ = read_metrics(Path(run_dir), Path(run_dir).name)
+    except (ConfigError, OSError):
         return None
-    finite = [value for value in returns if math.isfinite(value)]
-    return max(finite) if finite else None
+    best = best_trained(metrics)
+    return None if math.isnan(best) else best
 
 
 def with_options(jobs: list[RunJob], options: RunOptions) -> list[RunJob]:

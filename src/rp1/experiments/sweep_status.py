@@ -102,13 +102,12 @@ def run_status(root: Path, run_dir: Path) -> RunStatus:
         state, note = run_state(run_dir, reached, budget)
     except (ConfigError, OSError) as err:
         return RunStatus(name, math.nan, math.nan, UNREADABLE, math.nan, math.nan, str(err))
-    trained = metrics.loc[stats.trained(metrics), "eval_return"].dropna()
     return RunStatus(
         name,
         reached,
         budget,
         state,
-        float(trained.max()) if len(trained) else math.nan,
+        stats.best_trained(metrics),
         float(metrics["wall_s"].fillna(0).sum()),
         note,
     )
