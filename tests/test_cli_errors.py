@@ -72,6 +72,16 @@ OUT_OF_RANGE = {
         "--workers",
         "1024",
     ),
+    "train: checkpoint interval": (
+        ["train", "--preset", "hopper-quick", "--checkpoint-every", "-1"],
+        "checkpoint interval",
+        "0 or more",
+    ),
+    "sweep: checkpoint interval": (
+        ["sweep", "--presets", "hopper-quick", "--checkpoint-every", "nan"],
+        "checkpoint interval",
+        "0 or more",
+    ),
     "evaluate: seed 2**64": (["evaluate", "RUN", "--seed", str(2**64)], "--seed", "2143289344"),
     "evaluate: episodes": (["evaluate", "RUN", "--episodes", str(10**20)], "--episodes", "10,000"),
     "evaluate: size": (

@@ -4,6 +4,8 @@ the wall-clock ones), for a model-based and a model-free agent."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from helpers import TINY, Crash, crash_after_steps, metrics_without_timing
@@ -71,3 +73,97 @@ def test_agents_share_one_interface_and_checkpoint_layout(case):
             agent.restore({**saved, "device": {}})
     finally:
         agent.close()
+
+
+class StepClock:
+    """A clock for ``rp1.train`` that advances ``step_s`` seconds with each agent step (what
+    ``agent.step`` wraps), so a checkpoint interval counts steps whatever the machine's speed."""
+
+    def __init__(self, step_s: float):
+        self.now, self.step_s = 0.0, step_s
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def install(self, monkeypatch) -> None:
+        import types
+
+        import rp1.train
+
+        monkeypatch.setattr(rp1.train, "time", types.SimpleNamespace(monotonic=self.monotonic))
+        make_agent = rp1.train.make_agent
+
+        def clocked(cfg):
+            agent = make_agent(cfg)
+            step = agent.step
+
+            def timed(state):
+                self.now += self.step_s
+                return step(state)
+
+            agent.step = timed
+            return agent
+
+        monkeypatch.setattr(rp1.train, "make_agent", clocked)
+
+
+def saves_at(monkeypatch) -> list[int]:
+    """The number of metrics rows written by each checkpoint save from now on."""
+    from rp1.rundir.files import RunDir
+
+    save, rows = RunDir.save_checkpoint, []
+
+    def counted(self, state):
+        rows.append(len(json.loads(state["meta"])["rows"]))
+        save(self, state)
+
+    monkeypatch.setattr(RunDir, "save_checkpoint", counted)
+    return rows
+
+
+@pytest.mark.slow
+def test_checkpoint_interval_saves_less_often_and_resumes_exactly(tmp_path, monkeypatch):
+    """With ``checkpoint_every_s``, a checkpoint follows the first step that ends that long after
+    the last save, and the last step; a run killed between saves resumes from the last one and
+    writes the uninterrupted run's metrics and policy files."""
+    from rp1.outputs.writer import RunOptions
+
+    preset, budget, sets = CASES["rp1"]
+    cfg = resolve(preset, seed=3, budget=budget, overrides=sets)
+    every_other = RunOptions(checkpoint_every_s=15.0)  # steps of 10 s: a save every second step
+
+    with monkeypatch.context() as patch:
+        StepClock(10.0).install(patch)
+        saved = saves_at(patch)
+        run_training(cfg, tmp_path / "reference", progress=False, options=every_other)
+    rows = len(metrics_without_timing(tmp_path / "reference"))
+    assert rows == 4 and saved == [2, 4]
+
+    with monkeypatch.context() as patch:
+        StepClock(10.0).install(patch)
+        crash_after_steps(patch, 3)  # the third step's row written, its checkpoint not due
+        with pytest.raises(Crash):
+            run_training(cfg, tmp_path / "resumed", progress=False, options=every_other)
+    assert len(metrics_without_timing(tmp_path / "resumed")) == 3
+    with monkeypatch.context() as patch:
+        saved = saves_at(patch)
+        run_training(cfg, tmp_path / "resumed", resume=True, progress=False)
+    assert saved == [3, 4]  # resumed after the second step, saving after each one (the default)
+
+    assert metrics_without_timing(tmp_path / "resumed") == metrics_without_timing(
+        tmp_path / "reference"
+    )
+    for policy in ("best.msgpack", "last.msgpack"):
+        reference = (tmp_path / "reference" / "policy" / policy).read_bytes()
+        assert (tmp_path / "resumed" / "policy" / policy).read_bytes() == reference
+
+
+def test_checkpoint_interval_must_not_be_negative():
+    from rp1.core.errors import ConfigError
+    from rp1.outputs.writer import RunOptions
+
+    cfg = resolve(CASES["rp1"][0], overrides=CASES["rp1"][2])
+    RunOptions(checkpoint_every_s=float("inf")).check(cfg)  # only after the last step
+    for bad in (-1.0, float("nan")):
+        with pytest.raises(ConfigError, match="checkpoint interval"):
+            RunOptions(checkpoint_every_s=bad).check(cfg)

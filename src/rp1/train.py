@@ -61,9 +61,10 @@ def run_training(
     process owns ``out``). With ``resume``, continues from the checkpoint exactly where the killed
     run stopped (a run killed before its first checkpoint starts afresh); with ``overwrite``,
     replaces the run in ``out``. After every iteration the metrics row is flushed and the
-    checkpoint replaced atomically, so a kill at any moment leaves a run that ``resume`` continues
-    identically. ``options`` say what the run logs
-    besides (:class:`~rp1.outputs.writer.RunOptions`: videos, TensorBoard; the policy files always).
+    checkpoint replaced atomically (or less often: ``options.checkpoint_every_s``), so a kill at
+    any moment leaves a run that ``resume`` continues identically. ``options`` say what the run
+    logs besides (:class:`~rp1.outputs.writer.RunOptions`: videos, TensorBoard; the policy files
+    always) and how often it checkpoints.
     """
     validate(cfg)
     options = options or RunOptions()
@@ -146,6 +147,8 @@ def drive(
     checkpoint), to ``cfg.budget``, writing every row, the
     run's outputs (:class:`~rp1.outputs.writer.RunOutputs`: policy files, ``options``) and the
     checkpoint to ``run`` as it goes, in that order, with a progress bar unless ``progress`` is False.
+    The checkpoint is saved after every iteration, or, with ``options.checkpoint_every_s``, after
+    the first iteration that ends that long after the last save, and after the last iteration.
     Records where it runs (:func:`rp1.rundir.provenance.record`); a warning from there goes to stderr."""
     state = agent.initial_state() if restored is None else restored
     warning = record_environment(run.path, len(state.rows))
@@ -155,8 +158,10 @@ def drive(
     if cfg.eval.every:
         run.write_evaluations(state.evaluations)
     last = state.rows[-1] if state.rows else {}
-    outputs = RunOutputs(run.path, cfg, agent.task, state.rows, options or RunOptions())
+    options = options or RunOptions()
+    outputs = RunOutputs(run.path, cfg, agent.task, state.rows, options)
     clock = RunClock(state.samples, state.rows)
+    saved_at = time.monotonic()
     with (
         contextlib.closing(outputs),
         Progress(
@@ -187,7 +192,10 @@ def drive(
             run.append_metrics(row)
             run.append_evaluations(state.evaluations[evaluated:])
             outputs.after_step(agent.policy_snapshot(state), row)
-            run.save_checkpoint(agent.checkpoint(state))
+            now = time.monotonic()
+            if now - saved_at >= options.checkpoint_every_s or state.samples >= cfg.budget:
+                run.save_checkpoint(agent.checkpoint(state))
+                saved_at = now
             # the latest evaluation
             ret = _fmt(row["eval_return"], ".1f") if row.get("eval_return") is not None else ret
             rate, eta = clock.shown(state.samples, cfg.budget)

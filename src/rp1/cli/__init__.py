@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from rp1 import __version__
-from rp1.cli.options import LOGGING, MANY_RUNS, ONE_RUN, RUN_SETTINGS, Options, command, reflowed
+from rp1.cli.options import (
+    MANY_RUNS,
+    ONE_RUN,
+    RUN_OPTIONS,
+    RUN_SETTINGS,
+    Options,
+    command,
+    reflowed,
+)
 from rp1.cli.stdout import open_stdout, stdout_failure
 from rp1.core.errors import ConfigError, Interrupted, Rp1Error, clipped
 from rp1.core.signals import exit_on_signals, raise_on_signals
@@ -210,7 +218,7 @@ def config_of(preset: str | None, env: str | None, method: str | None, **resolve
     return env_config(env, method or "rp1", **resolved)
 
 
-@command(app, ONE_RUN, RUN_SETTINGS, LOGGING)
+@command(app, ONE_RUN, RUN_SETTINGS, RUN_OPTIONS)
 def train(o: Options) -> None:
     """Train one run: RP1 or a baseline, model-based or model-free.
 
@@ -242,7 +250,7 @@ def train(o: Options) -> None:
                 )
                 typer.echo(run_summary(out, curve))
             return
-        options = run_options(o.video, o.tensorboard)
+        options = run_options(o)
         run_training(
             cfg,
             out,
@@ -272,12 +280,15 @@ def finished_here(out: Path, cfg: Config) -> bool:
     return run.other_config(config) == "" and run.is_finished(config)
 
 
-def run_options(video: bool, tensorboard: bool) -> RunOptions:
-    """The :class:`~rp1.outputs.writer.RunOptions` of ``--video`` and ``--tensorboard``."""
+def run_options(o: Options) -> RunOptions:
+    """The :class:`~rp1.outputs.writer.RunOptions` of ``--video``, ``--tensorboard`` and
+    ``--checkpoint-every``."""
     # imported here, not at start-up: Gymnasium, MuJoCo, Flax and imageio
     from rp1.outputs.writer import RunOptions
 
-    return RunOptions(video=video, tensorboard=tensorboard)
+    return RunOptions(
+        video=o.video, tensorboard=o.tensorboard, checkpoint_every_s=o.checkpoint_every
+    )
 
 
 def run_summary(run_dir: Path, curve: Path | None) -> str:
@@ -338,7 +349,7 @@ def parse_names(text: str | None) -> list[str]:
     return [name.strip() for name in (text or "").split(",") if name.strip()]
 
 
-@command(app, MANY_RUNS, RUN_SETTINGS, LOGGING)
+@command(app, MANY_RUNS, RUN_SETTINGS, RUN_OPTIONS)
 def sweep(o: Options) -> None:
     """Run every (preset, seed) and (task, method, seed) of a sweep, to the end.
 
@@ -372,7 +383,7 @@ def sweep(o: Options) -> None:
     backend = Backend(o.backend, workers=o.workers, address=o.address)
     # it stops them first
     with raise_on_signals("run the same command again to resume the sweep's runs"):
-        code = run_sweep(request, backend, run_options(o.video, o.tensorboard))
+        code = run_sweep(request, backend, run_options(o))
     raise typer.Exit(code)
 
 

@@ -5,7 +5,7 @@ attribute per option.
 
 Example::
 
-    @command(app, RUN_SETTINGS, LOGGING)
+    @command(app, RUN_SETTINGS, RUN_OPTIONS)
     def train(o: Options) -> None:
         '''Train one run.'''
         print(o.budget, o.video)
@@ -100,7 +100,7 @@ RUN_SETTINGS = (
 )
 """What every run is configured with, beyond its preset or task and method."""
 
-LOGGING = (
+RUN_OPTIONS = (
     Option(
         "video",
         bool,
@@ -115,8 +115,19 @@ LOGGING = (
         bool,
         typer.Option(False, "--tensorboard", help="Write a TensorBoard log to RUN/tensorboard/."),
     ),
+    Option(
+        "checkpoint_every",
+        float,
+        typer.Option(
+            0.0,
+            "--checkpoint-every",
+            metavar="SECONDS",
+            help="Save the checkpoint after the first iteration that ends SECONDS after the last save (and after the last iteration) instead of after every one: a kill then loses up to that much work. For paper-scale runs on a GPU, where writing the checkpoint is a large share of an iteration.",
+        ),
+    ),
 )
-"""What a run logs besides its metrics and policy files (rp1.outputs.writer.RunOptions)."""
+"""How a run logs besides its metrics and policy files, and how often it checkpoints
+(rp1.outputs.writer.RunOptions)."""
 
 ONE_RUN = (
     Option(

@@ -9,8 +9,8 @@ of its best policies and a TensorBoard log.
 
 :func:`rp1.train.drive` calls :meth:`RunOutputs.after_step` after appending a step's metrics row
 and before replacing the checkpoint, so after a kill at any moment these files are those of the
-last checkpoint or of the step after it, which a resumed run repeats identically: a resumed run
-ends with the uninterrupted run's files. On resume, the best so far is that of the checkpointed
+last checkpoint or of a step after it (several with ``checkpoint_every_s``), which a resumed run
+repeats identically: a resumed run ends with the uninterrupted run's files. On resume, the best so far is that of the checkpointed
 rows (so a step repeated after a kill writes its best file and video again); in a run resumed
 without policy files, of the rows from the resume on (``kept_since``).
 
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from rp1.config import Config
+from rp1.core.errors import ConfigError
 from rp1.envs import Task
 from rp1.outputs.policy_files import (
     BEST,
@@ -55,15 +56,25 @@ from rp1.rundir.files import TENSORBOARD_DIR, VIDEO_DIR, config_hash
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How a run logs, beyond ``metrics.csv`` and the policy files (``rp1 train/sweep`` options)."""
+    """How a run logs, beyond ``metrics.csv`` and the policy files, and how often it checkpoints
+    (``rp1 train/sweep`` options)."""
 
     video: bool = False  # render one evaluation episode of every new best policy to RUN/videos/
     tensorboard: bool = False  # write RUN/tensorboard/
     video_size: tuple[int, int] = DEFAULT_SIZE  # width, height
+    checkpoint_every_s: float = 0.0
+    """Seconds of wall time between checkpoints: 0 saves one after every iteration; more saves one
+    after the first iteration that ends that long after the last save, and after the last
+    iteration, so a kill loses at most about that much work (``rp1.train.drive``)."""
 
     def check(self, cfg: Config) -> None:
-        """Before anything is written: ConfigError if a package these options need is missing or
-        the task cannot render, :class:`~rp1.core.errors.RenderError` if the machine cannot render."""
+        """Before anything is written: ConfigError if ``checkpoint_every_s`` is negative or NaN,
+        a package these options need is missing or the task cannot render,
+        :class:`~rp1.core.errors.RenderError` if the machine cannot render."""
+        if not self.checkpoint_every_s >= 0:
+            raise ConfigError(
+                f"the checkpoint interval must be 0 or more seconds, got {self.checkpoint_every_s}"
+            )
         if self.tensorboard:
             check_tensorboard()
         if self.video:
