@@ -17,7 +17,8 @@
 #                                             # continues them); run files to $OUT/pilot.tar.gz
 #
 # PRESET_ARGS (default empty: paper scale) is added to every train command of the last three, e.g.
-# '--scale small' to try the script on a CPU.
+# '--scale small' to try the script on a CPU, or '--checkpoint-every 60' to measure a run that
+# checkpoints about once a minute against one that checkpoints every iteration.
 set -uo pipefail
 OUT=${OUT:-/tmp/gpu_check}
 mkdir -p "$OUT"
