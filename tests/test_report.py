@@ -953,10 +953,22 @@ def test_claims_adjust_p_within_the_tables_family_and_over_the_whole_claims_tabl
     assert (kinds[claims["p_holm"] < 0.05] != "inconclusive").all()
 
 
-def judged_row(low: float, high: float, p_holm: float = 0.5, t: float = 1.0) -> SimpleNamespace:
-    """A comparison as :func:`~rp1.experiments.significance.verdict` reads it, margin 3."""
+def judged_row(
+    low: float, high: float, p_holm: float = 0.5, t: float = 1.0, tost: tuple | None = None
+) -> SimpleNamespace:
+    """A comparison as :func:`~rp1.experiments.significance.verdict` reads it, margin 3; the two
+    one-sided tests' interval ``tost``, the bootstrap's ``[low, high]`` unless given."""
+    tost_low, tost_high = tost or (low, high)
     return SimpleNamespace(
-        learned=True, samples=10_000, t=t, p_holm=p_holm, diff_low=low, diff_high=high, margin=3.0
+        learned=True,
+        samples=10_000,
+        t=t,
+        p_holm=p_holm,
+        diff_low=low,
+        diff_high=high,
+        tost_low=tost_low,
+        tost_high=tost_high,
+        margin=3.0,
     )
 
 
@@ -967,6 +979,11 @@ def test_equivalent_only_where_the_interval_lies_inside_the_margin():
     assert not equivalent(4.0, 6.0, 3.0)  # outside
     assert not equivalent(-1.0, 2.0, math.nan)  # no margin off the paper's tasks
     assert verdict(judged_row(-1.0, 2.0), digits) == "equivalent"
+    # both intervals must lie inside: a bootstrap of a few seeds can be narrower than the t's
+    assert verdict(judged_row(-1.0, 2.0, tost=(-3.5, 3.2)), digits).startswith("inconclusive")
+    assert verdict(judged_row(-1.0, 2.0, tost=(math.nan, math.nan)), digits).startswith(
+        "inconclusive"
+    )
     assert verdict(judged_row(-1.0, 4.0), digits) == (
         "inconclusive: differences from −1.00 to 4.00 are consistent with the data"
     )
@@ -1186,3 +1203,22 @@ def test_a_method_of_ones_own_is_labelled_in_every_table_and_figure_of_its_kind(
         "Greedy", "Greedy (matched)", "V+R", "V+R (matched)", "No EarlyStop", "No EarlyStop (matched)",
     ]  # fmt: skip
     assert headers["table2"] == ["State", "RP1 (reward range)", "Reward"]  # RP1 last
+
+
+def test_tost_interval_is_welchs_90_percent_interval_of_the_difference():
+    """The interval of the two one-sided tests: each one-sided Welch test of the difference
+    against an end of the interval has p = 0.05 exactly; three seeds give a wider interval than
+    their percentile bootstrap."""
+    from scipy import stats as scipy_stats
+
+    from rp1.experiments.stats import mean_difference, tost_interval
+
+    a, b = np.array([141.4, 146.5, 156.5]), np.array([135.3, 143.3, 163.1])
+    low, high = tost_interval(a, b)
+    for end, side in ((low, "greater"), (high, "less")):
+        test = scipy_stats.ttest_ind(a - end, b, equal_var=False, alternative=side)
+        assert test.pvalue == pytest.approx(0.05)
+    boot = mean_difference(a, b)
+    assert low < boot.low and boot.high < high
+    assert all(math.isnan(x) for x in tost_interval(a[:1], b))
+    assert all(math.isnan(x) for x in tost_interval(np.ones(3), np.ones(3)))

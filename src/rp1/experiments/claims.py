@@ -111,8 +111,8 @@ def compared_in(comparison_id: str) -> tuple[str, Comparison]:
 CLAIM_COLUMNS: tuple[str, ...] = (
     *("claim", "table", "comparison", "metric", "task", "scale", "samples", "verdict"),
     *("method_a", "method_b", "n_a", "n_b", "median_a", "median_b", "diff", "diff_low"),
-    *("diff_high", "margin", "t", "p", "p_holm", "p_holm_all", "prob_improvement", "pi_low"),
-    *("pi_high", "detectable", "learned"),
+    *("diff_high", "tost_low", "tost_high", "margin", "t", "p", "p_holm", "p_holm_all"),
+    *("prob_improvement", "pi_low", "pi_high", "detectable", "learned"),
 )
 """The columns of ``claims.csv``: one row per claim, measure (``metric``) and (task, scale,
 samples)."""
@@ -247,8 +247,9 @@ quantity (see index.md for the definitions):
 Each cell: the verdict, Δ = mean(a) − mean(b) with its 95 % bootstrap interval, and p_H, the
 Holm–Bonferroni adjusted p of the claim's family (the comparisons of one table at one measure,
 scale and sample count, on every task that learned). **holds**: a better with p_H < 0.05; **does
-not hold**: worse with p_H < 0.05; **equivalent**: not significant and the interval inside the
-equivalence margin (returns: ±10 % of the paper's RP1 median best return on the task at the
+not hold**: worse with p_H < 0.05; **equivalent**: not significant, and both the interval and
+Welch's 90 % interval (the two one-sided tests: `tost_low`, `tost_high` in claims.csv) inside
+the equivalence margin (returns: ±10 % of the paper's RP1 median best return on the task at the
 paper's sample count for N, 10⁴ or 10⁵; model error: ±10 % of b's mean error);
 **inconclusive**: neither — every difference in the interval is consistent with the data;
 **nothing learned**: no method's policy in force at N was shown to beat its own untrained policy

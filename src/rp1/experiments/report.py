@@ -107,7 +107,9 @@ DEFINITIONS = """## How the numbers are made
 - **Difference** (Δ, `diff`, `diff_low`, `diff_high`): mean(a) − mean(b) of the per-seed values,
   in their units (for the test-set error, negative where a's error is lower), with a 95 %
   percentile-bootstrap interval resampling both sides independently (9,999 resamples, fixed
-  seed: the same values give the same interval); none below 2 seeds a side.
+  seed: the same values give the same interval); none below 2 seeds a side. `tost_low`,
+  `tost_high`: Welch's 90 % interval of the same difference, mean(a) − mean(b) ± t(0.95, ν)·SE
+  with the Welch–Satterthwaite ν, the interval of the two one-sided tests at the 0.05 level.
 - **Holm–Bonferroni**: a report runs many tests. A *family* is the comparisons of one table at
   one measure, scale and sample count on every task (Table 1's T1 and T2 on four tasks: 8
   tests); `p_holm` is Holm's adjusted p within it: for the m p-values sorted ascending,
@@ -122,7 +124,9 @@ DEFINITIONS = """## How the numbers are made
   paper's tasks. For the test-set error, 10 % of b's mean error.
 - **Verdict** of a comparison "a beats b": *nothing learned by N* where the task learned nothing
   (below); else *holds* (a better) or *does not hold* (a worse) where `p_holm` < 0.05; else
-  *equivalent* where the interval of the difference lies inside ±the margin; else *inconclusive:
+  *equivalent* where both intervals of the difference (the bootstrap's, and Welch's 90 % of the
+  two one-sided tests, which a percentile bootstrap of a few seeds can understate) lie inside
+  ±the margin; else *inconclusive:
   differences from X to Y are consistent with the data* (the interval), or *inconclusive: too
   few seeds*. "No significant difference" alone is never read as "equal".
 - **Nothing learned by N**: per task (and scale) and N, each run's gain is its return at N

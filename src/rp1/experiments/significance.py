@@ -8,10 +8,12 @@ nothing was learned.
   Holm controls the family-wise error rate at :data:`~rp1.experiments.stats.SIGNIFICANCE_LEVEL`
   under any dependence between the tests, and rejects at least what Bonferroni rejects.
 - **Equivalence**: "no significant difference" is not "equal". A comparison is *equivalent* only
-  where the 95 % bootstrap interval of the difference of means (a − b) lies inside a margin fixed
-  here (:func:`return_margin`, :func:`error_margin`): a tenth of what the paper's RP1 returned on
-  the task at that many samples, or a tenth of b's model error. Otherwise an insignificant
-  comparison is *inconclusive*, and says which differences its data leave open.
+  where both the 95 % bootstrap interval of the difference of means (a − b) and its Welch 90 %
+  interval (the two one-sided tests at the significance level, which a percentile bootstrap of
+  a few seeds can understate) lie inside a margin fixed here (:func:`return_margin`,
+  :func:`error_margin`): a tenth of what the paper's RP1 returned on the task at that many
+  samples, or a tenth of b's model error. Otherwise an insignificant comparison is
+  *inconclusive*, and says which differences its data leave open.
 - **Nothing learned**: a comparison on a task where no method's policy in force at N beats its
   own untrained policy (:mod:`rp1.experiments.learning`) compares noise; its verdict says so, and
   it is left out of every Holm family so that it neither counts as evidence nor dilutes the tests
@@ -103,19 +105,22 @@ HOLDS, FAILS, EQUIVALENT, INCONCLUSIVE, NOTHING_LEARNED = (
 
 def verdict(test: Any, digits: Callable[[float], str]) -> str:
     """The verdict on one comparison "a beats b", a row with fields ``learned``, ``samples``,
-    ``t``, ``p_holm``, ``diff_low``, ``diff_high`` and ``margin``; ``digits`` writes a difference.
+    ``t``, ``p_holm``, ``diff_low``, ``diff_high``, ``tost_low``, ``tost_high`` and ``margin``;
+    ``digits`` writes a difference.
 
     In this order: ``nothing learned by N`` where no method learned on the task by ``N``
     (samples); ``holds`` (t > 0) or ``does not hold`` (t < 0) where the family's Holm-adjusted p
-    is below the level; ``equivalent`` where the difference's interval lies inside the margin
-    (:func:`equivalent`); else ``inconclusive: differences from X to Y are consistent with the
+    is below the level; ``equivalent`` where both intervals of the difference, the bootstrap's and
+    the two one-sided tests', lie inside the margin (:func:`equivalent`); else ``inconclusive: differences from X to Y are consistent with the
     data`` (the interval), or ``inconclusive: too few seeds`` without one.
     """
     if not test.learned:
         return f"{NOTHING_LEARNED} by {test.samples:,}"
     if rejected(test.p_holm):
         return HOLDS if test.t > 0 else FAILS
-    if equivalent(test.diff_low, test.diff_high, test.margin):
+    if equivalent(test.diff_low, test.diff_high, test.margin) and equivalent(
+        test.tost_low, test.tost_high, test.margin
+    ):
         return EQUIVALENT
     if math.isnan(test.diff_low):
         return f"{INCONCLUSIVE}: too few seeds"

@@ -154,21 +154,44 @@ POWER = 0.8
 """The power at which :func:`detectable_difference` states the smallest effect a test detects."""
 
 
+def welch_error(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """``(SE, ν)`` of ``mean(a) − mean(b)``: ``SE² = s_a²/n_a + s_b²/n_b`` and ``ν`` the
+    Welch–Satterthwaite degrees of freedom; NaNs when a side has fewer than 2 values or both have
+    no spread."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(a) < 2 or len(b) < 2:
+        return float("nan"), float("nan")
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    if va + vb == 0:
+        return float("nan"), float("nan")
+    dof = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    return float(np.sqrt(va + vb)), float(dof)
+
+
 def detectable_difference(a: np.ndarray, b: np.ndarray, power: float = POWER) -> float:
     """The smallest difference of means that Welch's two-sided test at :data:`SIGNIFICANCE_LEVEL`
     detects with probability ``power``, for samples of the sizes and variances of ``a`` and ``b``:
-    ``(t(1 − level/2, ν) + t(power, ν)) · SE``, ``SE² = s_a²/n_a + s_b²/n_b`` and ``ν`` the
-    Welch–Satterthwaite degrees of freedom (the usual normal-theory approximation, in the units of
-    the values). NaN when a side has fewer than 2 values or both have no spread."""
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if len(a) < 2 or len(b) < 2:
+    ``(t(1 − level/2, ν) + t(power, ν)) · SE`` (:func:`welch_error`; the usual normal-theory
+    approximation, in the units of the values). NaN when a side has fewer than 2 values or both
+    have no spread."""
+    se, dof = welch_error(a, b)
+    if math.isnan(se):
         return float("nan")
-    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-    if va + vb == 0:
-        return float("nan")
-    dof = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
     quantiles = stats.t.ppf(1 - SIGNIFICANCE_LEVEL / 2, dof) + stats.t.ppf(power, dof)
-    return float(quantiles * np.sqrt(va + vb))
+    return float(quantiles * se)
+
+
+def tost_interval(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """Welch's ``1 − 2·level`` (90 %) interval of ``mean(a) − mean(b)``, ``± t(1 − level, ν) · SE``
+    (:func:`welch_error`): the two one-sided tests at :data:`SIGNIFICANCE_LEVEL` both reject a
+    difference of ``±margin`` exactly when it lies inside ``(−margin, margin)``. NaNs when a side
+    has fewer than 2 values or both have no spread."""
+    se, dof = welch_error(a, b)
+    if math.isnan(se):
+        return float("nan"), float("nan")
+    diff = float(np.mean(a) - np.mean(b))
+    half = float(stats.t.ppf(1 - SIGNIFICANCE_LEVEL, dof)) * se
+    return diff - half, diff + half
 
 
 class Improvement(NamedTuple):

@@ -318,8 +318,8 @@ MEASURE_CELL_COLUMNS: tuple[str, ...] = ("metric", *CELL_COLUMNS)
 TTEST_COLUMNS: tuple[str, ...] = (
     *("metric", "task", "scale", "samples", "comparison", "method_a", "method_b", "n_a", "n_b"),
     *("t", "p", "significant", "prob_improvement", "pi_low", "pi_high", "detectable"),
-    *("diff", "diff_low", "diff_high", "margin", "paper_t", "paper_significant", "learned"),
-    *("p_holm", "verdict"),
+    *("diff", "diff_low", "diff_high", "tost_low", "tost_high", "margin", "paper_t"),
+    *("paper_significant", "learned", "p_holm", "verdict"),
 )
 """The columns of ``<name>_ttests.csv`` (:func:`ttest_table`, :func:`judged`)."""
 
@@ -389,19 +389,22 @@ def cell_table(bests: Bests) -> pd.DataFrame:
 
 def comparison_values(measure: Measure, a: np.ndarray, b: np.ndarray) -> tuple:
     """The statistics of one comparison of per-seed values ``a`` against ``b`` under ``measure``,
-    :data:`TTEST_COLUMNS` from ``t`` to ``diff_high``: Welch's t-test (``significant``: p < 0.05
+    :data:`TTEST_COLUMNS` from ``t`` to ``tost_high``: Welch's t-test (``significant``: p < 0.05
     before any correction), the probability of improvement
     (:func:`~rp1.experiments.stats.probability_of_improvement`) and the smallest difference the
     test detects at 80 % power (:func:`~rp1.experiments.stats.detectable_difference`) — where
     lower is better, all on the values negated, so t > 0 and PI > 0.5 when a's values are lower —
     then the difference of means a − b with its bootstrap interval
-    (:func:`~rp1.experiments.stats.mean_difference`, in the measure's units, as they are)."""
+    (:func:`~rp1.experiments.stats.mean_difference`) and its Welch 90 % interval, the two
+    one-sided tests' (:func:`~rp1.experiments.stats.tost_interval`), in the measure's units, as
+    they are."""
     sign = -1.0 if measure.lower_is_better else 1.0
     test = stats.welch(sign * a, sign * b)
     return (
         (test.t, test.p, test.significant)
         + tuple(stats.probability_of_improvement(sign * a, sign * b))
         + (stats.detectable_difference(sign * a, sign * b), *stats.mean_difference(a, b))
+        + stats.tost_interval(a, b)
     )
 
 
