@@ -111,8 +111,9 @@ def verdict(test: Any, digits: Callable[[float], str]) -> str:
     In this order: ``nothing learned by N`` where no method learned on the task by ``N``
     (samples); ``holds`` (t > 0) or ``does not hold`` (t < 0) where the family's Holm-adjusted p
     is below the level; ``equivalent`` where both intervals of the difference, the bootstrap's and
-    the two one-sided tests', lie inside the margin (:func:`equivalent`); else ``inconclusive: differences from X to Y are consistent with the
-    data`` (the interval), or ``inconclusive: too few seeds`` without one.
+    the two one-sided tests', lie inside the margin (:func:`equivalent`); else ``inconclusive:
+    differences from X to Y are consistent with the data`` (the bootstrap's interval), or
+    ``inconclusive: too few seeds`` without one.
     """
     if not test.learned:
         return f"{NOTHING_LEARNED} by {test.samples:,}"
