@@ -242,43 +242,69 @@ class Crash(Exception):
     """Raised by :func:`crash_after_steps` in place of the agent's next step."""
 
 
-def crash_after_steps(monkeypatch, steps: int) -> None:
-    """Make the next ``rp1.train.run_training`` die (raise :class:`Crash`) after ``steps``
-    iterations, as a kill would leave the run: its rows and checkpoint written up to then."""
+def before_each_step(monkeypatch, make_hook) -> None:
+    """From now on every agent ``rp1.train`` makes calls a hook of its own, ``make_hook()``, with
+    no arguments before each of its steps (a hook that raises stops the step)."""
     import rp1.train
 
     make_agent = rp1.train.make_agent
 
-    def crashing(cfg):
+    def hooked(cfg):
         agent = make_agent(cfg)
-        step, done = agent.step, []
+        step, hook = agent.step, make_hook()
 
-        def limited(state):
+        def stepped(state):
+            hook()
+            return step(state)
+
+        agent.step = stepped
+        return agent
+
+    monkeypatch.setattr(rp1.train, "make_agent", hooked)
+
+
+def before_each_save(monkeypatch, hook) -> None:
+    """From now on every checkpoint save calls ``hook(state)``, with the packed checkpoint it is
+    about to write (a hook that raises stops the save)."""
+    from rp1.rundir.files import RunDir
+
+    save = RunDir.save_checkpoint
+
+    def hooked(self, state):
+        hook(state)
+        save(self, state)
+
+    monkeypatch.setattr(RunDir, "save_checkpoint", hooked)
+
+
+def crash_after_steps(monkeypatch, steps: int) -> None:
+    """Make the next ``rp1.train.run_training`` die (raise :class:`Crash`) after ``steps``
+    iterations, as a kill would leave the run: its rows and checkpoint written up to then."""
+
+    def counter():
+        done = []
+
+        def count():
             if len(done) == steps:
                 raise Crash
             done.append(1)
-            return step(state)
 
-        agent.step = limited
-        return agent
+        return count
 
-    monkeypatch.setattr(rp1.train, "make_agent", crashing)
+    before_each_step(monkeypatch, counter)
 
 
 def crash_before_checkpoint(monkeypatch, saves: int) -> None:
     """Make the next run die (raise :class:`Crash`) when it would write its checkpoint the
     ``saves + 1``-th time: that step's row and outputs are written, its checkpoint is not."""
-    from rp1.rundir.files import RunDir
+    saved = []
 
-    save, saved = RunDir.save_checkpoint, []
-
-    def crashing(self, state):
+    def count(state):
         if len(saved) == saves:
             raise Crash
         saved.append(1)
-        save(self, state)
 
-    monkeypatch.setattr(RunDir, "save_checkpoint", crashing)
+    before_each_save(monkeypatch, count)
 
 
 def fill_disk(monkeypatch, name: str = "") -> None:

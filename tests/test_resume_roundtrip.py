@@ -8,7 +8,14 @@ import json
 
 import pytest
 
-from helpers import TINY, Crash, crash_after_steps, metrics_without_timing
+from helpers import (
+    TINY,
+    Crash,
+    before_each_save,
+    before_each_step,
+    crash_after_steps,
+    metrics_without_timing,
+)
 from rp1.config import resolve
 from rp1.rundir.files import EVALUATIONS
 from rp1.train import run_training
@@ -76,8 +83,8 @@ def test_agents_share_one_interface_and_checkpoint_layout(case):
 
 
 class StepClock:
-    """A clock for ``rp1.train`` that advances ``step_s`` seconds with each agent step (what
-    ``agent.step`` wraps), so a checkpoint interval counts steps whatever the machine's speed."""
+    """A clock for ``rp1.train`` that advances ``step_s`` seconds with each agent step, so a
+    checkpoint interval counts steps whatever the machine's speed."""
 
     def __init__(self, step_s: float):
         self.now, self.step_s = 0.0, step_s
@@ -85,39 +92,22 @@ class StepClock:
     def monotonic(self) -> float:
         return self.now
 
+    def advance(self) -> None:
+        self.now += self.step_s
+
     def install(self, monkeypatch) -> None:
         import types
 
         import rp1.train
 
         monkeypatch.setattr(rp1.train, "time", types.SimpleNamespace(monotonic=self.monotonic))
-        make_agent = rp1.train.make_agent
-
-        def clocked(cfg):
-            agent = make_agent(cfg)
-            step = agent.step
-
-            def timed(state):
-                self.now += self.step_s
-                return step(state)
-
-            agent.step = timed
-            return agent
-
-        monkeypatch.setattr(rp1.train, "make_agent", clocked)
+        before_each_step(monkeypatch, lambda: self.advance)
 
 
 def saves_at(monkeypatch) -> list[int]:
     """The number of metrics rows written by each checkpoint save from now on."""
-    from rp1.rundir.files import RunDir
-
-    save, rows = RunDir.save_checkpoint, []
-
-    def counted(self, state):
-        rows.append(len(json.loads(state["meta"])["rows"]))
-        save(self, state)
-
-    monkeypatch.setattr(RunDir, "save_checkpoint", counted)
+    rows: list[int] = []
+    before_each_save(monkeypatch, lambda state: rows.append(len(json.loads(state["meta"])["rows"])))
     return rows
 
 

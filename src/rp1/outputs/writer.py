@@ -10,9 +10,10 @@ of its best policies and a TensorBoard log.
 :func:`rp1.train.drive` calls :meth:`RunOutputs.after_step` after appending a step's metrics row
 and before replacing the checkpoint, so after a kill at any moment these files are those of the
 last checkpoint or of a step after it (several with ``checkpoint_every_s``), which a resumed run
-repeats identically: a resumed run ends with the uninterrupted run's files. On resume, the best so far is that of the checkpointed
-rows (so a step repeated after a kill writes its best file and video again); in a run resumed
-without policy files, of the rows from the resume on (``kept_since``).
+repeats identically: a resumed run ends with the uninterrupted run's files. On resume, the best
+so far is that of the checkpointed rows (so a step repeated after a kill writes its best file and
+video again); in a run resumed without policy files, of the rows from the resume on
+(``kept_since``).
 
 The switches are :class:`RunOptions`, options of the run rather than of its config: they change
 no number, are not in ``config.json``, and a run may be resumed with other options than it
