@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Run a list of (preset, seed) runs in a fixed order, one at a time, with one `rp1 sweep` each.
+#
+#   benchmarks/sweep_chain.sh RUNS OUT [rp1 sweep options...]
+#
+# RUNS: a text file, one "preset seed" per line (# starts a comment). OUT: the sweep's output
+# directory. The options are passed to every `rp1 sweep` (e.g. --scale small --budget 100000
+# --set model.dealing=round-robin). Start it K times on one RUNS and OUT to keep K cores busy:
+# each chain walks the whole list, skipping a run another chain owns ("running elsewhere", by
+# the run's lock) or has finished, so a core that frees starts the next run in the list at once,
+# which `rp1 sweep --workers K` over a product of presets and seeds cannot do for a list that is
+# not such a product. Interrupted, it resumes as `rp1 sweep` does. The order changes nothing in
+# a run. Set RP1 to the rp1 command to use (default: rp1 on PATH).
+set -euo pipefail
+runs=$1 out=$2
+shift 2
+rp1=${RP1:-rp1}
+grep -v '^\s*\(#\|$\)' "$runs" | while read -r preset seed; do
+    echo "$(date -u '+%F %T') $preset seed $seed"
+    rc=0
+    "$rp1" sweep --presets "$preset" --seeds "$seed" --workers 1 --out "$out" "$@" </dev/null || rc=$?
+    echo "$(date -u '+%F %T') $preset seed $seed: rp1 sweep exited $rc"
+done
