@@ -74,11 +74,10 @@ DEFINITIONS = """## How the numbers are made
   phase_samples` over its rows, as a row is written before its phase; model-free: max of
   `samples`), so an unfinished or smaller-budget run is missing there. Median and [25th, 75th
   percentile] over runs; one run per (task, scale, method, seed) (see **Realisations**). Every
-  table is given at the paper's sample counts
-  (10⁴ and 10⁵ for Table 1, 10⁵ for Tables 2 and 3; 10⁴ and 10⁵ for the controls' Tables 4–6
-  and the model table) and, per task and scale, at every budget of its runs there (config.json
-  `budget`); rows, method columns and cells without runs are left out (`—` in a row that has
-  others).
+  table is given at the paper's sample counts (10⁴ and 10⁵ for Table 1, 10⁵ for Tables 2 and 3;
+  10⁴ and 10⁵ for the controls' Tables 4–6 and the model table) and, per task and scale, at
+  every budget of its runs there (config.json `budget`); rows, method columns and cells without
+  runs are left out (`—` in a row that has others).
 - **The paper's best is not a fair yardstick.** A method is evaluated once per outer iteration,
   so by 10⁴ samples a method of short phases (RP1: 13–36 evaluations) has many more evaluations
   than one of 3,000-sample phases (Greedy, V+R: 3), and the maximum of more noisy evaluations is

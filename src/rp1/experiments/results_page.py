@@ -5,14 +5,16 @@ A page is made from a template (:data:`PAGES`): Markdown whose numbers are place
 ``{{directive argument … key=value …}}``, that read the files of the committed reports
 (``docs/<name>/``, :data:`REPORTS`). Directives:
 
-- ``claim REPORT ID TASK SAMPLES MEASURE [FIELD] [scale=S] [expect=KIND]``: one verdict of the
-  report's ``claims.csv`` (``ID`` a comparison's id, ``MEASURE`` its ``metric``): ``cell`` (the
-  default: the verdict, Δ with its interval and p_H, as claims.md writes it), ``verdict`` (its
-  words), ``kind``, ``diff`` (``Δ x [low, high]``), ``medians`` (``a vs b``), or a column of
-  claims.csv (``median_a``, ``p_holm``, …). ``expect``: the verdict's kind (``holds``,
-  ``holds-but`` for one whose winner is not shown above its untrained policy, ``does-not-hold``,
-  ``equivalent``, ``inconclusive``, ``nothing-learned``); the page is not made where the report
-  says otherwise, since the prose around it then says something the report does not.
+- ``claim REPORT ID TASK SAMPLES MEASURE [FIELD] [scale=S] [expect=KIND] [robust=yes|no]``: one
+  verdict of the report's ``claims.csv`` (``ID`` a comparison's id, ``MEASURE`` its ``metric``).
+  FIELD: ``cell`` (the default: the verdict, Δ with its interval and p_H, as claims.md writes it),
+  ``brief`` (its kind, and Δ in whole units where it decides), ``verdict`` (its words), ``kind``,
+  ``diff`` (``Δ x [low, high]``), ``medians`` (``a vs b``), a column of claims.csv (``median_a``,
+  ``p_holm``, ``gain_p_a``, …), or ``check`` (nothing: the placeholder only checks). ``expect``:
+  the verdict's kind (``holds``, ``holds-but`` for one whose winner is not shown above its
+  untrained policy, ``does-not-hold``, ``equivalent``, ``inconclusive``, ``nothing-learned``);
+  the page is not made where the report says otherwise, since the prose around it then says
+  something the report does not. ``robust`` checks ``robust_to_realisation`` likewise.
 - ``matrix REPORT SAMPLES ID[,ID…] [tasks=T,…] [scale=S]``: a table of those claims' verdicts, a
   row per claim and task, a column per measure (the paper's metric labelled as such).
 - ``learning REPORT SAMPLES``: per task, the untrained policy's return and whether any method
@@ -21,7 +23,9 @@ A page is made from a template (:data:`PAGES`): Markdown whose numbers are place
   (``realisations.csv``), after a line counting them.
 - ``provenance REPORT [mixed]``: where each cell's runs come from (``provenance.csv``), only the
   mixed cells with ``mixed``.
-- ``value REPORT FILE [COLUMN=VALUE …] COLUMN [fmt=SPEC] [agg=sum|count|min|max|median]``: one
+- ``table REPORT FILE COLUMN[,COLUMN…] [COLUMN=VALUE …] [fmt=FORMAT]``: those columns of the rows
+  of a report's CSV file that the filters leave, as a table.
+- ``value REPORT FILE [COLUMN=VALUE …] COLUMN [fmt=FORMAT] [agg=sum|count|min|max|median]``: one
   number of a report's CSV file, on the one row the filters leave (``COLUMN^=PREFIX`` matches a
   prefix), or aggregated over the rows they leave; ``fmt``: a Python format spec (returns: one
   decimal by default).
@@ -48,7 +52,7 @@ import pandas as pd
 from rp1.config.methods import method_label
 from rp1.experiments.claims import value_text, verdict_cell
 from rp1.experiments.measures import MEASURES, QUANTITY_MEASURES
-from rp1.experiments.significance import qualified, verdict_kind
+from rp1.experiments.significance import EQUIVALENT, FAILS, HOLDS, qualified, verdict_kind
 from rp1.experiments.tables import markdown_table, p_text
 from rp1.rundir.files import write_atomically
 
@@ -184,11 +188,16 @@ def check_expected(row: pd.Series, expected: str, where: str) -> None:
         )
 
 
+P_VALUES = ("p", "p_holm", "p_holm_all", "gain_p_a", "gain_p_b", "fall_p_a", "fall_p_b")
+"""The columns of claims.csv that hold a p-value (two significant digits)."""
+
+
 def claim_field(row: pd.Series, field: str) -> str:
     """One field of a verdict as a page writes it (see the module docstring)."""
     value = lambda number: value_text(number, row["metric"])  # noqa: E731
     fields: dict[str, Callable[[], str]] = {
         "cell": lambda: verdict_cell(row_tuple(row)),
+        "brief": lambda: brief_verdict(row),
         "verdict": lambda: str(row["verdict"]),
         "kind": lambda: verdict_kind(row["verdict"]),
         "diff": lambda: (
@@ -201,7 +210,7 @@ def claim_field(row: pd.Series, field: str) -> str:
     if field not in row.index:
         raise PlaceholderError(f"claims.csv has no column {field!r}")
     number = row[field]
-    if field.startswith("p"):
+    if field in P_VALUES:
         return p_text(float(number))
     if field in (
         "median_a",
@@ -215,6 +224,19 @@ def claim_field(row: pd.Series, field: str) -> str:
     ):
         return value(float(number))
     return formatted(number, None)
+
+
+def brief_verdict(row: pd.Series) -> str:
+    """A verdict in a few words, for a small table: its kind, Δ with its interval rounded to whole
+    units where it decides, the worse method's fall where that is why it decides."""
+    kind = verdict_kind(row["verdict"])
+    if kind not in (HOLDS, FAILS, EQUIVALENT):
+        return kind
+    whole = lambda number: formatted(number, ".0f")  # noqa: E731
+    text = f"{kind}, Δ {whole(row['diff'])} [{whole(row['diff_low'])}, {whole(row['diff_high'])}]"
+    if qualified(row["verdict"]):
+        text += f" ({row['verdict'].split(', but ', 1)[1].removeprefix('only because ')})"
+    return text
 
 
 def row_tuple(row: pd.Series) -> Any:
@@ -238,11 +260,18 @@ def formatted(value: object, spec: str | None) -> str:
 
 
 def claim_placeholder(reports: Reports, words: list[str], options: dict[str, str]) -> str:
-    """A ``claim`` placeholder's text."""
+    """A ``claim`` placeholder's text (``check``: none, for a placeholder that only checks)."""
     row = claim_row(reports, words, options)
+    where = " ".join(words[:5])
     if "expect" in options:
-        check_expected(row, options["expect"], " ".join(words[:5]))
-    return claim_field(row, words[5] if len(words) > 5 else "cell")
+        check_expected(row, options["expect"], where)
+    if "robust" in options and row["robust_to_realisation"] != options["robust"]:
+        raise PlaceholderError(
+            f"{where}: robust_to_realisation is {row['robust_to_realisation']!r}, the page "
+            f"expects {options['robust']!r}: rewrite the prose around it"
+        )
+    field = words[5] if len(words) > 5 else "cell"
+    return "" if field == "check" else claim_field(row, field)
 
 
 def matrix_placeholder(reports: Reports, words: list[str], options: dict[str, str]) -> str:
@@ -345,23 +374,56 @@ def realisations_placeholder(reports: Reports, words: list[str], options: dict[s
 
 
 PROVENANCE_SHOWN: tuple[str, ...] = ("commit", "cpu", "coretype", "dealing", "scoring", "made")
+"""The fields of provenance.csv a ``provenance`` placeholder shows, then the work per run and
+``mixed``."""
+
+
+def work_text(row: pd.Series) -> tuple[str, str]:
+    """A cell's work per run in minutes: the median, and ``[min, max]``."""
+    low, high = (formatted(row[f"work_{end}_s"] / 60, ".1f") for end in ("min", "max"))
+    return formatted(row["work_median_s"] / 60, ".1f"), f"[{low}, {high}]"
 
 
 def provenance_placeholder(reports: Reports, words: list[str], options: dict[str, str]) -> str:
     """A ``provenance`` placeholder's table."""
     if not words or len(words) > 2 or words[1:] not in ([], ["mixed"]):
         raise PlaceholderError("provenance needs REPORT [mixed]")
-    cells = reports.csv(words[0], "provenance.csv").fillna({"mixed": ""})
+    cells = reports.csv(words[0], "provenance.csv")
+    cells = cells.assign(mixed=cells["mixed"].astype(object).where(cells["mixed"].notna(), ""))
     if words[1:] == ["mixed"]:
         cells = cells[cells["mixed"] != ""]
     return markdown_table(
-        ["task", "scale", "method", "runs", *PROVENANCE_SHOWN, "mixed"],
+        ["task", "scale", "method", "runs", *PROVENANCE_SHOWN, "work per run, min", "mixed"],
         [
             [row["task"], row["scale"], method_label(row["method"]), str(row["runs"])]
             + [str(row[field]) for field in PROVENANCE_SHOWN]
+            + [" ".join(work_text(row))]
             + [row["mixed"] or "—"]
             for _, row in cells.iterrows()
         ],
+    )
+
+
+def table_placeholder(reports: Reports, words: list[str], options: dict[str, str]) -> str:
+    """A ``table`` placeholder's table: the named columns of the rows of a report's CSV file that
+    the filters leave, numbers by :func:`formatted` (``fmt`` for those that are not whole)."""
+    if len(words) != 3:
+        raise PlaceholderError("table needs REPORT FILE COLUMN[,COLUMN…] [COLUMN=VALUE …]")
+    report, file, columns = words
+    filters = {k: v for k, v in options.items() if k != "fmt"}
+    rows = matching(reports.csv(report, file), filters, f"{report}/{file}")
+    wanted = columns.split(",")
+    missing = [column for column in wanted if column not in rows.columns]
+    if missing:
+        raise PlaceholderError(f"{report}/{file}: no column {', '.join(missing)}")
+    spec = options.get("fmt")
+
+    def shown(value: object) -> str:
+        whole = isinstance(value, int | float) and float(value).is_integer()
+        return formatted(value, None if whole else spec)
+
+    return markdown_table(
+        wanted, [[shown(v) for v in row] for row in rows[wanted].itertuples(index=False)]
     )
 
 
@@ -398,6 +460,7 @@ DIRECTIVES: dict[str, Callable[[Reports, list[str], dict[str, str]], str]] = {
     "learning": learning_placeholder,
     "realisations": realisations_placeholder,
     "provenance": provenance_placeholder,
+    "table": table_placeholder,
     "value": value_placeholder,
 }
 
@@ -409,10 +472,10 @@ def render(template: str, reports: Reports, name: str = "template") -> str:
     for number, line in enumerate(template.splitlines(keepends=True), 1):
 
         def fill(match: re.Match[str], number: int = number) -> str:
-            directive, *words = shlex.split(match.group(1)) or [""]
+            directive, *positional = split_arguments(match.group(1))[0] or [""]
             if directive not in DIRECTIVES:
                 raise PlaceholderError(f"{name}:{number}: no directive {directive!r}")
-            positional, options = split_arguments(shlex.join(words))
+            options = split_arguments(match.group(1))[1]
             try:
                 return DIRECTIVES[directive](reports, positional, options)
             except PlaceholderError as err:
@@ -481,8 +544,10 @@ def main(argv: list[str] | None = None) -> int:
         stale.append(target)
         if not args.check:
             write_atomically(path, text.encode(), "page")
-    verb = "differ from the reports" if args.check else "written"
-    print(f"{', '.join(stale) or 'no page'} {verb}" if stale else "every page is the reports'")
+    if not stale:
+        print("every page is what the reports give")
+    else:
+        print(f"{'not what the reports give' if args.check else 'wrote'}: {', '.join(stale)}")
     return 1 if args.check and stale else 0
 
 
