@@ -19,6 +19,7 @@ each, and ``mixed``: the fields in which its runs differ.
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -193,6 +194,13 @@ def labelled(runs: pd.DataFrame) -> pd.DataFrame:
     return runs.assign(cpu=["+".join(labels[c] for c in cpus.split("+")) for cpus in runs["cpu"]])
 
 
+def work_spread(work: np.ndarray) -> tuple[float, float, float]:
+    """Median, min and max of the runs' work (seconds); NaNs where none recorded it."""
+    if not len(work):
+        return math.nan, math.nan, math.nan
+    return float(np.median(work)), float(work.min()), float(work.max())
+
+
 def cell_order(tasks: tuple[str, ...]) -> Callable[[tuple[str, str, str]], tuple]:
     """Sort key of a (task, scale, method): ``tasks`` order, the paper's scale first, the method
     table's order."""
@@ -232,20 +240,20 @@ def cell_provenance(runs: pd.DataFrame, tasks: tuple[str, ...]) -> pd.DataFrame:
             if len({value for joined in cell[field] for value in joined.split("+")}) > 1
         ]
         days = sorted(day for day in cell["made"] if day)
-        work = cell["work_s"].to_numpy(dtype=float)
+        work = cell["work_s"].dropna().to_numpy(dtype=float)
         rows.append(
             (task, scale, method, len(cell), counted(cell["device"]))
             + tuple(counted(cell[field]) for field in FIELDS)
             + (" – ".join(dict.fromkeys([days[0], days[-1]])) if days else "",)
-            + (float(np.nanmedian(work)), float(np.nanmin(work)), float(np.nanmax(work)))
+            + work_spread(work)
             + (", ".join(mixed),)
         )
     return pd.DataFrame(rows, columns=list(CELL_COLUMNS))
 
 
 def minutes(seconds: float) -> str:
-    """Seconds of work as minutes with one decimal."""
-    return f"{seconds / 60:.1f}"
+    """Seconds of work as minutes with one decimal; ``—`` for none."""
+    return "—" if math.isnan(seconds) else f"{seconds / 60:.1f}"
 
 
 def provenance_text(cells: pd.DataFrame, runs: pd.DataFrame) -> str:

@@ -379,7 +379,10 @@ PROVENANCE_SHOWN: tuple[str, ...] = ("commit", "cpu", "coretype", "dealing", "sc
 
 
 def work_text(row: pd.Series) -> tuple[str, str]:
-    """A cell's work per run in minutes: the median, and ``[min, max]``."""
+    """A cell's work per run in minutes: the median, and ``[min, max]`` (``—`` where its runs
+    recorded none)."""
+    if pd.isna(row["work_median_s"]):
+        return "—", ""
     low, high = (formatted(row[f"work_{end}_s"] / 60, ".1f") for end in ("min", "max"))
     return formatted(row["work_median_s"] / 60, ".1f"), f"[{low}, {high}]"
 
@@ -397,7 +400,7 @@ def provenance_placeholder(reports: Reports, words: list[str], options: dict[str
         [
             [row["task"], row["scale"], method_label(row["method"]), str(row["runs"])]
             + [str(row[field]) for field in PROVENANCE_SHOWN]
-            + [" ".join(work_text(row))]
+            + [" ".join(work_text(row)).strip()]
             + [row["mixed"] or "—"]
             for _, row in cells.iterrows()
         ],
