@@ -175,3 +175,23 @@ def test_the_command_replaces_a_marked_part_and_check_says_what_differs(
     assert (
         err.startswith("results_page: error: docs/templates/part.md:1: ") and err.count("\n") == 1
     )
+
+
+@pytest.mark.slow
+def test_remake_makes_the_reports_again_from_their_runs_then_the_pages(tmp_path, monkeypatch):
+    from report_runs import two_method_runs
+
+    two_method_runs(tmp_path / "runs", "hopper", {"rp1": [300.0, 280.0, 310.0]}, 0.0)
+    two_method_runs(tmp_path / "runs", "hopper", {"greedy": [0.0, 20.0, -5.0]}, 0.0)
+    (tmp_path / "docs" / "templates").mkdir(parents=True)
+    (tmp_path / "docs" / "templates" / "page.md").write_text(
+        "{{claim laptop-scale rp1-vs-greedy hopper 10000 return_at brief expect=holds}}\n"
+    )
+    (tmp_path / "docs" / "page.md").write_text("")
+    monkeypatch.setattr(results_page, "REPORTS", {"laptop-scale": "runs"})
+    monkeypatch.setattr(
+        results_page, "PAGES", (results_page.Page("docs/templates/page.md", "docs/page.md"),)
+    )
+    assert results_page.main(["--repository", str(tmp_path), "--remake"]) == 0
+    assert (tmp_path / "docs" / "laptop-scale" / "provenance.md").is_file()
+    assert (tmp_path / "docs" / "page.md").read_text().startswith("holds, Δ 292 [")  # 296.7 − 5.0
