@@ -14,6 +14,7 @@ from matplotlib import image
 from scipy import stats as scipy_stats
 
 from helpers import TINY, run_cli_output
+from report_runs import two_method_runs, write_grid, write_run
 from rp1.config import (
     METHOD_TABLE,
     METHODS_VARIABLE,
@@ -52,6 +53,7 @@ from rp1.experiments.significance import (
     equivalent,
     error_margin,
     holm,
+    qualified,
     return_margin,
     verdict,
     verdict_kind,
@@ -67,58 +69,6 @@ from rp1.experiments.tables import (
 from rp1.train import run_training
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-METRIC_COLUMNS = (
-    *("iteration", "samples", "lambda", "eval_return", "model_return", "model_error"),
-    *("val_loss", "phase_samples", "residual", "policy_updates", "model_epochs", "wall_s"),
-)
-
-
-def write_run(
-    root: Path,
-    task: str,
-    method: str,
-    seed: int,
-    samples: list[int],
-    returns: list[float],
-    budget: int = 100_000,
-    phase: int = 3_000,
-    cap: int = 3_000,
-    scale: str | None = None,
-    **columns: list[float],
-) -> Path:
-    """A run directory ``root/<task>-<method>[-<scale>]/seed<k>`` with config.json and metrics.csv.
-
-    Model-based rows are iterations 0, 1, …, each followed by a phase of ``phase`` samples, so the
-    run reached ``samples[-1] + phase``; model-free rows are updates 1, 2, … whose ``samples``
-    already include their batch (as rp1.agents.modelfree writes them). ``cap`` is ``collect.phase_cap``;
-    ``scale`` is left out of config.json when None (an old run); ``columns`` override the defaults
-    of other metric columns (lambda, model_error, …).
-    """
-    run_dir = root / "-".join([task, method, *([scale] if scale else [])]) / f"seed{seed}"
-    run_dir.mkdir(parents=True)
-    config = {
-        "preset": f"{task}-{method}",
-        "task": task,
-        "method": method,
-        "seed": seed,
-        "budget": budget,
-        "collect": {"phase_cap": cap, "alpha": 0.0005},
-        **({"scale": scale} if scale else {}),
-    }
-    (run_dir / "config.json").write_text(json.dumps(config))
-    n = len(samples)
-    model_free = method == "modelfree"
-    defaults = {column: [math.nan if model_free else 1.0] * n for column in METRIC_COLUMNS}
-    defaults.update(
-        iteration=list(range(1, n + 1)) if model_free else list(range(n)),
-        samples=samples,
-        eval_return=returns,
-        phase_samples=list(np.diff(samples, prepend=0)) if model_free else [phase] * n,
-        **{"lambda": [math.nan if model_free else 0.0] * n},
-    )
-    defaults.update(columns)
-    pd.DataFrame(defaults).to_csv(run_dir / "metrics.csv", index=False)
-    return run_dir
 
 
 def linear_run(
@@ -486,8 +436,8 @@ def test_claims_read_each_comparison_as_holds_does_not_hold_or_equivalent(tmp_pa
     (tmp_path / "out").mkdir()
     written = write_claims(frames, tmp_path / "out")
     text = (tmp_path / "out" / "claims.md").read_text()
-    assert [path.name for path in written] == ["claims.csv", "claims.md"]
-    header = "| claim | task | scale | samples | paper's best | return at N | best over the grid | area under the curve |"
+    assert [path.name for path in written] == ["claims.csv", "claims.md", "learning.csv"]
+    header = "| claim | task | scale | samples | paper's best | return at N | best over the grid | area under the curve | mixed cells |"
     assert header in text
     assert "| RP1 beats Greedy (Table 1) | hopper | paper | 100,000 | **holds** Δ 100.3 [" in text
     assert list(pd.read_csv(tmp_path / "out" / "claims.csv").columns) == list(CLAIM_COLUMNS)
@@ -568,8 +518,12 @@ def test_verdict_summary_counts_each_kind_of_verdict():
         }
     )
     assert verdict_summary(claims) == (
-        "6 verdicts: 2 hold, 1 do not hold, 0 equivalent, 2 inconclusive, 1 nothing learned"
+        "6 verdicts: 2 hold, 1 do not hold, 0 equivalent, 2 inconclusive, 1 nothing learned; 0 "
+        "of the 3 decided with a winner not shown above its untrained policy"
     )
+    claims.loc[0, "verdict"] = "holds, but only because Greedy fell below its untrained policy"
+    assert verdict_summary(claims).endswith("; 1 of the 3 decided with a winner not shown above "
+                                            "its untrained policy")  # fmt: skip
 
 
 @pytest.mark.slow
@@ -790,23 +744,6 @@ def test_t_test_table_gives_the_probability_of_improvement(tmp_path):
 # --- measures that do not reward evaluation count, and significance stated honestly ----------
 
 
-def write_grid(run_dir: Path, every: int, returns: list[float]) -> None:
-    """Give the run of ``run_dir`` an evaluation grid: ``eval.every`` in its config.json and an
-    ``evaluations.csv`` with ``returns`` at ``every``, ``2·every``, …"""
-    config = json.loads((run_dir / "config.json").read_text())
-    (run_dir / "config.json").write_text(json.dumps({**config, "eval": {"every": every}}))
-    points = [every * (k + 1) for k in range(len(returns))]
-    pd.DataFrame(
-        {
-            "samples": points,
-            "trained_on": [0] * len(points),
-            "iteration": [0] * len(points),
-            "eval_return": returns,
-            "eval_std": [0.0] * len(points),
-        }
-    ).to_csv(run_dir / "evaluations.csv", index=False)
-
-
 def measures_at(runs, timestep: int) -> dict[str, list[float]]:
     """Every measure of returns of every run at ``timestep``, by measure name."""
     return {
@@ -898,19 +835,6 @@ def test_of_duplicates_alike_in_metrics_the_one_with_the_grid_is_kept(tmp_path):
     ]
 
 
-def two_method_runs(
-    root: Path, task: str, values: dict[str, list[float]], untrained: float
-) -> None:
-    """Runs of ``task`` whose untrained policy (iteration 0, in force up to 5,000 samples) returns
-    ``untrained`` and whose trained one (from 5,000 on) returns each of ``values[method]``, one
-    run per value; budget 10⁴."""
-    for method, returns in values.items():
-        for seed, value in enumerate(returns):
-            write_run(
-                root, task, method, seed, [0, 5_000], [untrained, value], budget=10_000, phase=5_000
-            )
-
-
 def test_every_comparison_has_the_difference_of_means_with_its_bootstrap_interval(tmp_path):
     two_method_runs(tmp_path, "hopper", {"rp1": [3.0, 1.0, 2.0], "greedy": [0.0, 0.0]}, 0.0)
     tests = table_frames(load_runs(tmp_path).metrics, TABLES[0], ("hopper",)).tests
@@ -954,11 +878,20 @@ def test_claims_adjust_p_within_the_tables_family_and_over_the_whole_claims_tabl
 
 
 def judged_row(
-    low: float, high: float, p_holm: float = 0.5, t: float = 1.0, tost: tuple | None = None
+    low: float,
+    high: float,
+    p_holm: float = 0.5,
+    t: float = 1.0,
+    tost: tuple | None = None,
+    **gains: float,
 ) -> SimpleNamespace:
-    """A comparison as :func:`~rp1.experiments.significance.verdict` reads it, margin 3; the two
-    one-sided tests' interval ``tost``, the bootstrap's ``[low, high]`` unless given."""
+    """A comparison of RP1 (a) against Greedy (b) as
+    :func:`~rp1.experiments.significance.verdict` reads it, margin 3; the two one-sided tests'
+    interval ``tost``, the bootstrap's ``[low, high]`` unless given; ``gains``: the one-sided p of
+    each side's gain over its untrained policy (``gain_p_a``, ``fall_p_b``, …), 0.01 for a gain
+    and 0.99 for a fall unless given: both sides learned."""
     tost_low, tost_high = tost or (low, high)
+    untrained = {"gain_p_a": 0.01, "fall_p_a": 0.99, "gain_p_b": 0.01, "fall_p_b": 0.99}
     return SimpleNamespace(
         learned=True,
         samples=10_000,
@@ -969,7 +902,56 @@ def judged_row(
         tost_low=tost_low,
         tost_high=tost_high,
         margin=3.0,
+        method_a="rp1",
+        method_b="greedy",
+        **{**untrained, **gains},
     )
+
+
+def test_a_decided_verdict_says_when_its_winner_is_not_shown_above_its_untrained_policy():
+    """Issue 46's Hopper: RP1's return at 10⁴ beats Greedy's, but RP1's is not shown above its own
+    untrained policy's (p 0.31) while Greedy's fell below its own: the verdict says so."""
+    held = judged_row(4.0, 6.0, p_holm=0.01)
+    assert verdict(held, number) == "holds"
+    fell = judged_row(4.0, 6.0, p_holm=0.01, gain_p_a=0.31, fall_p_b=0.001)
+    assert verdict(fell, number) == "holds, but only because Greedy fell below its untrained policy"
+    level = judged_row(4.0, 6.0, p_holm=0.01, gain_p_a=0.31, fall_p_b=0.2)
+    assert verdict(level, number) == "holds, but RP1 is not shown above its untrained policy"
+    # the better method is b where a does not hold; no note without a test of the gain
+    lost = judged_row(-6.0, -4.0, p_holm=0.01, t=-2.0, gain_p_b=0.5, fall_p_a=0.01)
+    assert (
+        verdict(lost, number)
+        == "does not hold, but only because RP1 fell below its untrained policy"
+    )
+    assert verdict(judged_row(4.0, 6.0, p_holm=0.01, gain_p_a=math.nan), number) == "holds"
+    assert verdict_kind(verdict(fell, number)) == "holds" and qualified(verdict(fell, number))
+    assert not qualified(verdict(held, number)) and not qualified("inconclusive: too few seeds")
+
+
+def test_the_winner_screen_reads_each_runs_gain_on_the_measure(tmp_path):
+    """Hopper learned (V+R's policies beat their untrained one), RP1's did not (gains −1 to 1)
+    while Greedy's fell far below theirs: RP1 vs Greedy holds only because of the fall; RP1 vs V+R
+    does not hold, and V+R, the better, learned."""
+    two_method_runs(
+        tmp_path,
+        "hopper",
+        {
+            "rp1": [101.0, 99.0, 100.5, 99.5, 100.0],
+            "greedy": [0.0, 10.0, -5.0, 5.0, 2.0],
+            "vr": [300.0, 310.0, 290.0, 305.0, 295.0],
+        },
+        100.0,
+    )
+    tests = table_frames(load_runs(tmp_path).metrics, TABLES[0], ("hopper",)).tests
+    at_n = tests[tests["metric"] == "return_at"].set_index("method_b")
+    assert at_n.loc["greedy", "verdict"] == (
+        "holds, but only because Greedy fell below its untrained policy"
+    )
+    assert at_n.loc["vr", "verdict"] == "does not hold"
+    greedy = at_n.loc["greedy"]
+    assert greedy["gain_a"] == pytest.approx(0.0) and greedy["gain_p_a"] > 0.05
+    assert greedy["gain_b"] == pytest.approx(-97.6) and greedy["fall_p_b"] < 0.05
+    assert at_n.loc["vr", "gain_p_b"] < 0.05
 
 
 def test_equivalent_only_where_the_interval_lies_inside_the_margin():

@@ -15,6 +15,7 @@ adjusted over all of its claims of one (measure, scale, samples), ``p_holm_all``
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 
@@ -36,6 +37,7 @@ from rp1.experiments.significance import (
     INCONCLUSIVE,
     NOTHING_LEARNED,
     holm_within,
+    qualified,
     verdict_kind,
 )
 from rp1.experiments.tables import (
@@ -109,13 +111,17 @@ def compared_in(comparison_id: str) -> tuple[str, Comparison]:
 
 
 CLAIM_COLUMNS: tuple[str, ...] = (
-    *("claim", "table", "comparison", "metric", "task", "scale", "samples", "verdict"),
+    *("claim", "id", "table", "comparison", "metric", "task", "scale", "samples", "verdict"),
     *("method_a", "method_b", "n_a", "n_b", "median_a", "median_b", "diff", "diff_low"),
     *("diff_high", "tost_low", "tost_high", "margin", "t", "p", "p_holm", "p_holm_all"),
     *("prob_improvement", "pi_low", "pi_high", "detectable", "learned"),
+    *("gain_a", "gain_p_a", "fall_p_a", "gain_b", "gain_p_b", "fall_p_b"),
+    *("robust_to_realisation", "mixed_cells"),
 )
 """The columns of ``claims.csv``: one row per claim, measure (``metric``) and (task, scale,
-samples)."""
+samples). ``id``: the comparison's :attr:`~rp1.experiments.tables.Comparison.id`;
+``robust_to_realisation`` and ``mixed_cells``: empty here, filled by the report
+(:mod:`rp1.experiments.realisations`, :mod:`rp1.experiments.provenance`)."""
 
 ALL_CLAIMS: list[str] = ["metric", "scale", "samples"]
 """The family of ``p_holm_all``: every claim of one measure, scale and sample count."""
@@ -133,6 +139,7 @@ def claim_rows(claim: str, frame: TableFrames, comparison: Comparison) -> pd.Dat
     measure_order = {name: i for i, name in enumerate(QUANTITY_MEASURES[frame.spec.quantity])}
     rows = tests.assign(
         claim=claim,
+        id=comparison.id,
         table=frame.spec.name,
         median_a=[medians[(*key, a)] for key, a in zip(keys, tests["method_a"], strict=True)],
         median_b=[medians[(*key, b)] for key, b in zip(keys, tests["method_b"], strict=True)],
@@ -141,7 +148,7 @@ def claim_rows(claim: str, frame: TableFrames, comparison: Comparison) -> pd.Dat
     return rows.sort_values("order", kind="stable").drop(columns="order")
 
 
-def claim_table(frames: dict[str, TableFrames | None]) -> pd.DataFrame:
+def claim_table(frames: Mapping[str, TableFrames | None]) -> pd.DataFrame:
     """One row per claim, measure and (task, scale, samples) whose comparison has runs on both
     sides, in :data:`CLAIMS` order, then the table's row order, then measure order:
     :data:`CLAIM_COLUMNS`. ``p_holm_all``: :func:`~rp1.experiments.significance.holm_within`
@@ -157,6 +164,7 @@ def claim_table(frames: dict[str, TableFrames | None]) -> pd.DataFrame:
         return pd.DataFrame(columns=list(CLAIM_COLUMNS))
     claims = pd.concat(parts, ignore_index=True)
     claims["p_holm_all"] = holm_within(claims, ALL_CLAIMS, claims["learned"])
+    claims = claims.assign(robust_to_realisation="", mixed_cells="")
     return claims[list(CLAIM_COLUMNS)]
 
 
@@ -169,7 +177,8 @@ def value_text(value: float, measure: str) -> str:
 
 def verdict_cell(claim: FrameRow) -> str:
     """One claim's verdict on one measure, compactly: its kind (bold where it decides: holds, does
-    not hold, equivalent), the difference a − b with its interval, and the family's adjusted p."""
+    not hold, equivalent), the difference a − b with its interval, the family's adjusted p, and
+    the verdict's :func:`~rp1.experiments.significance.winner_note`, if any."""
     kind = verdict_kind(claim.verdict)
     if math.isnan(claim.diff_low):
         return claim.verdict
@@ -179,7 +188,9 @@ def verdict_cell(claim: FrameRow) -> str:
         return f"nothing learned ({difference})"
     decided = kind in (HOLDS, FAILS, EQUIVALENT)
     shown = f"**{kind}**" if decided else kind
-    return f"{shown} {difference}, p_H = {p_text(claim.p_holm)}"
+    note = f"; but {claim.verdict.split(', but ', 1)[1]}" if qualified(claim.verdict) else ""
+    moves = "; moves with the realisation" if claim.robust_to_realisation == "no" else ""
+    return f"{shown} {difference}, p_H = {p_text(claim.p_holm)}{note}{moves}"
 
 
 def claim_key(claim: FrameRow) -> tuple:
@@ -187,20 +198,24 @@ def claim_key(claim: FrameRow) -> tuple:
 
 
 def verdict_matrix(claims: pd.DataFrame, measures: tuple[str, ...]) -> str:
-    """A Markdown table with one row per claim and (task, scale, samples) of ``claims`` and a
-    verdict column per measure of ``measures`` (:func:`verdict_cell`; ``—`` where none)."""
+    """A Markdown table with one row per claim and (task, scale, samples) of ``claims``, a verdict
+    column per measure of ``measures`` (:func:`verdict_cell`; ``—`` where none) and the mixed
+    cells it compares (provenance.md; ``—`` for none)."""
     cells: dict[tuple, dict[str, str]] = {}
+    mixed: dict[tuple, str] = {}
     for claim in claims.itertuples():
         cells.setdefault(claim_key(claim), {})[claim.metric] = verdict_cell(claim)
+        mixed[claim_key(claim)] = claim.mixed_cells or "—"
     rows = [
         [name, task, scale, f"{samples:,}", *(found.get(m, "—") for m in measures)]
+        + [mixed[(name, task, scale, samples)]]
         for (name, task, scale, samples), found in cells.items()
     ]
     header = ["claim", "task", "scale", "samples", *(MEASURES[m].label for m in measures)]
-    return markdown_table(header, rows)
+    return markdown_table([*header, "mixed cells"], rows)
 
 
-def learning_rows(frames: dict[str, TableFrames | None]) -> pd.DataFrame:
+def learning_rows(frames: Mapping[str, TableFrames | None]) -> pd.DataFrame:
     """Every table's learning rows (:func:`~rp1.experiments.learning.learning_table`), once each."""
     tables = [frame.learning for frame in frames.values() if frame is not None]
     tables = [table for table in tables if not table.empty]
@@ -254,14 +269,19 @@ paper's sample count for N, 10⁴ or 10⁵; model error: ±10 % of b's mean erro
 **inconclusive**: neither — every difference in the interval is consistent with the data;
 **nothing learned**: no method's policy in force at N was shown to beat its own untrained policy
 (per run, return at N minus iteration 0's; one-sided t-test per method, p < 0.05 for none),
-so the comparison is not evidence for either method and is left out of every family.
-claims.csv holds every number (t, p, p_holm, p_holm_all adjusted over the whole table of one
-measure, scale and sample count, the probability of improvement, the smallest detectable
-difference), one row per claim, task and measure.
+so the comparison is not evidence for either method and is left out of every family. A verdict
+that decides adds **but …** where its better method is not shown above its own untrained policy
+on that measure ("only because Greedy fell below its untrained policy"); **moves with the
+realisation** where it changes with another realisation of the same seeds (realisations.md);
+the last column names the cells compared whose runs mix commits, CPUs, settings or scoring
+sources (provenance.md). claims.csv holds every number (t, p, p_holm, p_holm_all adjusted over
+the whole table of one measure, scale and sample count, the probability of improvement, the
+smallest detectable difference, each side's gain over its untrained policy), one row per claim,
+task and measure.
 """
 
 
-def claims_text(claims: pd.DataFrame, frames: dict[str, TableFrames | None]) -> str:
+def claims_text(claims: pd.DataFrame, frames: Mapping[str, TableFrames | None]) -> str:
     """claims.md: a verdict matrix per quantity (a column per measure), then whether each task
     learned."""
     quantity_of = {spec.name: spec.quantity for spec in TABLES}
@@ -302,18 +322,36 @@ COUNTED_AS: dict[str, str] = {
 def verdict_summary(claims: pd.DataFrame) -> str:
     """One line for a terminal: how many verdicts ``claims`` (rows of :data:`CLAIM_COLUMNS`: one per
     claim, task, scale, sample count and measure) gives of each kind, e.g. ``12 verdicts: 3 hold, 0
-    do not hold, 0 equivalent, 7 inconclusive, 2 nothing learned``."""
+    do not hold, 0 equivalent, 7 inconclusive, 2 nothing learned; 1 of the 3 decided with a winner
+    not shown above its untrained policy``."""
     kinds = claims["verdict"].map(verdict_kind).value_counts()
     counts = ", ".join(f"{kinds.get(kind, 0)} {said}" for kind, said in COUNTED_AS.items())
-    return f"{len(claims)} verdicts: {counts}"
+    decided = kinds.get(HOLDS, 0) + kinds.get(FAILS, 0)
+    notes = int(claims["verdict"].map(qualified).sum())
+    return (
+        f"{len(claims)} verdicts: {counts}; {notes} of the {decided} decided with a winner not "
+        "shown above its untrained policy"
+    )
 
 
-def write_claims(frames: dict[str, TableFrames | None], out: Path) -> list[Path]:
-    """claims.csv and claims.md of the tables' ``frames`` (by table name); nothing when no
-    claim's comparison has runs."""
-    claims = claim_table(frames)
+def write_claims(
+    frames: Mapping[str, TableFrames | None], out: Path, claims: pd.DataFrame | None = None
+) -> list[Path]:
+    """claims.csv, claims.md and learning.csv (:func:`learning_rows`, one row per task, scale and
+    sample count: :data:`~rp1.experiments.learning.LEARNING_COLUMNS` but ``metric``) of the
+    tables' ``frames`` (by table name) and their ``claims`` (:func:`claim_table` of ``frames``
+    unless given: the report gives them with ``robust_to_realisation`` and ``mixed_cells``);
+    nothing when no claim's comparison has runs."""
+    claims = claim_table(frames) if claims is None else claims
     if claims.empty:
         return []
-    write_atomically(out / "claims.csv", claims.to_csv(index=False).encode(), "report file")
-    write_atomically(out / "claims.md", claims_text(claims, frames).encode(), "report file")
-    return [out / "claims.csv", out / "claims.md"]
+    learning = learning_rows(frames).drop(columns="metric")
+    learning = learning.drop_duplicates(["task", "scale", "samples"])
+    files = {
+        "claims.csv": claims.to_csv(index=False),
+        "claims.md": claims_text(claims, frames),
+        "learning.csv": learning.to_csv(index=False),
+    }
+    for name, text in files.items():
+        write_atomically(out / name, text.encode(), "report file")
+    return [out / name for name in files]

@@ -21,9 +21,9 @@ from rp1.config.methods import (
     model_based_methods,
 )
 from rp1.envs import path_name
-from rp1.experiments import figures, stats
-from rp1.experiments.claims import write_claims
-from rp1.experiments.fair import DEFAULT_EVERY
+from rp1.experiments import figures, provenance, realisations, stats
+from rp1.experiments.claims import claim_table, write_claims
+from rp1.experiments.fair import DEFAULT_EVERY, policy_grid
 from rp1.experiments.measures import RunTables, run_tables
 from rp1.experiments.paper import PAPER_LAMBDA_DIRECTION, TASKS
 from rp1.experiments.runs_table import LoadedRuns, load_runs, scale_order
@@ -73,13 +73,11 @@ DEFINITIONS = """## How the numbers are made
   evaluation and collected at least that many samples (model-based: max of `samples +
   phase_samples` over its rows, as a row is written before its phase; model-free: max of
   `samples`), so an unfinished or smaller-budget run is missing there. Median and [25th, 75th
-  percentile] over runs; one run per (task, scale, method, seed) — duplicates keep the run that
-  reached most samples and, of runs that reached as many, the one that logged most metrics (a run
-  made again to log a metric added since). Every table is given at the paper's sample counts
-  (10⁴ and 10⁵ for Table 1, 10⁵ for Tables 2 and 3; 10⁴ and 10⁵ for the controls' Tables 4–6
-  and the model table) and, per task and scale, at every budget of its runs there (config.json
-  `budget`); rows, method columns and cells without runs are left out (`—` in a row that has
-  others).
+  percentile] over runs; one run per (task, scale, method, seed) (see **Realisations**). Every
+  table is given at the paper's sample counts (10⁴ and 10⁵ for Table 1, 10⁵ for Tables 2 and 3;
+  10⁴ and 10⁵ for the controls' Tables 4–6 and the model table) and, per task and scale, at
+  every budget of its runs there (config.json `budget`); rows, method columns and cells without
+  runs are left out (`—` in a row that has others).
 - **The paper's best is not a fair yardstick.** A method is evaluated once per outer iteration,
   so by 10⁴ samples a method of short phases (RP1: 13–36 evaluations) has many more evaluations
   than one of 3,000-sample phases (Greedy, V+R: 3), and the maximum of more noisy evaluations is
@@ -129,6 +127,15 @@ DEFINITIONS = """## How the numbers are made
   ±the margin; else *inconclusive:
   differences from X to Y are consistent with the data* (the interval), or *inconclusive: too
   few seeds*. "No significant difference" alone is never read as "equal".
+- **The winner learned nothing**: a verdict that decides (holds, does not hold) also asks
+  whether the better method's runs beat their own untrained policies on that measure: per run
+  the measure's value minus iteration 0's `eval_return`, per side a one-sided one-sample t-test
+  of a mean gain above 0 (`gain_a`, `gain_p_a`, …) and one of a mean below 0 (`fall_p_a`, …).
+  Where the better method's gain is not shown (p ≥ 0.05), the verdict says so: *holds, but only
+  because B fell below its untrained policy* where the worse method's fall is shown, else
+  *holds, but A is not shown above its untrained policy*: a difference between a policy that
+  learned nothing and one that got worse is not evidence that the first method learns. For
+  returns only.
 - **Nothing learned by N**: per task (and scale) and N, each run's gain is its return at N
   minus its own untrained policy's (iteration 0's `eval_return`); per method a one-sided
   one-sample t-test of a mean gain above 0 (not corrected for the number of methods: the screen
@@ -138,6 +145,22 @@ DEFINITIONS = """## How the numbers are made
   are kept, its verdict says so, and it is left out of every Holm family, so that it neither
   counts as evidence for a method nor dilutes the tests that do. claims.md lists, per task, the
   untrained return and the method whose gain is clearest.
+- **Realisations**: the same config and seed run on another CPU or by other code is another
+  realisation of that seed (numerics that differ in their last bits, then may diverge). Of
+  several runs of one (task, scale, method, seed) the report keeps one by what each holds, never
+  by its returns: the one that reached most samples; of those, the one that logged most metric
+  columns (a run made again to log a metric added since); of those, the one with most grid
+  evaluations (a run made again with the grid); of those, the first by path. The others are
+  listed above (Left out) and judged in realisations.md: every claim again with each folder of
+  other realisations swapped in for the kept runs of its cell, and with all of them at once;
+  claims.csv's `robust_to_realisation` says whether a verdict moves (`no`), stays (`yes`) or is
+  not touched (empty).
+- **Provenance** (provenance.md, provenance.csv): per cell, the commits, CPUs (by their recorded
+  vector extensions), `OPENBLAS_CORETYPE`, ensemble dealing (`model.dealing`) and scoring source
+  (the grid or `metrics.csv`) of its runs, from their `environment.json` and `config.json`
+  (`not recorded` where a run's files do not say), the days they were made and their work; a
+  cell whose runs differ in any of these is *mixed*, and claims.csv's `mixed_cells` names the
+  mixed cells a verdict compares.
 - **Tables left out**: a table that can compare nothing — fewer than two of its methods with
   runs, or no cell with two or more seeds — is not written (listed above).
 - **Scale** (config.json `scale`; absent in older runs, which count as `paper`): runs of
@@ -466,7 +489,8 @@ def write_report(root: Path, out: Path) -> list[Path]:
     """Write the report of every run directory under ``root`` into ``out`` (created if needed).
 
     Files: ``table{1,2,3,4,5,6}.md`` / ``.csv`` / ``_fair.csv`` / ``_ttests.csv``,
-    ``table_model.md`` / ``.csv`` / ``_ttests.csv``, ``claims.md`` / ``.csv``, ``fig1_<task>.png``,
+    ``table_model.md`` / ``.csv`` / ``_ttests.csv``, ``claims.md`` / ``.csv``,
+    ``realisations.md`` / ``.csv``, ``provenance.md`` / ``.csv``, ``fig1_<task>.png``,
     ``fig2_lambda.png`` / ``.csv`` / ``.md``, ``fig2_lambda_trend.csv``, ``fig3_<task>.png``,
     ``fig_ablation_<task>.png``, ``fig_controls_<task>.png``, ``fig_model_<task>.png``,
     ``diag_<task>.png``, ``phases.csv`` / ``.md`` and ``index.md`` (tables, figures and summaries
@@ -476,18 +500,41 @@ def write_report(root: Path, out: Path) -> list[Path]:
     every file is written atomically, and a file the machine fails to write is a StorageError
     naming it.
     """
-    loaded = load_runs(Path(root))
+    root = Path(root)
+    loaded = load_runs(root)
     metrics, out = loaded.metrics, Path(out)
     out.mkdir(parents=True, exist_ok=True)
     tasks = report_tasks(metrics)
     runs = run_tables(metrics, loaded.evaluations)
     frames = {spec.name: table_frames(runs, spec, tasks) for spec in TABLES}
     tables_left_out = left_out(frames)
-    shown: dict[str, TableFrames | None] = {
+    shown: dict[str, TableFrames] = {
         name: frame for name, frame in frames.items() if frame is not None and comparable(frame)
     }
     written = [path for table in shown.values() for path in write_table_frames(table, out)]
-    written += write_claims(shown, out)
+    claims = claim_table(shown)
+    found = realisations.variants(loaded)
+    moves = realisations.compare(
+        claims,
+        [(v, realisations.variant_claims(shown, loaded, runs, v, tasks)) for v in found],
+    )
+    others = policy_grid(loaded.others, loaded.other_evaluations)
+    runs_from = pd.concat(
+        [
+            provenance.run_provenance(root, metrics, runs.grid, kept=True),
+            provenance.run_provenance(root, loaded.others, others, kept=False),
+        ],
+        ignore_index=True,
+    )
+    cells = provenance.cell_provenance(runs_from, tasks)
+    if not claims.empty:
+        claims = claims.assign(
+            robust_to_realisation=realisations.robustness(claims, moves),
+            mixed_cells=provenance.mixed_cells(claims, cells),
+        )
+    written += write_claims(shown, out, claims)
+    written += realisations.write_realisations(found, moves, runs_from, out)
+    written += provenance.write_provenance(cells, runs_from, out)
     written += write_curve_figures(runs, tasks, out)
     written += write_model_figures(metrics, tasks, out)
     written += write_lambda_analysis(metrics, tasks, out)

@@ -46,7 +46,7 @@ DEFAULT_SCALE = "paper"
 RUN_KEY: tuple[str, ...] = ("task", "scale", "method", "seed")
 """What makes a run unique in a report: two directories with the same key are duplicates."""
 
-HEADER_TEXT: tuple[str, ...] = ("run", "preset", "task", "scale", "method")
+HEADER_TEXT: tuple[str, ...] = ("run", "preset", "task", "scale", "method", "dealing")
 HEADER_NUMBERS: tuple[str, ...] = ("seed", "budget", "phase_cap", "eval_every", "reached")
 """The columns a run's config and reach put before its file's columns, on every row of its run."""
 
@@ -55,7 +55,8 @@ class LoadedRuns(NamedTuple):
     """The runs found under a root.
 
     ``metrics``: one row per metrics row, columns ``run`` (path relative to the root), ``preset``,
-    ``task``, ``scale``, ``method``, ``seed``, ``budget`` (real samples), ``phase_cap`` (real
+    ``task``, ``scale``, ``method``, ``dealing`` (config ``model.dealing``: how the ensemble's
+    minibatches were dealt), ``seed``, ``budget`` (real samples), ``phase_cap`` (real
     samples; config ``collect.phase_cap``, NaN if absent), ``eval_every`` (real samples; config
     ``eval.every``, 0 for no grid and for runs made before it existed), ``reached`` (real samples
     the run had collected by its last row, see :func:`samples_reached`), then the metric columns.
@@ -64,11 +65,15 @@ class LoadedRuns(NamedTuple):
     :data:`~rp1.rundir.files.EVALUATION_COLUMNS` (``samples`` the grid point in real samples,
     ``trained_on``, ``iteration``, ``eval_return``, ``eval_std``), sorted by run and samples.
     ``notes``: one line per run directory or row left out, and why.
+    ``others`` and ``other_evaluations``: the same tables of the duplicates left out
+    (:func:`drop_duplicates`): other realisations of the kept runs' seeds.
     """
 
     metrics: pd.DataFrame
     notes: list[str]
     evaluations: pd.DataFrame
+    others: pd.DataFrame
+    other_evaluations: pd.DataFrame
 
 
 def scale_order(scale: str) -> tuple[bool, str]:
@@ -84,7 +89,8 @@ def read_config(run_dir: Path) -> dict:
     ``scale`` defaults to :data:`DEFAULT_SCALE`; ``phase_cap`` is NaN when the config has no
     ``collect.phase_cap``; ``eval_every`` is ``eval.every`` (0 in a config of a schema before the
     grid, as migrated: no grid); ``method`` is the method the run ran as (:func:`rp1.config.methods.run_cell`:
-    an ``rp1`` run with λ fixed at 0.5 by ``--set`` pools with ``rp1-fixed05``).
+    an ``rp1`` run with λ fixed at 0.5 by ``--set`` pools with ``rp1-fixed05``); ``dealing`` is
+    ``model.dealing`` (``shuffle`` in a config of a schema before it, as migrated).
     """
     path = run_dir / "config.json"
     try:
@@ -101,11 +107,13 @@ def read_config(run_dir: Path) -> dict:
         )
     collect = config.get("collect", {})
     grid = config.get("eval", {})
+    model = config.get("model", {})
     values = {
         "preset": config.get("preset", ""),
         "task": config["task"],
         "scale": config.get("scale", DEFAULT_SCALE),
         "method": config["method"],
+        "dealing": model.get("dealing", "") if isinstance(model, dict) else model,
         "seed": config["seed"],
         "budget": config["budget"],
         "phase_cap": collect.get("phase_cap", math.nan) if isinstance(collect, dict) else collect,
@@ -261,20 +269,24 @@ LOSER_REASONS = (
 """Why a duplicate went, by the first entry of :func:`completeness` in which it has less."""
 
 
-def drop_duplicates(runs: list[Run]) -> tuple[list[Run], list[str]]:
+def drop_duplicates(runs: list[Run]) -> tuple[list[Run], list[Run], list[str]]:
     """Keep, per (task, scale, method, seed), the most complete run (:func:`completeness`: most
-    samples reached, then most columns logged, then most grid evaluations; the first of ``runs``
-    where all are equal); say which went and why."""
+    samples reached, then most columns logged, then most grid evaluations; the first of ``runs``,
+    in path order, where all are equal): a rule of what each run holds, not of its returns. Returns
+    the runs kept, the others (in the same order of preference) and a note per other saying why it
+    went."""
     groups: dict[tuple, list[Run]] = {}
     for run in runs:
         groups.setdefault(tuple(run.metrics[column].iloc[0] for column in RUN_KEY), []).append(run)
-    kept, notes = [], []
+    kept, others, notes = [], [], []
     for group in groups.values():
         winner = max(group, key=completeness)  # the first of the maximal ones
         kept.append(winner)
-        for loser in group:
+        ranked = sorted(group, key=completeness, reverse=True)  # stable: path order among equals
+        for loser in ranked:
             if loser is winner:
                 continue
+            others.append(loser)
             less = [a < b for a, b in zip(completeness(loser), completeness(winner), strict=True)]
             why = (
                 LOSER_REASONS[less.index(True)]
@@ -285,7 +297,7 @@ def drop_duplicates(runs: list[Run]) -> tuple[list[Run], list[str]]:
                 f"{loser.metrics['run'].iloc[0]}: duplicate of {winner.metrics['run'].iloc[0]} "
                 f"(same task, scale, method, seed; {why}) — left out"
             )
-    return kept, notes
+    return kept, others, notes
 
 
 def load_runs(root: Path) -> LoadedRuns:
@@ -312,11 +324,14 @@ def load_runs(root: Path) -> LoadedRuns:
             notes.append(f"{run_dir.relative_to(root).as_posix()}: {rows} — left out")
         else:
             runs.append(run)
-    runs, duplicate_notes = drop_duplicates(runs)
+    runs, others, duplicate_notes = drop_duplicates(runs)
+    metric_columns = (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS)
     return LoadedRuns(
-        metrics=concat([run.metrics for run in runs], (*REQUIRED_COLUMNS, *OPTIONAL_COLUMNS)),
+        metrics=concat([run.metrics for run in runs], metric_columns),
         notes=notes + duplicate_notes,
         evaluations=concat([run.evaluations for run in runs], EVALUATION_COLUMNS),
+        others=concat([run.metrics for run in others], metric_columns),
+        other_evaluations=concat([run.evaluations for run in others], EVALUATION_COLUMNS),
     )
 
 

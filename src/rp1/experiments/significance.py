@@ -18,6 +18,11 @@ nothing was learned.
   own untrained policy (:mod:`rp1.experiments.learning`) compares noise; its verdict says so, and
   it is left out of every Holm family so that it neither counts as evidence nor dilutes the tests
   that do.
+- **The winner learned nothing**: a task can learn while the better method of one comparison did
+  not. Where a comparison holds (or does not hold) but the better method's runs are not shown
+  above their own untrained policies on that measure (:func:`winner_note`), the verdict says so,
+  and says whether the worse method fell below its own: "holds, but only because Greedy fell
+  below its untrained policy".
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rp1.config.methods import RP1
+from rp1.config.methods import RP1, method_label
 from rp1.experiments.paper import PAPER_MEDIANS
 from rp1.experiments.stats import SIGNIFICANCE_LEVEL
 
@@ -103,22 +108,46 @@ HOLDS, FAILS, EQUIVALENT, INCONCLUSIVE, NOTHING_LEARNED = (
 """The kinds of verdict, the first words of :func:`verdict`."""
 
 
+def winner_note(test: Any) -> str:
+    """Why a decided comparison (``holds``, ``does not hold``) may not mean the better method
+    learned, or ``""``: where the better method's (``a`` when t > 0, else ``b``) mean gain over
+    its own untrained policy on the measure is not shown above 0 (one-sided ``gain_p_a`` /
+    ``gain_p_b`` not below the level), ``only because B fell below its untrained policy`` where
+    the worse method's mean gain is shown below 0 (``fall_p_*`` below the level), else ``A is not
+    shown above its untrained policy``; ``""`` where the better method is, or the gain was not
+    tested (NaN: the test-set error, runs without an untrained evaluation)."""
+    better, worse = ("a", "b") if test.t > 0 else ("b", "a")
+    gain_p = getattr(test, f"gain_p_{better}")
+    if math.isnan(gain_p) or rejected(gain_p):
+        return ""
+    if rejected(getattr(test, f"fall_p_{worse}")):
+        name = method_label(getattr(test, f"method_{worse}"))
+        return f"only because {name} fell below its untrained policy"
+    return (
+        f"{method_label(getattr(test, f'method_{better}'))} is not shown above its untrained policy"
+    )
+
+
 def verdict(test: Any, digits: Callable[[float], str]) -> str:
     """The verdict on one comparison "a beats b", a row with fields ``learned``, ``samples``,
-    ``t``, ``p_holm``, ``diff_low``, ``diff_high``, ``tost_low``, ``tost_high`` and ``margin``;
-    ``digits`` writes a difference.
+    ``t``, ``p_holm``, ``diff_low``, ``diff_high``, ``tost_low``, ``tost_high``, ``margin``,
+    ``method_a``, ``method_b`` and the untrained-gain tests ``gain_p_a``, ``fall_p_a``,
+    ``gain_p_b``, ``fall_p_b``; ``digits`` writes a difference.
 
     In this order: ``nothing learned by N`` where no method learned on the task by ``N``
     (samples); ``holds`` (t > 0) or ``does not hold`` (t < 0) where the family's Holm-adjusted p
-    is below the level; ``equivalent`` where both intervals of the difference, the bootstrap's and
-    the two one-sided tests', lie inside the margin (:func:`equivalent`); else ``inconclusive:
-    differences from X to Y are consistent with the data`` (the bootstrap's interval), or
-    ``inconclusive: too few seeds`` without one.
+    is below the level, followed by ``, but`` and :func:`winner_note` where the better method is
+    not shown above its untrained policy; ``equivalent`` where both intervals of the difference,
+    the bootstrap's and the two one-sided tests', lie inside the margin (:func:`equivalent`); else
+    ``inconclusive: differences from X to Y are consistent with the data`` (the bootstrap's
+    interval), or ``inconclusive: too few seeds`` without one.
     """
     if not test.learned:
         return f"{NOTHING_LEARNED} by {test.samples:,}"
     if rejected(test.p_holm):
-        return HOLDS if test.t > 0 else FAILS
+        kind = HOLDS if test.t > 0 else FAILS
+        note = winner_note(test)
+        return f"{kind}, but {note}" if note else kind
     if equivalent(test.diff_low, test.diff_high, test.margin) and equivalent(
         test.tost_low, test.tost_high, test.margin
     ):
@@ -132,5 +161,10 @@ def verdict(test: Any, digits: Callable[[float], str]) -> str:
 
 
 def verdict_kind(text: str) -> str:
-    """The kind of a :func:`verdict` (its words before a colon or ``by``)."""
-    return text.split(":")[0].split(" by ")[0]
+    """The kind of a :func:`verdict` (its words before a colon, a comma or ``by``)."""
+    return text.split(":")[0].split(",")[0].split(" by ")[0]
+
+
+def qualified(text: str) -> bool:
+    """Whether a :func:`verdict` that decides carries a :func:`winner_note`."""
+    return verdict_kind(text) in (HOLDS, FAILS) and ", but " in text

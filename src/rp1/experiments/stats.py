@@ -207,8 +207,9 @@ def _pairs_won(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
     """Share of pairs ``(a_i, b_j)`` with ``a_i > b_j``, ties counting one half (= the Mann–Whitney
     ``U`` of a over ``n·m``); vectorised over leading axes after moving ``axis`` last."""
     a, b = np.moveaxis(a, axis, -1), np.moveaxis(b, axis, -1)
-    diff = a[..., :, None] - b[..., None, :]
-    return ((diff > 0) + 0.5 * (diff == 0)).mean(axis=(-2, -1))
+    x, y = a[..., :, None], b[..., None, :]
+    won = np.count_nonzero(x > y, axis=(-2, -1)) + 0.5 * np.count_nonzero(x == y, axis=(-2, -1))
+    return won / (a.shape[-1] * b.shape[-1])
 
 
 def two_sample_interval(

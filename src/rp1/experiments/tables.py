@@ -28,7 +28,7 @@ import pandas as pd
 
 from rp1.config.methods import RP1, Method, method_label, model_based_methods
 from rp1.experiments import stats
-from rp1.experiments.learning import Row, learning_table
+from rp1.experiments.learning import Row, gain_p, learning_table, untrained_returns
 from rp1.experiments.measures import (
     MEASURES,
     MODEL_ERROR,
@@ -307,6 +307,16 @@ Bests = dict[tuple[str, str, str, int, str], np.ndarray]
 """(measure, task, scale, timestep, method) -> per-seed values (sorted by run), only cells with
 runs."""
 
+
+class CellValues(NamedTuple):
+    """A table's per-seed values (:data:`Bests`) and, under the same keys and in the same order,
+    each of those runs' untrained return (its iteration-0 ``eval_return``; NaN where it has none:
+    a model-free run)."""
+
+    values: Bests
+    untrained: Bests
+
+
 CELL_COLUMNS: tuple[str, ...] = (
     *("task", "scale", "samples", "method", "n_seeds", "median", "q25", "q75"),
     *("iqm", "iqm_ci_low", "iqm_ci_high", "paper_median"),
@@ -319,7 +329,8 @@ TTEST_COLUMNS: tuple[str, ...] = (
     *("metric", "task", "scale", "samples", "comparison", "method_a", "method_b", "n_a", "n_b"),
     *("t", "p", "significant", "prob_improvement", "pi_low", "pi_high", "detectable"),
     *("diff", "diff_low", "diff_high", "tost_low", "tost_high", "margin", "paper_t"),
-    *("paper_significant", "learned", "p_holm", "verdict"),
+    *("paper_significant", "gain_a", "gain_p_a", "fall_p_a", "gain_b", "gain_p_b", "fall_p_b"),
+    *("learned", "p_holm", "verdict"),
 )
 """The columns of ``<name>_ttests.csv`` (:func:`ttest_table`, :func:`judged`)."""
 
@@ -341,27 +352,30 @@ def of_methods(runs: RunTables, methods: list[str]) -> RunTables:
     return RunTables(*(table[table["method"].isin(methods)] for table in runs))
 
 
-def collect_bests(runs: RunTables, spec: TableSpec, tasks: tuple[str, ...]) -> Bests:
+def collect_values(runs: RunTables, spec: TableSpec, tasks: tuple[str, ...]) -> CellValues:
     """Per-seed values of every measure of ``spec`` (:func:`table_measures`) in every cell of
     ``spec`` with runs, at :func:`table_timesteps`, in table order: measure, timestep, task
-    (``tasks`` order), scale (paper first), method (``spec`` order)."""
+    (``tasks`` order), scale (paper first), method (``spec`` order); with each run's untrained
+    return beside its value (:class:`CellValues`)."""
     methods = [method for method, _ in spec.columns()]
     runs = of_methods(runs, methods)
     cell_of = runs.metrics.groupby("run")[["task", "scale", "method"]].first()
+    cell_of = cell_of.join(untrained_returns(runs.metrics).rename("untrained"), how="left")
     timesteps = table_timesteps(runs.metrics, spec)
     scales = sorted(runs.metrics["scale"].unique(), key=scale_order)
-    bests = {}
+    found = CellValues({}, {})
     for measure, timestep in itertools.product(
         table_measures(spec), sorted(set().union(*timesteps.values()))
     ):
         values = cell_of.join(values_at(runs, measure, timestep).rename("value"), how="inner")
-        cells = {key: group["value"] for key, group in values.groupby(list(cell_of.columns))}
+        cells = dict(list(values.groupby(["task", "scale", "method"])))
         for task, scale, method in itertools.product(tasks, scales, methods):
             if (task, scale, method) in cells and timestep in timesteps[task, scale]:
-                bests[measure.name, task, scale, timestep, method] = cells[
-                    task, scale, method
-                ].to_numpy(float)
-    return bests
+                key = (measure.name, task, scale, timestep, method)
+                cell = cells[task, scale, method]
+                found.values[key] = cell["value"].to_numpy(float)
+                found.untrained[key] = cell["untrained"].to_numpy(float)
+    return found
 
 
 def table_rows(bests: Bests) -> list[Row]:
@@ -408,6 +422,17 @@ def comparison_values(measure: Measure, a: np.ndarray, b: np.ndarray) -> tuple:
     )
 
 
+def untrained_gain(values: np.ndarray, untrained: np.ndarray) -> tuple[float, float, float]:
+    """How one cell's runs stand against their own untrained policies on a measure: the mean of
+    the per-run gains ``values − untrained`` (runs without an untrained return left out), the
+    one-sided p of a mean gain above 0 and that of one below 0
+    (:func:`~rp1.experiments.learning.gain_p`); NaNs with fewer than two gains."""
+    gains = values - untrained
+    gains = gains[~np.isnan(gains)]
+    mean = float(np.mean(gains)) if len(gains) else math.nan
+    return mean, gain_p(gains), gain_p(-gains)
+
+
 def paper_t(measure: str, task: str, timestep: int, methods: tuple[str, str]) -> tuple:
     """The paper's (t, significant) of a comparison (:data:`PAPER_T`), for the paper's measure
     only; (NaN, None) elsewhere."""
@@ -416,18 +441,27 @@ def paper_t(measure: str, task: str, timestep: int, methods: tuple[str, str]) ->
     return PAPER_T.get((task, timestep, *methods), (math.nan, None))
 
 
-def ttest_table(bests: Bests, spec: TableSpec) -> pd.DataFrame:
+def ttest_table(found: CellValues, spec: TableSpec) -> pd.DataFrame:
     """One row per measure and comparison whose two cells have runs: :data:`TTEST_COLUMNS` up to
-    ``paper_significant`` (:func:`comparison_values`; ``margin``: the measure's equivalence
-    margin, :mod:`rp1.experiments.significance`; :func:`paper_t`); :func:`judged` adds the rest."""
+    ``fall_p_b`` (:func:`comparison_values`; ``margin``: the measure's equivalence margin,
+    :mod:`rp1.experiments.significance`; :func:`paper_t`; then, for returns, each side's
+    :func:`untrained_gain` on the measure, NaN for the test-set error); :func:`judged` adds the
+    rest."""
     rows = []
+    bests, untrained = found
     for measure, (task, scale, timestep), (_, header, method_a, method_b) in itertools.product(
         table_measures(spec), table_rows(bests), spec.comparisons
     ):
-        a = bests.get((measure.name, task, scale, timestep, method_a))
-        b = bests.get((measure.name, task, scale, timestep, method_b))
-        if a is None or b is None:
+        key_a = (measure.name, task, scale, timestep, method_a)
+        key_b = (measure.name, task, scale, timestep, method_b)
+        if key_a not in bests or key_b not in bests:
             continue
+        a, b = bests[key_a], bests[key_b]
+        gains = (
+            untrained_gain(a, untrained[key_a]) + untrained_gain(b, untrained[key_b])
+            if spec.quantity == RETURN
+            else (math.nan,) * 6
+        )
         rows.append(
             (measure.name, task, scale, timestep, header, method_a, method_b, len(a), len(b))
             + comparison_values(measure, a, b)
@@ -435,6 +469,7 @@ def ttest_table(bests: Bests, spec: TableSpec) -> pd.DataFrame:
                 measure.margin(task, timestep, b),
                 *paper_t(measure.name, task, timestep, (method_a, method_b)),
             )
+            + gains
         )
     return pd.DataFrame(rows, columns=list(TTEST_COLUMNS[:-3]))
 
@@ -538,7 +573,7 @@ def row_texts(
 
 
 class TableFrames(NamedTuple):
-    """What one table is made of: per-seed values (:func:`collect_bests`), cells
+    """What one table is made of: per-seed values (:func:`collect_values`), cells
     (:func:`cell_table`), comparisons (:func:`ttest_table`, :func:`judged`) and whether each of
     its rows learned (:func:`~rp1.experiments.learning.learning_table`)."""
 
@@ -636,12 +671,13 @@ def table_frames(
     learned is judged on every run of ``runs``, not only the table's methods."""
     if isinstance(runs, pd.DataFrame):
         runs = run_tables(runs)
-    bests = collect_bests(runs, spec, tasks)
+    found = collect_values(runs, spec, tasks)
+    bests = found.values
     if not bests:
         return None
     rows = table_rows(bests)
     learning = learning_table(runs, rows) if spec.quantity == RETURN else learning_table(runs, [])
-    tests = judged(ttest_table(bests, spec), learning)
+    tests = judged(ttest_table(found, spec), learning)
     return TableFrames(spec, bests, cell_table(bests), tests, learning)
 
 
