@@ -255,8 +255,9 @@ class RunDir:
         file = self.path / CONFIG
         if not file.exists():
             return None
+        data = self.read_file(CONFIG, "config")
         try:
-            config = json.loads(self.read_file(CONFIG, "config"))
+            config = json.loads(data)
         except ValueError as err:  # UnicodeDecodeError included
             raise DamagedFile(f"{file} is not valid JSON ({err})") from None
         if not isinstance(config, dict):
