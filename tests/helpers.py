@@ -308,12 +308,12 @@ def crash_before_checkpoint(monkeypatch, saves: int) -> None:
 
 
 def fill_disk(monkeypatch, name: str = "") -> None:
-    """From now on every file rp1 replaces atomically (:func:`rp1.rundir.files.write_atomically`), or only
+    """From now on every file rp1 replaces atomically (:func:`rp1.core.storage.write_atomically`), or only
     those whose name holds ``name``, is written to ``/dev/full``, which fails as a full disk does
     (ENOSPC)."""
-    import rp1.rundir.files
+    import rp1.core.storage
 
-    mkstemp = rp1.rundir.files.tempfile.mkstemp
+    mkstemp = rp1.core.storage.tempfile.mkstemp
 
     def full_mkstemp(*args, **kwargs):
         fd, path = mkstemp(*args, **kwargs)
@@ -324,7 +324,7 @@ def fill_disk(monkeypatch, name: str = "") -> None:
         os.close(full)
         return fd, path
 
-    monkeypatch.setattr(rp1.rundir.files.tempfile, "mkstemp", full_mkstemp)
+    monkeypatch.setattr(rp1.core.storage.tempfile, "mkstemp", full_mkstemp)
 
 
 # --- compilations ---------------------------------------------------------------------------------

@@ -91,10 +91,10 @@ def test_evaluate_last_and_more_episodes_and_seeds(case, runs, capsys):
 def test_load_policy_acts_as_the_runs_own_policy(case, tmp_path, monkeypatch):
     """The actions the run's evaluations took (recorded as they ran) are what the loaded best
     policy gives: bit for bit on the batch shape the run used, to float precision one by one."""
-    import rp1.outputs.policy_files
+    import rp1.realenv.snapshots
 
     calls = []  # per evaluation: [(obs [slots, obs_dim], action [slots, act_dim]), ...]
-    evaluate = rp1.outputs.policy_files.evaluate
+    evaluate = rp1.realenv.snapshots.evaluate
 
     def recording(real, act_fn, count, seeds=None):
         steps = []
@@ -107,7 +107,7 @@ def test_load_policy_acts_as_the_runs_own_policy(case, tmp_path, monkeypatch):
 
         return evaluate(real, act, count, seeds)
 
-    monkeypatch.setattr(rp1.outputs.policy_files, "evaluate", recording)
+    monkeypatch.setattr(rp1.realenv.snapshots, "evaluate", recording)
     # no grid: every evaluation recorded is then a metrics row's
     run = run_training(config(case, **{"eval.every": "0"}), tmp_path / "run", progress=False)
     monkeypatch.undo()

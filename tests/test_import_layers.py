@@ -1,5 +1,8 @@
 """docs/development.md "Layout": every module of rp1 imports only from its own layer and the layers below, so no
-import runs upward and none runs in a cycle across layers."""
+import runs upward and none runs in a cycle across layers. An import names the module it really
+reaches: ``from rp1 import envs`` is ``rp1.envs``, ``from rp1 import train`` is ``rp1.train``, and
+``import rp1`` or ``from rp1 import resolve`` is the package root, which sits above every layer: only
+the root itself (its lazy API, ``rp1.__getattr__``) may import from the layers above it."""
 
 from __future__ import annotations
 
@@ -8,29 +11,39 @@ from pathlib import Path
 
 import rp1
 
-# docs/development.md's Layout, top to bottom: a module's layer is the first prefix (a module or a package) it
-# falls under.
+# docs/development.md's Layout, top to bottom: a module's layer is that of the longest prefix (a module
+# or a package) it falls under.
 LAYERS = (
     ("rp1.cli", "rp1.__main__"),
     ("rp1.experiments",),
     ("rp1.train", "rp1.evaluation"),
     ("rp1.agents",),
     ("rp1.outputs",),
-    ("rp1.config",),
+    ("rp1.rundir",),
+    # the config schema's versions and key migrations sit with the schema until they move into
+    # config/ (issue 47's second part)
+    ("rp1.config", "rp1.rundir.migrations"),
     ("rp1.imagination",),
     ("rp1.policy", "rp1.realenv", "rp1.dynamics"),
-    ("rp1.envs", "rp1.rundir"),
-    ("rp1.acquisition", "rp1.core"),
+    ("rp1.envs",),
+    ("rp1.acquisition", "rp1.core", "rp1._version"),
 )
+ROOT = "rp1"
 SOURCE = Path(rp1.__file__).parent
 
 
 def layer(module: str) -> int | None:
-    """Index of ``module``'s layer, 0 at the top; None for the package itself (``rp1``)."""
-    for depth, prefixes in enumerate(LAYERS):
-        if any(module == p or module.startswith(p + ".") for p in prefixes):
-            return depth
-    return None
+    """Index of ``module``'s layer, 0 at the top and -1 for the package root (``rp1``), which is
+    above them all; None for a module of no layer."""
+    if module == ROOT:
+        return -1
+    matches = [
+        (len(prefix), depth)
+        for depth, prefixes in enumerate(LAYERS)
+        for prefix in prefixes
+        if module == prefix or module.startswith(prefix + ".")
+    ]
+    return max(matches)[1] if matches else None
 
 
 def modules() -> dict[str, Path]:
@@ -41,30 +54,91 @@ def modules() -> dict[str, Path]:
     return out
 
 
-def rp1_imports(path: Path) -> set[str]:
-    """Every rp1 module ``path`` imports, at module level or inside a function."""
+def rp1_imports(source: str, module: str, known: set[str]) -> set[str]:
+    """Every rp1 module that ``source`` (the text of ``module``) imports, at module level or inside
+    a function, as the module it reaches: ``from P import N`` is the module ``P.N`` where that is
+    one of ``known``, else ``P``; relative imports are resolved from ``module``'s package."""
+    package = module if module in _packages(known) else module.rsplit(".", 1)[0]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "rp1":
-            found.add(node.module)
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            if base.split(".")[0] != ROOT:
+                continue
+            for alias in node.names:
+                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base)
         elif isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names if alias.name.split(".")[0] == "rp1")
+            found.update(alias.name for alias in node.names if alias.name.split(".")[0] == ROOT)
     return found
 
 
+def _packages(known: set[str]) -> set[str]:
+    """The modules of ``known`` that are packages (another module lies under them)."""
+    return {m.rsplit(".", 1)[0] for m in known if "." in m}
+
+
+def upward(module: str, targets: set[str]) -> list[str]:
+    """The imports of ``targets`` by ``module`` that climb to a higher layer (or to the root)."""
+    return [
+        f"{module} imports {target}"
+        for target in sorted(targets)
+        if target != module and layer(target) < layer(module)
+    ]
+
+
 def test_every_module_has_a_layer():
-    assert [m for m in modules() if m != "rp1" and layer(m) is None] == []
+    assert [m for m in modules() if m != ROOT and layer(m) is None] == []
 
 
 def test_imports_run_only_downward():
-    upward = [
-        f"{module} imports {target}"
+    known = set(modules())
+    climbs = [
+        climb
         for module, path in sorted(modules().items())
-        if module != "rp1"
-        for target in sorted(rp1_imports(path))
-        if target != "rp1" and layer(target) < layer(module)
+        if module != ROOT
+        for climb in upward(module, rp1_imports(path.read_text(encoding="utf-8"), module, known))
     ]
-    assert upward == []
+    assert climbs == []
+
+
+def test_an_import_is_judged_by_the_module_it_reaches():
+    """``from rp1 import X`` reaches ``rp1.X`` when that is a module, else the root; both, and a
+    relative import, climb where their module is higher."""
+    known = set(modules())
+    source = """
+import rp1
+from rp1 import envs, train, resolve
+from rp1.config import Config
+from rp1.imagination import policy_training
+from . import seeding
+from ..experiments import report
+"""
+    reached = rp1_imports(source, "rp1.core.nn", known)
+    assert reached == {
+        "rp1",
+        "rp1.envs",
+        "rp1.train",
+        "rp1.config",
+        "rp1.imagination.policy_training",
+        "rp1.core.seeding",
+        "rp1.experiments.report",
+    }
+    assert upward("rp1.core.nn", reached) == [
+        f"rp1.core.nn imports {target}"
+        for target in (
+            "rp1",
+            "rp1.config",
+            "rp1.envs",
+            "rp1.experiments.report",
+            "rp1.imagination.policy_training",
+            "rp1.train",
+        )
+    ]
+    assert upward("rp1.envs.task", {"rp1.core.errors", "rp1.envs.spec"}) == []
 
 
 def test_readme_layout_names_every_top_level_entry():

@@ -62,12 +62,14 @@ def test_version(capsys):
 
 
 def test_package_metadata():
-    """The version has one home (rp1.__version__); the wheel carries py.typed, the licence, a
+    """The version has one home (rp1._version, the package's rp1.__version__); the wheel carries py.typed, the licence, a
     short description and the paper's URL."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     meta = project["project"]
     assert "version" in meta["dynamic"] and "version" not in meta
-    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "rp1.__version__"}
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {
+        "attr": "rp1._version.__version__"
+    }
     assert "py.typed" in project["tool"]["setuptools"]["package-data"]["rp1"]
     assert (ROOT / "src" / "rp1" / "py.typed").is_file() and (ROOT / "LICENSE").is_file()
     assert meta["license"] == "MIT" and "MIT License" in (ROOT / "LICENSE").read_text()

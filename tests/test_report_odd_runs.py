@@ -93,7 +93,7 @@ def test_evaluate_json_writes_null_for_a_number_that_is_not_finite(
 ):
     import numpy as np
 
-    from rp1.outputs.policy_files import PolicySnapshot
+    from rp1.realenv.snapshots import PolicySnapshot
 
     monkeypatch.setattr(
         PolicySnapshot, "evaluate", lambda self, real, replay=None: np.full(replay.episodes, np.nan)

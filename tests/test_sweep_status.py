@@ -87,7 +87,8 @@ def test_status_reads_samples_best_return_and_work_from_each_run(finished_run, t
     assert done.best == best_return(finished_run) and done.work_s == pytest.approx(work)
     assert statuses["b/seed0"] == done._replace(run="b/seed0", state=COMPLETE)
     assert (
-        statuses["c/seed0"].state == UNREADABLE and "not a JSON object" in statuses["c/seed0"].note
+        statuses["c/seed0"].state == UNREADABLE
+        and "does not hold a config" in statuses["c/seed0"].note
     )
     code, stdout, err = run_cli_output(["status", root], capsys)
     assert (code, err) == (0, [])

@@ -31,6 +31,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from rp1._version import __version__
 from rp1.core.compilation import enable_compilation_cache
 from rp1.core.errors import (
     ConfigError,
@@ -48,8 +49,6 @@ if TYPE_CHECKING:
     from rp1.evaluation import evaluate_run, load_policy
     from rp1.rundir.lock import RunInUse
     from rp1.train import run_training
-
-__version__ = "0.1.0"
 
 enable_compilation_cache(create=False)
 

@@ -3,7 +3,7 @@ real environment (:func:`evaluate_run`, ``rp1 evaluate``), optionally as a video
 
 Without a seed, an evaluation replays the one that made the policy best (or last): the same
 episodes (the recorded reset seeds, or the evaluation environment's stream restored), the same
-actor, dtypes and batch shape, through the same code as the run (:mod:`rp1.outputs.policy_files`), so its
+actor, dtypes and batch shape, through the same code as the run (:mod:`rp1.realenv.snapshots`), so its
 mean is the ``eval_return`` in ``metrics.csv``, bit for bit. With ``seed = S``, episode ``k`` is
 reset with seed ``S + k`` (``env.reset(seed=S + k)`` in plain Gymnasium).
 
@@ -31,19 +31,10 @@ from rp1.config import MODEL_FREE
 from rp1.config.schema import Config, declared_range
 from rp1.config.validation import SEED_LIMIT
 from rp1.core.errors import ConfigError
-from rp1.outputs.policy_files import (
-    BEST,
-    LAST,
-    WHICH,
-    EvaluationEpisodes,
-    TrainedPolicy,
-    policy_path,
-    read_policy,
-    returns_summary,
-    trained_policy,
-)
 from rp1.outputs.video import DEFAULT_SIZE, check_rendering, check_video, record
-from rp1.rundir.files import RunDir, config_hash
+from rp1.realenv.snapshots import EvaluationEpisodes, returns_summary
+from rp1.rundir.files import BEST, LAST, RUN_POLICIES, RunDir, config_hash
+from rp1.rundir.policy_files import TrainedPolicy, policy_path, read_policy, trained_policy
 from rp1.train import make_agent, restore_state
 
 CHECKPOINT = "last (checkpoint)"  # TrainedPolicy.which of a policy read from a checkpoint
@@ -60,14 +51,14 @@ def load_policy(run_dir: str | os.PathLike, which: str = BEST) -> TrainedPolicy:
     naming the problem for an unknown ``which``, a directory that holds no run, or a policy the run
     does not have.
     """
-    if which not in WHICH:
-        raise ConfigError(f"unknown policy {which!r}; choose {' or '.join(WHICH)}")
+    if which not in RUN_POLICIES:
+        raise ConfigError(f"unknown policy {which!r}; choose {' or '.join(RUN_POLICIES)}")
     run = RunDir(run_dir)
     if not run.path.is_dir():
         raise ConfigError(f"no run directory {run.path}")
     path = policy_path(run.path, which)
     if path.exists():
-        return check_policy_of_run(read_policy(path), run)
+        return check_policy_of_run(read_policy(path, run.path), run)
     if path.parent.is_dir():
         if which == BEST:
             raise ConfigError(
@@ -144,7 +135,7 @@ def checkpoint_policy(run: RunDir) -> TrainedPolicy:
 @dataclass(frozen=True)
 class Evaluation:
     """What :func:`evaluate_run` measured: ``returns [episodes]`` (the run's dtype), their mean
-    and std, the episodes' :class:`~rp1.outputs.policy_files.EvaluationEpisodes`, whether they are the recorded
+    and std, the episodes' :class:`~rp1.realenv.snapshots.EvaluationEpisodes`, whether they are the recorded
     evaluation's (``replayed``) and the video written (or ``None``)."""
 
     run: Path
@@ -197,8 +188,8 @@ def evaluate_run(
     Every check comes first (ConfigError, or :class:`~rp1.core.errors.RenderError` if the machine cannot
     render): nothing runs and nothing is written on bad input.
     """
-    if which not in WHICH:
-        raise ConfigError(f"unknown --policy {which!r}; choose {' or '.join(WHICH)}")
+    if which not in RUN_POLICIES:
+        raise ConfigError(f"unknown --policy {which!r}; choose {' or '.join(RUN_POLICIES)}")
     if episodes is not None and not 1 <= episodes <= MAX_EPISODES:
         raise ConfigError(f"--episodes must be in [1, {MAX_EPISODES:,}], got {episodes}")
     if seed is not None and not 0 <= seed < SEED_LIMIT:

@@ -21,8 +21,9 @@ from rp1.agents.protocol import Agent, RunState, S
 from rp1.config import MODEL_FREE, SCALES, Config, validate
 from rp1.core.compilation import enable_compilation_cache
 from rp1.core.errors import DamagedFile
+from rp1.core.storage import check_writable_dir
 from rp1.outputs.writer import RunOptions, RunOutputs
-from rp1.rundir.files import RunDir, check_writable_dir
+from rp1.rundir.files import RunDir
 from rp1.rundir.lock import RunLock, owning
 from rp1.rundir.migrations import continued_note
 from rp1.rundir.provenance import record as record_environment

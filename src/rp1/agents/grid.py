@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rp1.outputs.policy_files import EvaluationEpisodes, PolicySnapshot, returns_summary
 from rp1.realenv import RealEnvs
+from rp1.realenv.snapshots import EvaluationEpisodes, PolicySnapshot, returns_summary
 
 GRID_STREAM = 2
 """The second entry of a grid episode's seed triple (model-free runs use 0 for training episodes

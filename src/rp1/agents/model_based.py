@@ -62,10 +62,10 @@ from rp1.dynamics.store import TransitionStore
 from rp1.dynamics.testset import errors_on_test_set, shipped_test_set
 from rp1.envs.task import LEARNED
 from rp1.imagination import train_policy
-from rp1.outputs.policy_files import EvaluationEpisodes, PolicySnapshot, returns_summary
 from rp1.policy.networks import Policy, host_actor, is_finite, policy_init
 from rp1.policy.ppo import make_policy_optimizer
 from rp1.realenv import Phase, RealEnvs, collect_phase
+from rp1.realenv.snapshots import EvaluationEpisodes, PolicySnapshot, returns_summary
 from rp1.rundir.checkpoints import pack_checkpoint, unpack_checkpoint
 
 EVALUATOR = "host-float64"

@@ -45,10 +45,10 @@ from rp1.core.errors import DivergedError
 from rp1.core.executables import releasing
 from rp1.core.normalizer import STATE_CLIP, Normalizer, normalizer_init, normalizer_update
 from rp1.core.seeding import episode_seeds, run_key
-from rp1.outputs.policy_files import EvaluationEpisodes, PolicySnapshot, returns_summary
 from rp1.policy.networks import Policy, act_sample, is_finite, policy_init
 from rp1.policy.ppo import make_policy_optimizer, ppo_summary, ppo_update
 from rp1.realenv import ActFn, RealEnvs, collect
+from rp1.realenv.snapshots import EvaluationEpisodes, PolicySnapshot, returns_summary
 from rp1.rundir.checkpoints import pack_checkpoint, unpack_checkpoint
 
 TRAIN_STREAM, EVAL_STREAM = 0, 1  # second entry of the seed triple of an episode (episode_seeds)

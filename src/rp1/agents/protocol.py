@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from rp1.envs import Task
-from rp1.outputs.policy_files import PolicySnapshot
+from rp1.realenv.snapshots import PolicySnapshot
 
 
 @runtime_checkable
@@ -44,7 +44,8 @@ class Agent(Protocol[S]):
 
     def policy_snapshot(self, state: S) -> PolicySnapshot:
         """The policy of ``state`` as the last step evaluated it, with what replays that
-        evaluation; :func:`rp1.train.drive` keeps it (:mod:`rp1.outputs.policy_files`)."""
+        evaluation (:mod:`rp1.realenv.snapshots`); :func:`rp1.train.drive` keeps it
+        (:mod:`rp1.rundir.policy_files`)."""
 
     def checkpoint(self, state: S) -> dict[str, Any]:
         """``state`` as nested dicts of arrays and strings (:func:`rp1.rundir.checkpoints.pack_checkpoint`)."""

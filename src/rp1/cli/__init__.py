@@ -3,11 +3,15 @@
 Every error a user can act on ends as one line ``rp1: error: …`` on stderr, with exit code 2 for
 bad input (:class:`rp1.core.errors.ConfigError`) and 1 for a file operation the machine failed
 (:class:`rp1.core.errors.StorageError`, or any ``OSError``). ``RP1_DEBUG=1`` shows the traceback.
+
+A command parses its options, calls the library and prints; it imports what it calls inside its
+body, not at start-up, so that ``rp1 --help``, ``rp1 --version`` and a usage error stay fast: the
+config, tasks and training stack load Gymnasium, MuJoCo, Flax and Optax, the report matplotlib,
+pandas and SciPy, and run directories Flax (its msgpack).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -16,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from rp1 import __version__
+from rp1._version import __version__
 from rp1.cli.options import (
     MANY_RUNS,
     ONE_RUN,
@@ -29,6 +33,7 @@ from rp1.cli.options import (
 from rp1.cli.stdout import open_stdout, stdout_failure
 from rp1.core.errors import ConfigError, Interrupted, Rp1Error, clipped
 from rp1.core.signals import exit_on_signals, raise_on_signals
+from rp1.core.storage import check_writable_dir
 from rp1.rundir.lock import RunLock
 
 if TYPE_CHECKING:
@@ -68,7 +73,6 @@ def _register_named_methods() -> None:
     """Import the methods of one's own that ``RP1_METHODS`` names
     (:data:`rp1.config.methods.METHODS_VARIABLE`) before any command runs: a name that does not
     import is one line and exit code 2 whatever the command."""
-    # imported here, not at start-up: rp1.config loads Gymnasium, MuJoCo and Flax
     from rp1.config.methods import model_based_methods
 
     model_based_methods()
@@ -94,7 +98,6 @@ def envs(
 
     Without NAME, the paper's four tasks and how to run any other task; with NAME, that task.
     """
-    # imported here, not at start-up: the tasks load Gymnasium and MuJoCo
     from rp1 import envs as registry
 
     if name:
@@ -129,7 +132,6 @@ def presets() -> None:
 
     Methods of one's own that RP1_METHODS names (docs/extending.md) have their presets here too.
     """
-    # imported here, not at start-up: rp1.config loads Gymnasium, MuJoCo and Flax
     from rp1.config import preset_descriptions
 
     for name, description in preset_descriptions().items():
@@ -161,7 +163,6 @@ def config_command(
     run with; without a preset, the schema's defaults (paper scale unless --scale). Every key but
     preset, task, method and scale can be changed with --set key=value on rp1 train and rp1 sweep.
     """
-    # imported here, not at start-up: rp1.config loads Gymnasium, MuJoCo and Flax
     from rp1.config import apply_overrides, with_scale
     from rp1.config.reference import default_config, markdown_table, text_table
 
@@ -200,7 +201,6 @@ def config_of(preset: str | None, env: str | None, method: str | None, **resolve
     """The config of ``--preset`` or of ``--env`` with ``--method`` (default rp1): exactly one of
     ``preset`` and ``env``, ``method`` only with ``env``; ``resolved``: seed, budget, overrides,
     scale (see :func:`rp1.config.resolve`)."""
-    # imported here, not at start-up: rp1.config loads Gymnasium, MuJoCo and Flax
     from rp1.config import env_config, resolve
 
     if preset is not None and env is not None:
@@ -215,7 +215,9 @@ def config_of(preset: str | None, env: str | None, method: str | None, **resolve
         return resolve(preset, **resolved)
     assert env is not None  # one of the two, not the preset
     _importable_from_cwd()
-    return env_config(env, method or "rp1", **resolved)
+    if method is not None:  # else env_config's default
+        resolved["method"] = method
+    return env_config(env, **resolved)
 
 
 @command(app, ONE_RUN, RUN_SETTINGS, RUN_OPTIONS)
@@ -226,9 +228,9 @@ def train(o: Options) -> None:
     stops the run at once (exit code 130 or 143); --resume continues it. A run directory has one
     owner: while another process trains there, this one exits 2 naming it.
     """
-    # imported here, not at start-up: the training stack (Gymnasium, MuJoCo, Flax, Optax) and matplotlib
     from rp1.experiments.figures import write_learning_curve
-    from rp1.rundir.files import CURVE, check_writable_dir
+    from rp1.experiments.run_summary import run_summary
+    from rp1.rundir.files import CURVE, RunDir
     from rp1.train import run_training
 
     overrides = cli_overrides(o.set_, workers=o.workers, horizon=o.horizon)
@@ -242,7 +244,7 @@ def train(o: Options) -> None:
         exit_on_signals(f"continue the run in {out} with the same command and {again}"),
         RunLock(out) as lock,
     ):
-        if not (o.resume or o.overwrite) and finished_here(out, cfg):
+        if not (o.resume or o.overwrite) and RunDir(out).holds_finished(cfg.to_dict()):
             if not o.quiet:
                 curve = out / CURVE if (out / CURVE).is_file() else None
                 typer.echo(
@@ -266,24 +268,9 @@ def train(o: Options) -> None:
         typer.echo(run_summary(out, curve))
 
 
-def finished_here(out: Path, cfg: Config) -> bool:
-    """Whether ``out`` holds the run of ``cfg`` (as it continues there, for a run of an earlier
-    rp1), finished: its ``config.json`` that config and its ``finished`` marker written under it.
-    The caller owns ``out``."""
-    # imported here, not at start-up: Flax (its msgpack)
-    from rp1.rundir.files import RunDir
-
-    run = RunDir(out)
-    if not run.is_finished() or run.read_stored_config() is None:
-        return False
-    config = run.continued(cfg.to_dict())
-    return run.other_config(config) == "" and run.is_finished(config)
-
-
 def run_options(o: Options) -> RunOptions:
     """The :class:`~rp1.outputs.writer.RunOptions` of ``--video``, ``--tensorboard`` and
     ``--checkpoint-every``."""
-    # imported here, not at start-up: Gymnasium, MuJoCo, Flax and imageio
     from rp1.outputs.writer import RunOptions
 
     return RunOptions(
@@ -291,37 +278,9 @@ def run_options(o: Options) -> RunOptions:
     )
 
 
-def run_summary(run_dir: Path, curve: Path | None) -> str:
-    """What a finished run reached and where its results are, for the end of ``rp1 train``: the
-    best evaluation of a trained policy (iteration ≥ 1, as ``rp1 report`` counts) and the first
-    evaluation (the untrained policy's)."""
-    # imported here, not at start-up: pandas, Flax (its msgpack)
-    import pandas as pd
-
-    from rp1.rundir.files import METRICS
-
-    evals = pd.read_csv(run_dir / METRICS).dropna(subset=["eval_return"])
-    trained = evals[evals["iteration"] >= 1]
-    lines = []
-    if not evals.empty:
-        first = evals["eval_return"].iloc[0]
-        if trained.empty:
-            lines.append(f"no trained policy was evaluated (first evaluation {first:.1f})")
-        else:
-            best = trained.loc[trained["eval_return"].idxmax()]
-            lines.append(
-                f"best evaluation return {best['eval_return']:.1f} (at {int(best['samples']):,} samples; first evaluation {first:.1f})"
-            )
-    lines.append(f"metrics:        {run_dir / METRICS}")
-    if curve is not None:
-        lines.append(f"learning curve: {curve}")
-    return "\n".join(lines)
-
-
 def parse_seeds(text: str) -> list[int]:
     """``"0-9"`` or ``"0,2,5"`` or ``"0-2,7"`` -> sorted unique seeds; ConfigError if malformed, a
     seed is outside ``[0, SEED_LIMIT)`` or there are more than :data:`MAX_SEEDS`."""
-    # imported here, not at start-up: rp1.config loads Gymnasium, MuJoCo and Flax
     from rp1.config.validation import SEED_LIMIT
 
     try:
@@ -357,11 +316,9 @@ def sweep(o: Options) -> None:
     process owns is left to it ("running elsewhere", exit code 3). Ctrl-C (SIGINT) or SIGTERM
     stops the sweep and its runs at once (exit code 130 or 143); the same command resumes them.
     """
-    # imported here, not at start-up: the training stack, matplotlib, pandas and SciPy
     from rp1.experiments.executors import Backend
     from rp1.experiments.sweep import run_sweep
     from rp1.experiments.sweep_plan import SweepRequest
-    from rp1.rundir.files import check_writable_dir
 
     check_writable_dir(o.out)
     tasks = parse_names(o.envs)
@@ -374,7 +331,7 @@ def sweep(o: Options) -> None:
         parse_seeds(o.seeds),
         o.out,
         envs=tasks,
-        methods=parse_names(o.methods) or ["rp1"],
+        methods=parse_names(o.methods) or SweepRequest.methods,
         budget=o.budget,
         overrides=cli_overrides(o.set_, horizon=o.horizon),
         scale=o.scale,
@@ -413,7 +370,6 @@ def evaluate(
     the policy best (or last), so it prints that evaluation's return exactly, as in metrics.csv.
     """
 
-    # imported here, not at start-up: the training stack (Gymnasium, MuJoCo, Flax, Optax)
     from rp1.evaluation import describe, evaluate_run
     from rp1.outputs.video import parse_size
 
@@ -430,12 +386,10 @@ def report(
     out: Path | None = typer.Option(None, "--out", help="Output directory (default: ROOT/report)."),
 ) -> None:
     """Tables (Markdown + CSV) and figures (PNG) of the paper from run directories."""
-    # imported here, not at start-up: matplotlib, pandas and SciPy
     import pandas as pd
 
     from rp1.experiments.claims import verdict_summary
     from rp1.experiments.report import write_report
-    from rp1.rundir.files import check_writable_dir
 
     if not root.is_dir():
         raise ConfigError(f"no such directory: {root}")
@@ -459,7 +413,6 @@ def status(
     Read from the runs' files, without taking their locks: real samples collected of the budget,
     finished, running or stopped, the best evaluation return of a trained policy and the work the
     run has taken (h:mm)."""
-    # imported here, not at start-up: pandas, Flax (its msgpack)
     from rp1.experiments.sweep_status import print_status, sweep_status
 
     if not root.is_dir():
@@ -486,9 +439,7 @@ def export(
     The files are config.json, metrics.csv, evaluations.csv and environment.json: what to keep,
     commit or report on without the checkpoints and policies. A copy that differs from its run's
     file is replaced only with --overwrite."""
-    # imported here, not at start-up: Flax (its msgpack)
     from rp1.rundir.export import export_runs
-    from rp1.rundir.files import check_writable_dir
 
     if not root.is_dir():
         raise ConfigError(f"no such directory: {root}")
@@ -520,31 +471,12 @@ def testsets(
     (test_model_error, test_model_error_common in metrics.csv); no run trains on it.
     """
 
-    # imported here, not at start-up: Flax, matplotlib, pandas and SciPy
-    from rp1.dynamics.testset import SHIPPED
-    from rp1.experiments.testsets import build_shipped, shipped_tasks
-    from rp1.rundir.files import check_writable_dir
+    from rp1.experiments.testsets_rebuilt import chosen_tasks, rebuild
 
-    chosen = parse_names(tasks) or list(shipped_tasks())
-    unknown = sorted(set(chosen) - set(shipped_tasks()))
-    if unknown:
-        raise ConfigError(
-            f"--tasks: no test set for {', '.join(unknown)}; the tasks with one: {', '.join(shipped_tasks())}"
-        )
+    chosen = chosen_tasks(parse_names(tasks))
     check_writable_dir(out)
     for task in chosen:
-        path = build_shipped(task, out)
-        shipped = SHIPPED / path.name
-        same = shipped.is_file() and shipped.read_bytes() == path.read_bytes()
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-        verdict = (
-            "the shipped file"
-            if same
-            else "differs from the shipped file"
-            if shipped.is_file()
-            else "no shipped file"
-        )
-        typer.echo(f"{path}: sha256 {digest}…, {path.stat().st_size:,} bytes; {verdict}")
+        typer.echo(rebuild(task, out))
 
 
 for _info in app.registered_commands:  # every command's help as paragraphs the terminal wraps

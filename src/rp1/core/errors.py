@@ -46,6 +46,12 @@ class DamagedFile(ConfigError):
     with this message and runs the others."""
 
 
+class LinkOutside(ConfigError):
+    """A file rp1 reads in a directory (a run's files) is a link that leads out of it (exit code 2):
+    rp1 does not read it, so that nothing from elsewhere is taken for the run's own. The message
+    names the file and where it leads."""
+
+
 class StorageError(Rp1Error, OSError):
     """The machine failed a file operation (exit code 1): a full disk, an I/O error, a file that
     cannot be read. The message names the file and the operating system's cause."""

@@ -35,10 +35,10 @@ import numpy as np
 
 from rp1.core.errors import ConfigError
 from rp1.core.normalizer import Normalizer, normalizer_fit, normalizer_init, standardize
+from rp1.core.storage import write_atomically
 from rp1.dynamics.ensemble import Ensemble, predict_all
 from rp1.dynamics.losses import model_error
 from rp1.envs import names as task_names
-from rp1.rundir.files import write_atomically
 
 SHIPPED = Path(__file__).parent / "testsets"
 """Where the shipped test sets are: ``<task>.npz`` for each paper task."""

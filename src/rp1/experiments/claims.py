@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from rp1.config.methods import method_label
+from rp1.core.storage import write_atomically
 from rp1.experiments.learning import LEARNING_COLUMNS
 from rp1.experiments.measures import (
     MEASURES,
@@ -49,7 +50,6 @@ from rp1.experiments.tables import (
     p_text,
     table_rows,
 )
-from rp1.rundir.files import write_atomically
 
 CLAIMS: tuple[tuple[str, str], ...] = (
     ("RP1 beats Greedy (Table 1)", "rp1-vs-greedy"),

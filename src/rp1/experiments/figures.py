@@ -26,10 +26,11 @@ from rp1.config.methods import (
     method_label,
     model_based_methods,
 )
+from rp1.core.storage import write_atomically
 from rp1.experiments import stats
 from rp1.experiments.measures import MODEL_ERROR
 from rp1.experiments.runs_table import DEFAULT_SCALE, scale_order
-from rp1.rundir.files import CURVE, METRICS, write_atomically
+from rp1.rundir.files import CURVE, METRICS
 
 GRID_POINTS = 200
 """Points of the common sample grid that curves are aligned on."""

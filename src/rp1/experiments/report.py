@@ -20,6 +20,7 @@ from rp1.config.methods import (
     adaptive_lambda,
     model_based_methods,
 )
+from rp1.core.storage import write_atomically
 from rp1.envs import path_name
 from rp1.experiments import figures, provenance, realisations, stats
 from rp1.experiments.claims import claim_table, write_claims
@@ -36,7 +37,6 @@ from rp1.experiments.tables import (
     table_spec,
     write_table_frames,
 )
-from rp1.rundir.files import write_atomically
 
 
 class CurveFigure(NamedTuple):

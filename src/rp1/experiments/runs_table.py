@@ -13,7 +13,6 @@ so a last line without one is unfinished even when its fields look whole (``12.3
 from __future__ import annotations
 
 import csv
-import json
 import math
 from pathlib import Path
 from typing import NamedTuple
@@ -23,16 +22,15 @@ import pandas as pd
 from rp1.config.methods import MODEL_FREE, run_cell
 from rp1.core.errors import ConfigError
 from rp1.rundir.files import (
+    CONFIG,
     EVALUATION_COLUMNS,
     EVALUATIONS,
     METRIC_COLUMNS,
     METRICS,
+    RunDir,
     find_run_dirs,
+    read_run_config,
 )
-from rp1.rundir.migrations import migrate
-
-CONFIG_KEYS: tuple[str, ...] = ("task", "method", "seed", "budget")
-"""Keys of ``config.json`` every run must have."""
 
 REQUIRED_COLUMNS: tuple[str, ...] = ("iteration", "samples", "eval_return")
 """Columns of ``metrics.csv`` every run must have (model-free runs included)."""
@@ -82,9 +80,10 @@ def scale_order(scale: str) -> tuple[bool, str]:
 
 
 def read_config(run_dir: Path) -> dict:
-    """The config keys the report needs, of a config of any schema up to this rp1's (read through
-    :func:`rp1.rundir.migrations.migrate`); raises ConfigError naming the file if one is missing, and
-    :class:`~rp1.rundir.migrations.NewerSchema` for a config of a newer rp1.
+    """The config keys the report needs, of a config of any schema up to this rp1's (read by
+    :func:`rp1.rundir.files.read_run_config`); raises ConfigError naming the file if a key is missing
+    or the file is not its run's own, and :class:`~rp1.rundir.migrations.NewerSchema` for a config of
+    a newer rp1.
 
     ``scale`` defaults to :data:`DEFAULT_SCALE`; ``phase_cap`` is NaN when the config has no
     ``collect.phase_cap``; ``eval_every`` is ``eval.every`` (0 in a config of a schema before the
@@ -92,19 +91,8 @@ def read_config(run_dir: Path) -> dict:
     an ``rp1`` run with λ fixed at 0.5 by ``--set`` pools with ``rp1-fixed05``); ``dealing`` is
     ``model.dealing`` (``shuffle`` in a config of a schema before it, as migrated).
     """
-    path = run_dir / "config.json"
-    try:
-        config = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise ConfigError(f"{path}: not a readable JSON config ({err})") from err
-    if not isinstance(config, dict):
-        raise ConfigError(f"{path}: not a JSON object")
-    config = migrate(config, str(path))
-    missing = [key for key in CONFIG_KEYS if key not in config]
-    if missing:
-        raise ConfigError(
-            f"{path}: missing key(s) {', '.join(missing)}; need {', '.join(CONFIG_KEYS)}"
-        )
+    path = run_dir / CONFIG
+    config = read_run_config(run_dir)
     collect = config.get("collect", {})
     grid = config.get("eval", {})
     model = config.get("model", {})
@@ -186,7 +174,7 @@ def read_table(
     ConfigError when the file is not text or lacks a column of ``required``."""
     path = run_dir / file
     try:
-        text = path.read_text(encoding="utf-8")
+        text = RunDir(run_dir).read_file(file, file).decode("utf-8")
     except UnicodeDecodeError as err:
         raise ConfigError(f"{path}: not a text file of numbers ({err})") from None
     table, notes = parse_table(text, name, file, required)

@@ -19,6 +19,7 @@ from pandas.api.typing import SeriesGroupBy
 from scipy import stats
 
 from rp1.config.methods import RP1
+from rp1.rundir.files import evaluates_trained
 
 IQM_TRIM = 0.25
 """Share cut from each end for the interquartile mean."""
@@ -63,7 +64,7 @@ class TTest(NamedTuple):
 
 def trained(metrics: pd.DataFrame) -> pd.Series:
     """Whether each row evaluates a trained policy (iteration ≥ 1), as a boolean Series."""
-    return metrics["iteration"] >= 1
+    return evaluates_trained(metrics["iteration"])
 
 
 def best_trained(metrics: pd.DataFrame) -> float:

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from rp1.config.methods import RP1, Method, method_label, model_based_methods
+from rp1.core.storage import write_atomically
 from rp1.experiments import stats
 from rp1.experiments.learning import Row, gain_p, learning_table, untrained_returns
 from rp1.experiments.measures import (
@@ -45,7 +46,6 @@ from rp1.experiments.paper import PAPER_MEDIANS, PAPER_T
 from rp1.experiments.runs_table import scale_order
 from rp1.experiments.significance import SIGNIFICANCE_LEVEL, holm_within, rejected, verdict
 from rp1.imagination.rollouts import BONUSES
-from rp1.rundir.files import write_atomically
 
 
 class Comparison(NamedTuple):

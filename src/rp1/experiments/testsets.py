@@ -32,10 +32,10 @@ from rp1.core.seeding import int_seed
 from rp1.dynamics.testset import SHIPPED, TestSet, write_test_set
 from rp1.envs import Task
 from rp1.envs import names as task_names
-from rp1.outputs.policy_files import read_policy
 from rp1.policy.networks import HIDDEN, host_actor, policy_init
 from rp1.realenv import MeanAction, RealEnvs
 from rp1.realenv.episodes import collect, noisy_policy
+from rp1.rundir.policy_files import read_policy
 
 SEED = 26
 """The root of the test sets' random streams; runs never draw from it."""

@@ -1,8 +1,8 @@
 """Videos of a policy's episodes: rendered offscreen, captioned, written as ``.mp4`` or ``.gif``.
 
-Rendering runs the episodes of a :class:`~rp1.outputs.policy_files.EvaluationEpisodes` again in environments made with
+Rendering runs the episodes of a :class:`~rp1.realenv.snapshots.EvaluationEpisodes` again in environments made with
 ``render_mode="rgb_array"`` (:func:`render_episodes`), through the same evaluation code as the run
-(:meth:`~rp1.outputs.policy_files.PolicySnapshot.evaluate`): a pass of its own, so rendering never touches
+(:meth:`~rp1.realenv.snapshots.PolicySnapshot.evaluate`): a pass of its own, so rendering never touches
 the episodes whose returns are reported. A frame is drawn after the reset and after every step, so
 an episode of ``T`` steps has ``T + 1`` frames ``[height, width, 3]`` (uint8).
 
@@ -38,8 +38,9 @@ import numpy as np
 from rp1 import envs
 from rp1.core.errors import ConfigError, RenderError, StorageError
 from rp1.core.signals import TEMPORARY
-from rp1.outputs.policy_files import EvaluationEpisodes, TrainedPolicy
-from rp1.rundir.files import check_writable_dir, write_atomically
+from rp1.core.storage import check_writable_dir, write_atomically
+from rp1.realenv.snapshots import EvaluationEpisodes
+from rp1.rundir.policy_files import TrainedPolicy
 
 SUFFIXES = (".mp4", ".gif")
 DEFAULT_SIZE = (320, 240)  # width, height

@@ -1,8 +1,9 @@
 """What a run writes beside its metrics and checkpoint: the kept policies, and, when asked, videos
 of its best policies and a TensorBoard log.
 
-- the kept policies, ``RUN/policy/last.msgpack`` and ``RUN/policy/best.msgpack``, as
-  :mod:`rp1.outputs.policy_files` says which and when;
+- the kept policies (:mod:`rp1.rundir.policy_files`): ``RUN/policy/last.msgpack`` after every
+  step, ``RUN/policy/best.msgpack`` when the step's evaluation of a trained policy beats the best so
+  far (:func:`kept_as`);
 - with ``--video``: one episode of each new best policy's evaluation, rendered again, in
   ``RUN/videos/best_<samples>.mp4`` (:mod:`rp1.outputs.video`);
 - with ``--tensorboard``: ``RUN/tensorboard/`` (:mod:`rp1.outputs.tensorboard_log`).
@@ -30,18 +31,6 @@ from typing import Any
 from rp1.config import Config
 from rp1.core.errors import ConfigError
 from rp1.envs import Task
-from rp1.outputs.policy_files import (
-    BEST,
-    LAST,
-    PolicySnapshot,
-    TrainedPolicy,
-    beats,
-    kept_as,
-    policy_path,
-    read_policy,
-    trained_policy,
-    write_policy,
-)
 from rp1.outputs.tensorboard_log import TensorBoardLog, check_tensorboard
 from rp1.outputs.video import (
     DEFAULT_SIZE,
@@ -52,7 +41,39 @@ from rp1.outputs.video import (
     read_video,
     record,
 )
-from rp1.rundir.files import TENSORBOARD_DIR, VIDEO_DIR, config_hash
+from rp1.realenv.snapshots import PolicySnapshot
+from rp1.rundir.files import (
+    BEST,
+    LAST,
+    TENSORBOARD_DIR,
+    VIDEO_DIR,
+    config_hash,
+    evaluates_trained,
+)
+from rp1.rundir.policy_files import (
+    TrainedPolicy,
+    policy_path,
+    read_policy,
+    trained_policy,
+    write_policy,
+)
+
+
+def beats(row: dict[str, Any], best: float | None) -> bool:
+    """Whether ``row`` holds an evaluation of a trained policy
+    (:func:`~rp1.rundir.files.evaluates_trained`, as ``rp1 report`` counts) that beats ``best``
+    (``None``: none yet)."""
+    value = row.get("eval_return")
+    return (
+        evaluates_trained(row["iteration"]) and value is not None and (best is None or value > best)
+    )
+
+
+def kept_as(row: dict[str, Any], best: float | None) -> tuple[str, ...]:
+    """The policy files (:data:`~rp1.rundir.files.RUN_POLICIES`) that keep the policy of the step
+    of metrics ``row``, in the order they are written: ``last`` always, then ``best`` when ``row``
+    :func:`beats` ``best``."""
+    return (LAST, BEST) if beats(row, best) else (LAST,)
 
 
 @dataclass(frozen=True)
@@ -98,7 +119,7 @@ class RunOutputs:
         self.dir, self.cfg, self.task, self.options = Path(run_dir), cfg, task, options
         self.hash = config_hash(cfg.to_dict())
         last = policy_path(self.dir, LAST)
-        kept = read_policy(last) if last.exists() else None
+        kept = read_policy(last, self.dir) if last.exists() else None
         if kept is not None and kept.config_hash == self.hash:
             self.kept_since = kept.kept_since
         else:  # a fresh run, or one checkpointed without policy files

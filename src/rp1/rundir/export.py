@@ -8,7 +8,9 @@ it has go to the same relative path under ``out``, each written atomically and r
 that it holds the run's bytes. A file already there with the same bytes is left as it is; one with
 other bytes is a conflict, and then nothing is written unless ``overwrite``. An unfinished run, and
 a run directory this rp1 cannot read (damaged, not rp1's, of a newer schema), is left out with a
-note. Run directories under ``out`` are not taken when ``out`` lies inside ``root``.
+note; so is a result file that is a link out of its run directory
+(:meth:`~rp1.rundir.files.RunDir.read_file`), and the whole run when that file is its
+``config.json`` or ``metrics.csv``. Run directories under ``out`` are not taken when ``out`` lies inside ``root``.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-from rp1.core.errors import ConfigError, StorageError
-from rp1.rundir.files import RESULT_FILES, RunDir, find_run_dirs, read_bytes, write_atomically
+from rp1.core.errors import ConfigError, LinkOutside, StorageError
+from rp1.core.storage import read_bytes, write_atomically
+from rp1.rundir.files import CONFIG, METRICS, RESULT_FILES, RunDir, find_run_dirs
 
 
 class Export(NamedTuple):
@@ -36,11 +39,18 @@ def finished(run: Path) -> bool:
     return run_dir.is_finished(run_dir.read_config())
 
 
-def result_files(run: Path) -> dict[str, bytes]:
-    """The run's files of :data:`RESULT_FILES` that it has, by name, with their bytes."""
-    return {
-        name: read_bytes(run / name, "run file") for name in RESULT_FILES if (run / name).is_file()
-    }
+def result_files(run: Path) -> tuple[dict[str, bytes], list[str]]:
+    """The run's files of :data:`RESULT_FILES` that it has, by name, with their bytes, and a note
+    per file left out because it is a link out of the run directory."""
+    files, notes = {}, []
+    for name in RESULT_FILES:
+        if not (run / name).is_file():
+            continue
+        try:
+            files[name] = RunDir(run).read_file(name, "run file")
+        except LinkOutside as err:
+            notes.append(f"{run / name}: left out, {err}")
+    return files, notes
 
 
 def present(path: Path) -> bytes | None:
@@ -72,7 +82,12 @@ def export_runs(root: Path, out: Path, overwrite: bool = False) -> Export:
         if not done:
             left_out.append(f"{run}: left out, no finished marker (not finished, or a copy)")
             continue
-        files, copy = result_files(run), out / run.relative_to(root)
+        files, notes = result_files(run)
+        left_out += notes
+        if not {CONFIG, METRICS} <= set(files):
+            left_out.append(f"{run}: left out, its {CONFIG} or {METRICS} is not its own")
+            continue
+        copy = out / run.relative_to(root)
         there = {name: present(copy / name) for name in files}
         if all(there[name] == data for name, data in files.items()):
             unchanged.append(copy)

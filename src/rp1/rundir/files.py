@@ -9,7 +9,7 @@ Layout::
       checkpoint/state.msgpack   the config and everything needed to continue identically
       finished               written when the run reached its budget; holds the config's hash
       learning_curve.png     drawn at the end
-      policy/                the kept policies, best and last (rp1.outputs.policy_files)
+      policy/                the kept policies, best and last (rp1.rundir.policy_files)
       videos/, tensorboard/  with --video and --tensorboard (rp1.outputs.writer)
       environment.json       where it ran (rp1.rundir.provenance)
       lock                   while a process owns the run (rp1.rundir.lock)
@@ -37,16 +37,21 @@ no config hash, a ``config.json`` that is not JSON raise :class:`~rp1.core.error
 naming the file, and nothing is overwritten. A checkpoint written before checksums is read as it
 is, so such runs resume exactly.
 
+A run's files are read through :meth:`RunDir.read_file`, which reads no file through a link that
+leads out of the run directory (:class:`~rp1.core.errors.LinkOutside`): a tree of runs never
+passes off a file from elsewhere as a run's (``rp1 report``, ``rp1 status`` and ``rp1 export``
+leave such a file out with a note).
+
 A run directory is never lost: a run only starts in a directory that holds no run, continues one
 of the same config (``resume``), or replaces the run's files when told to (``overwrite``); a
 checkpoint or ``finished`` marker written under another config is refused. Bad input raises
 :class:`~rp1.core.errors.ConfigError` before anything is written; a file operation the machine fails
-raises :class:`~rp1.core.errors.StorageError` naming the file.
+raises :class:`~rp1.core.errors.StorageError` naming the file. Files are written and read
+through :mod:`rp1.core.storage`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import fnmatch
 import hashlib
@@ -55,13 +60,18 @@ import json
 import numbers
 import os
 import re
-import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from rp1.core.errors import ConfigError, DamagedFile, StorageError
-from rp1.core.signals import TEMPORARY
+from rp1.core.errors import ConfigError, DamagedFile
+from rp1.core.storage import (
+    check_writable_dir,
+    is_temporary,
+    read_inside,
+    storage_errors,
+    write_atomically,
+)
 from rp1.rundir.migrations import SCHEMA_KEY, check_continuable, continued, migrate
 from rp1.rundir.sealed import seal, unseal
 
@@ -97,8 +107,21 @@ EVALUATION_COLUMNS = ("samples", "trained_on", "iteration", "eval_return", "eval
 force there was trained on, the iteration (model-free: PPO updates) that produced it, and the mean
 and std of its evaluation's returns (:func:`rp1.agents.grid.evaluate_on_grid`)."""
 
-# Wall-clock measurements: the only columns that differ between identical runs.
-TIMING_COLUMNS = ("steps_per_s", "fit_s", "policy_s", "collect_s", "wall_s")
+TIMING_COLUMNS = tuple(column for column in METRIC_COLUMNS if column.endswith("_s"))
+"""The wall-clock measurements of :data:`METRIC_COLUMNS` (seconds, or steps per second: named
+``*_s``): the only columns that differ between identical runs."""
+
+FIRST_TRAINED = 1
+"""The first iteration whose policy is trained: a model-based run's iteration 0 evaluates its
+untrained policy; a model-free run's rows are PPO updates 1, 2, …, all trained."""
+
+
+def evaluates_trained(iteration: Any) -> Any:
+    """Whether a metrics row of ``iteration`` evaluates a trained policy (iteration ≥
+    :data:`FIRST_TRAINED`): what a best counts (``rp1 report``, the kept ``best`` policy, ``rp1
+    train``'s summary). A bool for an int, elementwise for an array or a pandas Series."""
+    return iteration >= FIRST_TRAINED
+
 
 CONFIG = "config.json"
 METRICS = "metrics.csv"
@@ -107,7 +130,9 @@ CHECKPOINT = Path("checkpoint") / "state.msgpack"
 FINISHED = "finished"
 CURVE = "learning_curve.png"
 POLICY_DIR = "policy"
-KEPT_POLICIES = ("best", "last")  # POLICY_DIR/<name>.msgpack, written by rp1.outputs.policy_files
+BEST, LAST = RUN_POLICIES = ("best", "last")
+"""The policies a run keeps, ``POLICY_DIR/<name>.msgpack`` (:mod:`rp1.rundir.policy_files`): that
+of its best evaluation of a trained policy so far, and its last."""
 VIDEO_DIR = "videos"  # best_<samples>.mp4 with --video
 TENSORBOARD_DIR = "tensorboard"  # event files with --tensorboard
 OUTPUT_DIRS = (POLICY_DIR, VIDEO_DIR, TENSORBOARD_DIR)
@@ -115,7 +140,7 @@ ENVIRONMENT = "environment.json"
 RUN_FILES = {
     ".": (CONFIG, METRICS, EVALUATIONS, FINISHED, CURVE, ENVIRONMENT),
     str(CHECKPOINT.parent): (CHECKPOINT.name,),
-    POLICY_DIR: tuple(f"{name}.msgpack" for name in KEPT_POLICIES),
+    POLICY_DIR: tuple(f"{name}.msgpack" for name in RUN_POLICIES),
     VIDEO_DIR: ("best_[0-9]*.mp4",),
     TENSORBOARD_DIR: ("events.out.tfevents.*",),
 }
@@ -135,6 +160,15 @@ def find_run_dirs(root: Path) -> list[Path]:
     if not runs:
         raise ConfigError(f"{root}: no run directories (a folder with {CONFIG} and {METRICS})")
     return runs
+
+
+def read_run_config(run_dir: Path) -> dict[str, Any]:
+    """The config of the run in ``run_dir`` as this rp1 reads it (:meth:`RunDir.read_config`);
+    ConfigError naming the file if it has none."""
+    config = RunDir(run_dir).read_config()
+    if config is None:
+        raise ConfigError(f"{run_dir / CONFIG}: no such file")
+    return config
 
 
 class RunDir:
@@ -162,11 +196,20 @@ class RunDir:
         marker = self.path / FINISHED
         if not marker.exists():
             return False
-        if config is not None and not self._marks(_marker_hash(marker), config):
+        if config is not None and not self._marks(self._marker_hash(), config):
             raise ConfigError(
                 f"{marker} marks a run of another config as finished; delete it, choose another --out or pass --overwrite"
             )
         return True
+
+    def holds_finished(self, config: dict[str, Any]) -> bool:
+        """Whether the directory holds the run of ``config`` (as it continues here, for a run of
+        an earlier rp1: :meth:`continued`), finished: its ``config.json`` that config and its
+        ``finished`` marker written under it. The caller owns the directory."""
+        if not self.is_finished() or self.read_stored_config() is None:
+            return False
+        config = self.continued(config)
+        return self.other_config(config) == "" and self.is_finished(config)
 
     def _marks(self, marker: str, config: dict[str, Any]) -> bool:
         """Whether a ``finished`` marker holding ``marker`` was written under ``config``: the hash
@@ -181,6 +224,25 @@ class RunDir:
             and migrate(stored, str(self.path / CONFIG)) == config
         )
 
+    def read_file(self, name: str | Path, what: str) -> bytes:
+        """The content of the run's file ``name`` (relative to the run directory; ``what`` it is,
+        for the error): :class:`~rp1.core.errors.LinkOutside` if it is a link that leads out of the
+        run directory (no file of a run is read from elsewhere), StorageError if the machine cannot
+        read it."""
+        return read_inside(self.path, self.path / name, what)
+
+    def _marker_hash(self) -> str:
+        """The config hash the ``finished`` marker holds (:func:`config_hash`, 64 hex digits);
+        DamagedFile naming it if it holds anything else."""
+        marker = self.path / FINISHED
+        text = self.read_file(FINISHED, "finished marker").decode("ascii", errors="replace").strip()
+        if not re.fullmatch(r"[0-9a-f]{64}", text):
+            raise DamagedFile(
+                f"{marker} is damaged: a finished marker holds its run's config hash (64 hex digits), "
+                f"not {_quoted(text)}; delete it and pass --resume to continue (or finish) the run"
+            )
+        return text
+
     def read_config(self) -> dict[str, Any] | None:
         """The stored config dict as this rp1 reads it (:func:`~rp1.rundir.migrations.migrate`), or
         ``None`` if there is none; ConfigError if it is not one or is of a newer schema."""
@@ -193,8 +255,9 @@ class RunDir:
         file = self.path / CONFIG
         if not file.exists():
             return None
+        data = self.read_file(CONFIG, "config")
         try:
-            config = json.loads(read_bytes(file, "config"))
+            config = json.loads(data)
         except ValueError as err:  # UnicodeDecodeError included
             raise DamagedFile(f"{file} is not valid JSON ({err})") from None
         if not isinstance(config, dict):
@@ -204,7 +267,7 @@ class RunDir:
         missing = [key for key in CONFIG_KEYS if key not in config]
         if missing:
             raise ConfigError(
-                f"{file} is not the config of an rp1 run (it lacks {', '.join(missing)}); rp1 leaves this directory alone"
+                f"{file} is not the config of an rp1 run (missing key(s) {', '.join(missing)}); rp1 leaves this directory alone"
             )
         return config
 
@@ -237,7 +300,7 @@ class RunDir:
         else:
             self._check_new(config)
         self._config = config
-        with _storage("write", self.path / FINISHED):
+        with storage_errors("write", self.path / FINISHED):
             self.path.mkdir(parents=True, exist_ok=True)
             (self.path / FINISHED).unlink(missing_ok=True)
         write_atomically(self.path / CONFIG, json.dumps(config, indent=2).encode(), "config")
@@ -294,7 +357,7 @@ class RunDir:
     def clear(self) -> None:
         """Delete the files rp1 wrote here (:data:`RUN_FILES`, with temporary files a kill left) and
         the folders of :data:`RUN_FILES` they leave empty; any other file stays."""
-        with _storage("delete", self.path):
+        with storage_errors("delete", self.path):
             for folder, patterns in RUN_FILES.items():
                 directory = self.path / folder
                 if directory.is_symlink() or not directory.is_dir():
@@ -334,19 +397,21 @@ class RunDir:
             self._append_csv(EVALUATIONS, list(EVALUATION_COLUMNS), [_clean(r) for r in rows])
 
     def _append_csv(self, name: str, columns: list[str], rows: list[dict[str, Any]]) -> None:
-        with _storage("write", self.path / name), open(self.path / name, "a", newline="") as f:
+        with (
+            storage_errors("write", self.path / name),
+            open(self.path / name, "a", newline="") as f,
+        ):
             csv.DictWriter(f, columns).writerows(rows)
             f.flush()
             os.fsync(f.fileno())
 
     def _read_metrics(self) -> tuple[list[str], list[dict[str, str]]]:
         """The columns and rows (as strings) of ``metrics.csv``; none if there is no file."""
-        file = self.path / METRICS
-        if not file.exists():
+        if not (self.path / METRICS).exists():
             return [], []
-        with _storage("read", file), open(file, newline="") as f:
-            reader = csv.DictReader(f)
-            return list(reader.fieldnames or []), list(reader)
+        text = self.read_file(METRICS, "metrics").decode()
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        return list(reader.fieldnames or []), list(reader)
 
     def _replace_csv(self, name: str, columns: list[str], rows: list[dict[str, Any]]) -> None:
         text = io.StringIO(newline="")
@@ -368,7 +433,7 @@ class RunDir:
         :class:`~rp1.core.errors.DamagedFile` if the file is not such a checkpoint or its checksum
         does not match, ConfigError if it was written under another config."""
         file = self.checkpoint_path
-        data, _ = unseal(read_bytes(file, "checkpoint"), file, "checkpoint")
+        data, _ = unseal(self.read_file(CHECKPOINT, "checkpoint"), file, "checkpoint")
         try:
             saved, agent = json.loads(data["config"]), data["agent"]
             if not isinstance(saved, dict) or not isinstance(agent, dict):
@@ -401,24 +466,6 @@ class RunDir:
         return self._config
 
 
-def check_writable_dir(path: str | os.PathLike, option: str = "--out") -> None:
-    """ConfigError unless ``path`` is a directory this process may write in, or one it may create
-    (its nearest existing ancestor is such a directory). Touches nothing."""
-    path = Path(path)
-    existing = path
-    while not os.path.lexists(existing) and existing.parent != existing:
-        existing = existing.parent
-    if not existing.is_dir():
-        where = (
-            "is not a directory"
-            if existing == path
-            else f"lies under {existing}, which is not a directory"
-        )
-        raise ConfigError(f"{option} {path} {where}")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise ConfigError(f"{option} {path}: {existing} is not writable")
-
-
 def config_hash(config: dict[str, Any]) -> str:
     """A SHA-256 of ``config``, independent of key order and of the schema number it is written
     with (``"schema"``), so that markers and policy files match a config that records no schema."""
@@ -435,48 +482,15 @@ def _cause(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
 
 
-@contextlib.contextmanager
-def _storage(action: str, path: Path) -> Iterator[None]:
-    """Turn an ``OSError`` inside into a StorageError naming ``path`` and the cause."""
-    try:
-        yield
-    except OSError as err:
-        raise StorageError(f"cannot {action} {path}: {err.strerror or err}") from err
-
-
-def _marker_hash(marker: Path) -> str:
-    """The config hash a ``finished`` marker holds (:func:`config_hash`, 64 hex digits);
-    DamagedFile naming it if it holds anything else."""
-    text = read_bytes(marker, "finished marker").decode("ascii", errors="replace").strip()
-    if not re.fullmatch(r"[0-9a-f]{64}", text):
-        raise DamagedFile(
-            f"{marker} is damaged: a finished marker holds its run's config hash (64 hex digits), "
-            f"not {_quoted(text)}; delete it and pass --resume to continue (or finish) the run"
-        )
-    return text
-
-
 def _quoted(text: str, limit: int = 40) -> str:
     """``text`` quoted, cut to ``limit`` characters."""
     return repr(text) if len(text) <= limit else f"{text[:limit]!r}… ({len(text):,} characters)"
 
 
-def read_bytes(path: Path, what: str) -> bytes:
-    """The content of the file ``path`` (``what`` it is, for the error); StorageError naming the
-    file if the machine cannot read it."""
-    with _storage(f"read {what}", path):
-        return path.read_bytes()
-
-
 def _written_by_rp1(name: str, patterns: tuple[str, ...]) -> bool:
-    """Whether a file ``name`` is one of ``patterns`` or a temporary file of one (``.NAME.*.tmp``
-    of :func:`_atomic_write`, or ``NAME.tmp``)."""
-    return any(
-        fnmatch.fnmatchcase(name, p)
-        or fnmatch.fnmatchcase(name, f".{p}.*.tmp")
-        or fnmatch.fnmatchcase(name, f"{p}.tmp")
-        for p in patterns
-    )
+    """Whether a file ``name`` is one of ``patterns`` or a temporary file of one
+    (:func:`~rp1.core.storage.is_temporary`)."""
+    return any(fnmatch.fnmatchcase(name, p) or is_temporary(name, p) for p in patterns)
 
 
 def metric_columns(rows: Iterable[dict[str, Any]]) -> list[str]:
@@ -493,40 +507,6 @@ def _clean(row: dict[str, Any]) -> dict[str, Any]:
         if isinstance(value, bool) or not (value is None or isinstance(value, numbers.Real)):
             raise ValueError(f"metrics column {key} holds {value!r}, not a number")
     return {k: ("" if v is None else v) for k, v in row.items()}
-
-
-def write_atomically(path: Path, data: bytes, what: str) -> None:
-    """Replace the file ``path`` (``what`` it is, for the error) by ``data`` atomically, creating its
-    directory; StorageError naming the file if the machine fails. The one way rp1 replaces a file
-    (run files, policy files, videos, report outputs)."""
-    with _storage(f"write {what}", path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(path, data)
-
-
-_UMASK = os.umask(0o022)
-os.umask(_UMASK)  # read once: the mode a file created as usual would get is 0o666 & ~umask
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` by ``data`` through a temporary file of a new, unique name in its directory
-    (created exclusively, so no file or link planted there is followed): ``path`` is either the old
-    or the new content, never a mix; the temporary file is removed if writing it fails."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    TEMPORARY.add(tmp)
-    try:
-        with open(fd, "wb") as f:
-            os.fchmod(f.fileno(), 0o666 & ~_UMASK)
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    finally:
-        TEMPORARY.discard(tmp)
 
 
 def config_diff(old: dict, new: dict, prefix: str = "") -> str:

@@ -41,8 +41,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import rp1
-from rp1.rundir.files import ENVIRONMENT, write_atomically
+from rp1._version import __version__
+from rp1.core.storage import write_atomically
+from rp1.rundir.files import ENVIRONMENT, RunDir
 
 PACKAGES = ("jax", "jaxlib", "flax", "numpy", "mujoco", "gymnasium", "optax")
 """The libraries whose versions a run's numbers depend on."""
@@ -63,7 +64,7 @@ def environment() -> dict[str, Any]:
 
     backend = jax.default_backend()
     return {
-        "rp1": rp1.__version__,
+        "rp1": __version__,
         "commit": _commit(),
         "python": platform.python_version(),
         **{name: _version(name) for name in PACKAGES},
@@ -121,7 +122,7 @@ def record(run_dir: str | os.PathLike, iteration: int) -> str | None:
     is appended unless the last entry's is the same.
     """
     file = Path(run_dir) / ENVIRONMENT
-    entries, damage = _read(file) if iteration > 0 else ([], "")
+    entries, damage = _read(RunDir(run_dir)) if iteration > 0 else ([], "")
     entries = [e for e in entries if e.get("from_iteration", 0) < iteration]
     here = environment()
     last = entries[-1] if entries else None
@@ -182,15 +183,15 @@ def _compared(entry: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in entry.items() if key not in NOT_COMPARED}
 
 
-def _read(file: Path) -> tuple[list[dict[str, Any]], str]:
-    """The entries recorded in ``file`` (none if it is missing), and what is wrong with it if it
-    is damaged (``""`` if not): unreadable, not JSON, or an entry that is not a map whose
-    ``from_iteration`` is an integer. A damaged record gives no entries: it is a record, not an
-    input, and is rewritten."""
-    if not file.exists():
+def _read(run: RunDir) -> tuple[list[dict[str, Any]], str]:
+    """The entries recorded in ``run``'s record (none if it has none), and what is wrong with it
+    if it is damaged (``""`` if not): unreadable, a link out of the run directory, not JSON, or an
+    entry that is not a map whose ``from_iteration`` is an integer. A damaged record gives no
+    entries: it is a record, not an input, and is rewritten."""
+    if not (run.path / ENVIRONMENT).exists():
         return [], ""
     try:
-        entries = json.loads(file.read_text())["environments"]
+        entries = json.loads(run.read_file(ENVIRONMENT, "environment record"))["environments"]
     except (OSError, ValueError, KeyError, TypeError) as err:
         return [], f"{type(err).__name__}: {err}"[:200]
     if not isinstance(entries, list) or not all(_is_entry(e) for e in entries):
@@ -226,7 +227,7 @@ def _cpu_model() -> str:
 def _commit() -> str:
     """rp1's git commit when it runs from a checkout (``-modified`` if tracked files under ``src`` differ), else
     ``unknown``."""
-    root = Path(rp1.__file__).resolve().parent.parent.parent
+    root = Path(__file__).resolve().parents[3]
     git = ["git", "-C", str(root)]
     try:
         top = subprocess.run(

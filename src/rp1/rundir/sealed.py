@@ -1,5 +1,5 @@
 """Files sealed with a checksum of their content: checkpoints (:mod:`rp1.rundir.files`) and policy
-files (:mod:`rp1.outputs.policy_files`).
+files (:mod:`rp1.rundir.policy_files`).
 
 A sealed file is msgpack ``{"sha256": HEX, "body": BYTES}``: ``BYTES`` is the msgpack of the
 payload (a map) and ``HEX`` the SHA-256 of those bytes, checked before any of the payload is read.

@@ -1,17 +1,11 @@
-"""The kept policy in one place: a trained policy as an agent evaluates it, which of a run's
-policies are kept (:func:`kept_as`: ``last`` after every step, ``best`` when a step beats the best so
-far), the files that keep them (:func:`policy_path`: ``RUN/policy/best.msgpack``,
-``RUN/policy/last.msgpack``; :mod:`rp1.outputs.writer` writes them) and their format.
+"""The files that keep a run's policies, ``RUN/policy/best.msgpack`` and ``RUN/policy/last.msgpack``
+(:func:`policy_path`; :mod:`rp1.outputs.writer` says which and when), and their format.
 
 Three policy types, from the inside out: :class:`rp1.policy.networks.Policy` is the actor-critic's
-parameters alone (what PPO updates); :class:`PolicySnapshot` is such a policy with its normaliser
-and how its agent evaluates it (what a run keeps); :class:`TrainedPolicy` is a policy file read back
-with what produced it, callable on NumPy observations (what a user loads, ``rp1.load_policy``).
-
-:class:`PolicySnapshot` is a policy with its observation normaliser, the way its agent evaluates
-it (:data:`EVALUATORS`: the deterministic actor and the dtype of the returns) and what replays that
-evaluation exactly (:class:`EvaluationEpisodes`). Both agents evaluate through :meth:`PolicySnapshot.evaluate`,
-and so does ``rp1 evaluate`` when it replays a kept policy: the same code, the same numbers.
+parameters alone (what PPO updates); :class:`~rp1.realenv.snapshots.PolicySnapshot` is such a policy
+with its normaliser and how its agent evaluates it (what a run keeps); :class:`TrainedPolicy` is a
+policy file read back with what produced it, callable on NumPy observations (what a user loads,
+``rp1.load_policy``).
 
 A policy file is sealed with a SHA-256 checksum of its content (:mod:`rp1.rundir.sealed`; an
 unsealed one loads as it is); what it seals is msgpack::
@@ -37,7 +31,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from pathlib import Path
@@ -48,157 +41,29 @@ import numpy as np
 from flax import serialization
 
 from rp1.config.schema import Config, PolicyConfig, declared_range
-from rp1.core.errors import DamagedFile, StorageError
-from rp1.core.normalizer import Normalizer, normalizer_init
-from rp1.core.seeding import episode_seeds
+from rp1.core.errors import DamagedFile
+from rp1.core.normalizer import normalizer_init
+from rp1.core.storage import read_bytes, read_inside, write_atomically
 from rp1.envs import Task
-from rp1.policy.networks import Policy, device_actor, host_actor, policy_init
-from rp1.realenv import MakeEnv, MeanAction, RealEnvs, evaluate, mean_policy
+from rp1.policy.networks import Policy, policy_init
+from rp1.realenv.episodes import MeanAction
+from rp1.realenv.snapshots import EVALUATORS, EvaluationEpisodes, PolicySnapshot
 from rp1.rundir.checkpoints import restore_pytree
-from rp1.rundir.files import KEPT_POLICIES, POLICY_DIR, write_atomically
+from rp1.rundir.files import POLICY_DIR
 from rp1.rundir.sealed import seal, unseal
 
 FORMAT = 1
-BEST, LAST = WHICH = KEPT_POLICIES
 
 
 def policy_path(run_dir: Path, which: str) -> Path:
-    """The file that keeps run ``run_dir``'s ``which`` policy (:data:`WHICH`)."""
+    """The file that keeps run ``run_dir``'s ``which`` policy (:data:`~rp1.rundir.files.RUN_POLICIES`)."""
     return run_dir / POLICY_DIR / f"{which}.msgpack"
-
-
-def beats(row: dict[str, Any], best: float | None) -> bool:
-    """Whether ``row`` holds an evaluation of a trained policy (iteration ≥ 1, as ``rp1 report``
-    counts) that beats ``best`` (``None``: none yet)."""
-    value = row.get("eval_return")
-    return row["iteration"] >= 1 and value is not None and (best is None or value > best)
-
-
-def kept_as(row: dict[str, Any], best: float | None) -> tuple[str, ...]:
-    """The files (:data:`WHICH`) that keep the policy of the step of metrics ``row``, in the order
-    they are written: ``last`` always, then ``best`` when ``row`` :func:`beats` ``best``."""
-    return (LAST, BEST) if beats(row, best) else (LAST,)
-
-
-EVALUATORS: dict[str, tuple[Callable[[Policy, Normalizer], MeanAction], type]] = {
-    # model-based agents: the NumPy actor, returns as float64
-    "host-float64": (
-        host_actor,
-        np.float64,
-    ),
-    # model-free PPO: the compiled actor on float32 states, float32 returns
-    "device-float32": (
-        device_actor,
-        np.float32,
-    ),
-}
-"""How an agent evaluates a policy: its deterministic actor and the dtype of the returns (which
-fixes the last digits of their mean and std)."""
-
-
-@dataclass(frozen=True)
-class EvaluationEpisodes:
-    """How an evaluation's episodes ran, enough to run them again exactly: ``episodes`` episodes in
-    rounds of ``slots`` environments (the batch shape of every actor call), reset either from
-    ``seeds`` (``[episodes]``; ``seed_source = (seed, stream, index)`` of
-    :func:`~rp1.core.seeding.episode_seeds` gives more), or, where ``seeds`` is ``None``, from the
-    environments' own random streams in the states ``rng_states`` (``[slots]``)."""
-
-    slots: int
-    episodes: int
-    seeds: tuple[int, ...] | None = None
-    seed_source: tuple[int, int, int] | None = None
-    rng_states: tuple[Mapping[str, Any], ...] | None = None
-
-    @classmethod
-    def seeded(
-        cls, slots: int, seed_source: tuple[int, int, int], episodes: int
-    ) -> EvaluationEpisodes:
-        """Episodes reset with ``episode_seeds(*seed_source, episodes)``."""
-        return cls(
-            slots,
-            episodes,
-            tuple(int(s) for s in episode_seeds(*seed_source, episodes)),
-            (*seed_source,),
-        )
-
-    def with_episodes(self, episodes: int) -> EvaluationEpisodes:
-        """The same evaluation (as an agent records it: seeds with their source, or streams) with
-        ``episodes`` episodes: the first ones are this one's, more continue its seeds or streams."""
-        if self.seed_source is not None:
-            return EvaluationEpisodes.seeded(self.slots, self.seed_source, episodes)
-        return EvaluationEpisodes(self.slots, episodes, rng_states=self.rng_states)
-
-    def envs(self, task: str, horizon: int, make_env: MakeEnv | None = None) -> RealEnvs:
-        """Fresh environments of ``task`` (``horizon`` steps; made by ``make_env``, see
-        :class:`~rp1.realenv.RealEnvs`) to replay in, their streams restored."""
-        real = RealEnvs(task, self.slots, 1, horizon=horizon, make_env=make_env)
-        if self.rng_states is not None:
-            real.use_generators([_generator(state) for state in self.rng_states])
-        return real
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "slots": self.slots,
-            "episodes": self.episodes,
-            "seeds": self.seeds,
-            "seed_source": self.seed_source,
-            "rng_states": self.rng_states,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> EvaluationEpisodes:
-        tup = lambda v: None if v is None else tuple(v)  # noqa: E731
-        return cls(
-            data["slots"],
-            data["episodes"],
-            tup(data["seeds"]),
-            tup(data["seed_source"]),
-            tup(data["rng_states"]),
-        )
 
 
 def _fresh_policy(obs_dim: int, act_dim: int, hidden: tuple[int, ...]) -> Policy:
     """A policy of these sizes (what :func:`read_policy` takes the shapes of, with
     :func:`jax.eval_shape`: nothing is allocated)."""
     return policy_init(jax.random.PRNGKey(0), obs_dim, act_dim, hidden)
-
-
-def _generator(state: Mapping[str, Any]) -> np.random.Generator:
-    """A generator in the bit-generator ``state`` (``Generator.bit_generator.state``)."""
-    generator = np.random.Generator(getattr(np.random, state["bit_generator"])())
-    generator.bit_generator.state = state
-    return generator
-
-
-@dataclass(frozen=True)
-class PolicySnapshot:
-    """A policy as its agent evaluates it: parameters, the normaliser it reads, the evaluator (a
-    key of :data:`EVALUATORS`) and the replay of its evaluation (``None``: none recorded)."""
-
-    policy: Policy
-    obs_norm: Normalizer
-    evaluator: str
-    replay: EvaluationEpisodes | None = None
-
-    def actor(self) -> MeanAction:
-        """The deterministic actor ``obs [..., obs_dim] -> action [..., act_dim]`` (unclipped)."""
-        return EVALUATORS[self.evaluator][0](self.policy, self.obs_norm)
-
-    def evaluate(self, real: RealEnvs, replay: EvaluationEpisodes | None = None) -> np.ndarray:
-        """True returns ``[episodes]`` of the deterministic policy in ``real``, the episodes of
-        ``replay`` (default: its own; unseeded resets draw from ``real``'s streams as they are), in
-        the evaluator's dtype (:func:`returns_summary` gives mean and std)."""
-        replay = replay or self.replay
-        assert replay is not None, "no evaluation recorded: pass the episodes to replay"
-        seeds = None if replay.seeds is None else np.asarray(replay.seeds, np.int64)
-        returns = evaluate(real, mean_policy(self.actor()), replay.episodes, seeds)
-        return returns.astype(EVALUATORS[self.evaluator][1])
-
-
-def returns_summary(returns: np.ndarray) -> tuple[float, float]:
-    """``(mean, std)`` of returns ``[episodes]``, computed in their dtype."""
-    return float(returns.mean()), float(returns.std())
 
 
 @dataclass(frozen=True)
@@ -422,17 +287,19 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else f"{text[:limit]}…"
 
 
-def read_policy(path: Path) -> TrainedPolicy:
+def read_policy(path: Path, run_dir: Path | None = None) -> TrainedPolicy:
     """The policy :func:`write_policy` wrote to ``path``, its checksum checked (an unsealed
     file is read as it is); :class:`~rp1.core.errors.DamagedFile` (a
     ConfigError) naming the file and what is wrong if it is not one, its checksum does not match,
     its metadata is out of range (:func:`check_meta`) or an array is of another shape or dtype than
-    the metadata says, or holds inf or NaN; StorageError if it cannot be read. Everything is
-    checked here: the policy returned acts."""
-    try:
-        raw = path.read_bytes()
-    except OSError as err:
-        raise StorageError(f"cannot read policy file {path}: {err.strerror or err}") from err
+    the metadata says, or holds inf or NaN; StorageError if it cannot be read;
+    :class:`~rp1.core.errors.LinkOutside` if it is a link out of ``run_dir`` (given for a run's
+    policy file). Everything is checked here: the policy returned acts."""
+    raw = (
+        read_bytes(path, "policy file")
+        if run_dir is None
+        else read_inside(run_dir, path, "policy file")
+    )
     data, _ = unseal(raw, path, "policy file")
     try:
         if not isinstance(data.get("meta"), str):
