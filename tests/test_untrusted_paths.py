@@ -197,3 +197,15 @@ def test_python_m_rp1_evaluate_does_not_import_a_task_module_from_the_working_di
     )
     assert not marker.exists()
     one_error(done.returncode, done.stderr.strip().splitlines(), 2, "planted27")
+
+
+def test_the_reports_provenance_does_not_read_an_environment_record_that_leads_out(tmp_path):
+    from rp1.experiments.provenance import read_environments
+
+    run = hand_run(tmp_path / "run")
+    (run / ENVIRONMENT).write_text(json.dumps({"environments": [{"commit": "abc"}]}))
+    assert read_environments(run) == [{"commit": "abc"}]  # the run's own record, read
+    outside = tmp_path / "private" / ENVIRONMENT
+    link_out(run, ENVIRONMENT, outside)
+    assert read_environments(run) == []  # not recorded, as for a run without one
+    assert json.loads(outside.read_text())["environments"]  # the outside file holds a record

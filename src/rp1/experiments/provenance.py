@@ -29,9 +29,11 @@ import numpy as np
 import pandas as pd
 
 from rp1.config.methods import method_label, method_names
+from rp1.core.errors import LinkOutside, StorageError
+from rp1.core.storage import read_inside, write_atomically
 from rp1.experiments.runs_table import scale_order
 from rp1.experiments.tables import markdown_table
-from rp1.rundir.files import ENVIRONMENT, write_atomically
+from rp1.rundir.files import ENVIRONMENT
 
 NOT_RECORDED = "not recorded"
 """A field a run's files do not record (a run made before ``environment.json``, or before the
@@ -59,11 +61,12 @@ SHORT_COMMIT = 7
 
 
 def read_environments(run_dir: Path) -> list[dict]:
-    """The entries of a run's ``environment.json``; none where it has no such file or one that
-    is not a record (not JSON, not a list of objects)."""
+    """The entries of a run's ``environment.json``; none where it has no such file, one that is
+    not a record (not JSON, not a list of objects) or a link out of the run directory (never read,
+    :func:`~rp1.core.storage.read_inside`)."""
     try:
-        record = json.loads((run_dir / ENVIRONMENT).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        record = json.loads(read_inside(run_dir, run_dir / ENVIRONMENT, ENVIRONMENT))
+    except (StorageError, LinkOutside, ValueError):
         return []
     entries = record.get("environments") if isinstance(record, dict) else None
     if not isinstance(entries, list):
