@@ -241,7 +241,7 @@ class ModelFreeAgent:
             "steps_per_s": steps / max(collect_s, 1e-9),
             "collect_s": collect_s,
             "policy_s": policy_s,
-            **ppo_summary([ppo]),  # one update: each ``_mean`` is its ``_last``
+            **ppo_summary(ppo),  # one update: each ``_mean`` is its ``_last``
         }
         if s.update % cfg.modelfree.eval_every == 0 or s.samples >= cfg.budget:
             row["eval_return"], row["eval_std"] = self.evaluate(s)
