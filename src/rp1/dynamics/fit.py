@@ -53,7 +53,6 @@ import optax
 from flax import struct
 from jax.typing import ArrayLike
 
-from rp1.core.executables import releasing
 from rp1.core.nn import Params, member_count
 from rp1.core.normalizer import normalize, normalizer_fit, normalizer_update
 from rp1.dynamics.ensemble import Ensemble
@@ -151,21 +150,30 @@ def init_model_opt_state(model: Ensemble) -> optax.OptState:
     return jax.vmap(make_model_optimizer().init)(model_weights(model))
 
 
-def update_input_normalizers(model: Ensemble, obs: ArrayLike, act: ArrayLike) -> Ensemble:
+def update_input_normalizers(
+    model: Ensemble,
+    obs: ArrayLike,
+    act: ArrayLike,
+    obs_mask: ArrayLike | None = None,
+    act_mask: ArrayLike | None = None,
+) -> Ensemble:
     """Fold states ``obs [..., obs_dim]`` and actions ``act [..., act_dim]`` seen during collection
-    into the running input normalisers (algorithm.md §2)."""
+    into the running input normalisers (algorithm.md §2): every row, or the rows the masks select
+    (:func:`~rp1.core.normalizer.normalizer_update`)."""
     return model.replace(
-        obs_norm=normalizer_update(model.obs_norm, obs),
-        act_norm=normalizer_update(model.act_norm, act),
+        obs_norm=normalizer_update(model.obs_norm, obs, obs_mask),
+        act_norm=normalizer_update(model.act_norm, act, act_mask),
     )
 
 
-@releasing  # N grows every iteration: nothing compiled for one N is kept
-def refresh_delta_normalizer(model: Ensemble, obs: ArrayLike, next_obs: ArrayLike) -> Ensemble:
-    """Recompute the delta normaliser from all stored transitions ``obs, next_obs [N, obs_dim]`` as
-    the statistics of ``norm(s') − norm(s)`` (algorithm.md §2)."""
+def refresh_delta_normalizer(
+    model: Ensemble, obs: ArrayLike, next_obs: ArrayLike, mask: ArrayLike | None = None
+) -> Ensemble:
+    """Recompute the delta normaliser from all stored transitions ``obs, next_obs [N, obs_dim]``
+    (or the rows ``mask [N]`` selects) as the statistics of ``norm(s') − norm(s)`` (algorithm.md
+    §2)."""
     deltas = normalize(model.obs_norm, next_obs) - normalize(model.obs_norm, obs)
-    return model.replace(delta_norm=normalizer_fit(model.delta_norm, deltas))
+    return model.replace(delta_norm=normalizer_fit(model.delta_norm, deltas, mask))
 
 
 def _shuffles(key: jax.Array, members: int, data: Dataset, length: int) -> jax.Array:
