@@ -190,14 +190,15 @@ def test_padding_rows_do_not_affect_the_fit(small_store):
     )
 
 
+def count_fit_traces(monkeypatch) -> list[int]:
+    """Every trace of the fit's compiled loop from here on (:func:`helpers.count_traces`)."""
+    static = ("batch_size", "check_every", "max_checks", "dealing", "stop_on")
+    return count_traces(monkeypatch, FIT_MODULE, "fit_loop", static_argnames=static)
+
+
 @pytest.mark.slow
-def test_compiles_the_epoch_function_once_per_size_bucket(monkeypatch):
-    traces = count_traces(
-        monkeypatch,
-        FIT_MODULE,
-        "train_epochs",
-        static_argnames=("batch_size", "epochs", "dealing"),
-    )
+def test_compiles_the_fit_once_per_size_bucket(monkeypatch):
+    traces = count_fit_traces(monkeypatch)
     stores = [linear_store(n, seed=n) for n in (40, 100, 180, 200)]  # 2k, 5k, 9k, 10k transitions
     model = model_for(stores[0])
     opt_state = init_model_opt_state(model)
@@ -218,11 +219,9 @@ def test_compiles_the_epoch_function_once_per_size_bucket(monkeypatch):
 
 
 def test_a_new_learning_rate_reuses_the_compiled_epochs(monkeypatch, small_store):
-    """The learning rate is traced: fits at two learning rates trace the epoch function once, and
+    """The learning rate is traced: fits at two learning rates trace the fit's loop once, and
     the second fit trains at its own learning rate (from the same start, other weights)."""
-    traces = count_traces(
-        monkeypatch, FIT_MODULE, "train_epochs", static_argnames=("batch_size", "epochs", "dealing")
-    )
+    traces = count_fit_traces(monkeypatch)
     fitted = {lr: run_fit(small_store, lr=lr, max_epochs=5)[0] for lr in (1e-3, 3e-4)}
     assert len(traces) == 1
     moved = [
