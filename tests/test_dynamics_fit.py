@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from helpers import count_traces
+from helpers import count_traces, host_reads
 from rp1.core.normalizer import normalize
 from rp1.dynamics import (
     Ensemble,
@@ -264,6 +264,14 @@ def test_model_error_is_zero_for_an_exact_model_and_grows_with_noise():
     ]
     assert errors[0] < 1e-10
     assert errors[0] < errors[1] < errors[2]
+
+
+def test_a_fit_reads_from_the_device_once(monkeypatch, small_store):
+    """Its epochs, checks and stop rule are one compiled loop: the host reads the outcome once,
+    however many checks it made."""
+    reads = host_reads(monkeypatch)
+    _, _, result = run_fit(small_store, max_epochs=30, patience=100)
+    assert reads == ["device_get"] and result.epochs == 30 and len(result.val_history) == 7
 
 
 def test_non_finite_predictions_raise_naming_member_and_epoch(small_store):

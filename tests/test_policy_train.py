@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from helpers import count_traces
+from helpers import count_traces, host_reads
 from policy_toys import POINT_MASS, point_mass_predict, toy_model
 from rp1.core.errors import ConfigError
 from rp1.imagination import (
@@ -232,34 +232,6 @@ def test_train_policy_summarises_every_updates_ppo_diagnostics():
     assert (
         abs(frozen.ppo["ppo_approx_kl_mean"]) < 1e-6 and frozen.ppo["ppo_clip_fraction_mean"] == 0.0
     )
-
-
-def host_reads(monkeypatch) -> list[str]:
-    """Record every read of device values by the host from here on: ``"device_get"`` for a call of
-    ``jax.device_get`` with a device array in it, ``"implicit"`` for an array brought to the host
-    outside such a call (``bool(x)``, ``float(x)``, ``np.asarray(x)``, …)."""
-    from jax._src.array import ArrayImpl
-
-    reads, inside = [], [False]
-    to_host, device_get = ArrayImpl._single_device_array_to_np_array_did_copy, jax.device_get
-
-    def converting(self):
-        if not inside[0]:
-            reads.append("implicit")
-        return to_host(self)
-
-    def getting(tree):
-        if any(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(tree)):
-            reads.append("device_get")
-        inside[0] = True
-        try:
-            return device_get(tree)
-        finally:
-            inside[0] = False
-
-    monkeypatch.setattr(ArrayImpl, "_single_device_array_to_np_array_did_copy", converting)
-    monkeypatch.setattr(jax, "device_get", getting)
-    return reads
 
 
 def test_policy_training_reads_from_the_device_once(monkeypatch):
