@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rp1.core.executables import compilations
+from rp1.core.executables import compilations, held
 from rp1.core.normalizer import (
     EAGER,
     MASKED,
@@ -162,6 +162,19 @@ def test_masked_and_eager_refreshes_compute_the_same_statistics():
         and float(results[MASKED].delta_norm.count) == 700
     )
     assert set(REFRESHES) == set(STATISTICS)
+
+
+def test_eager_refreshes_keep_nothing_compiled_for_a_new_row_count():
+    """statistics=eager compiles its refresh of all stored data for every row count and releases
+    what it compiled (rp1.core.executables.releasing): the executables held stay as they were."""
+    model = ensemble_init(jax.random.key(3), 4, 2, members=2, hidden=(8,))
+    refresh = REFRESHES[EAGER]
+    refresh.outputs(model, stored(1, 1301))
+    before = held()
+    for rows in (1302, 1303, 1777):  # row counts nothing else in the session uses
+        compiled = compilations()
+        refresh.outputs(model, stored(rows, rows))
+        assert compilations() > compiled and held() <= before
 
 
 def test_masked_refreshes_compile_once_per_bucket():

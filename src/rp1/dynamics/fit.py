@@ -496,33 +496,56 @@ def _all_finite(losses: ModelParts) -> jax.Array:
     return jnp.all(jnp.stack([jnp.isfinite(x).all() for x in jax.tree_util.tree_leaves(losses)]))
 
 
-@functools.partial(
-    jax.jit, static_argnames=("batch_size", "check_every", "max_checks", "dealing", "stop_on")
-)
+class FitLimits(NamedTuple):
+    """The traced bounds of :func:`fit_loop` (``[]`` arrays; changing them reuses the compiled
+    loop): Adam's learning rate ``lr`` (float32), ``max_epochs`` and ``patience`` (int32)."""
+
+    lr: ArrayLike
+    max_epochs: ArrayLike
+    patience: ArrayLike
+
+
+@dataclass(frozen=True)
+class FitProgram:
+    """What is compiled into :func:`fit_loop` (a static argument, hashable): minibatches of
+    ``batch_size`` rows, a check every ``check_every`` epochs, a history of ``max_checks + 1`` rows
+    (``max_checks ≥ ⌈max_epochs / check_every⌉``), the ``dealing`` and the ``stop_on`` rule."""
+
+    batch_size: int
+    check_every: int
+    max_checks: int
+    dealing: Dealer
+    stop_on: StopRule
+
+    @classmethod
+    def of(cls, settings: FitSettings) -> FitProgram:
+        """The program of ``settings``."""
+        return cls(
+            batch_size=settings.batch_size,
+            check_every=settings.check_every,
+            max_checks=-(-settings.max_epochs // settings.check_every),
+            dealing=settings.dealing,
+            stop_on=settings.stop_on,
+        )
+
+
+@functools.partial(jax.jit, static_argnames=("program",))
 def fit_loop(
-    weights: ModelParts,
+    model: Ensemble,
     opt_state: optax.OptState,
     key: jax.Array,
-    model: Ensemble,
     train: Dataset,
     val: Dataset,
-    lr: jax.Array,
-    max_epochs: jax.Array,
-    patience: jax.Array,
-    *,
-    batch_size: int,
-    check_every: int,
-    max_checks: int,
-    dealing: Dealer,
-    stop_on: StopRule,
+    limits: FitLimits,
+    program: FitProgram,
 ) -> FitLoop:
     """The whole of a fit's training, one compiled ``lax.while_loop`` of checks: validate
-    ``weights`` (:func:`_validation_losses`), then repeat ``min(check_every, max_epochs − epochs)``
-    epochs (:func:`train_epochs`) and a check (:func:`_check`) while fewer than ``max_epochs``
-    epochs are trained, fewer than ``patience`` checks in a row improved nothing (``stop_on``) and
-    every loss is finite; ``max_checks ≥ ⌈max_epochs / check_every⌉`` rows of history. Compiled
-    once per dataset bucket and static settings; ``lr``, ``max_epochs`` and ``patience`` are
-    traced."""
+    ``model``'s weights (:func:`_validation_losses`), then repeat ``min(check_every, max_epochs −
+    epochs)`` epochs (:func:`train_epochs`) and a check (:func:`_check`) while fewer than
+    ``max_epochs`` epochs are trained, fewer than ``patience`` checks in a row improved nothing
+    (``stop_on``) and every loss is finite. Compiled once per dataset bucket and ``program``."""
+    weights, (lr, max_epochs, patience) = model_weights(model), limits
+    check_every = program.check_every
     losses = _validation_losses(weights, model, val)
     state = FitState(weights, opt_state, weights, losses, key, jnp.zeros((), jnp.int32))
     members = losses.dynamics.shape[0]
@@ -532,7 +555,7 @@ def fit_loop(
         epochs=zero,
         stale=zero,
         checks=zero,
-        history=jnp.zeros((max_checks + 1, members)).at[0].set(losses.dynamics),
+        history=jnp.zeros((program.max_checks + 1, members)).at[0].set(losses.dynamics),
         train_losses=jnp.zeros((check_every, members)),
         trained=zero,
         losses=losses,
@@ -550,9 +573,9 @@ def fit_loop(
             train,
             n,
             lr,
-            batch_size=batch_size,
+            batch_size=program.batch_size,
             epochs=check_every,
-            dealing=dealing,
+            dealing=program.dealing,
         )
         state, losses, improved = _check(state, model, val)
         trained = jnp.arange(check_every)[:, None] < n
@@ -560,7 +583,7 @@ def fit_loop(
         return FitLoop(
             state=state,
             epochs=loop.epochs + n,
-            stale=jnp.where(stop_on(improved), 0, loop.stale + 1),
+            stale=jnp.where(program.stop_on(improved), 0, loop.stale + 1),
             checks=checks,
             history=loop.history.at[checks].set(losses.dynamics),
             train_losses=train_losses,
@@ -638,22 +661,11 @@ def fit(
     """
     _check_data(train, val)
     train, val = jax.device_put((train, val))
-    loop = fit_loop(
-        model_weights(model),
-        opt_state,
-        key,
-        model,
-        train,
-        val,
-        np.float32(settings.lr),  # traced: a new learning rate reuses the compiled loop
-        settings.max_epochs,
-        settings.patience,
-        batch_size=settings.batch_size,
-        check_every=settings.check_every,
-        max_checks=-(-settings.max_epochs // settings.check_every),
-        dealing=settings.dealing,
-        stop_on=settings.stop_on,
+    # traced: a new learning rate, patience or (within the history's rows) cap reuses the loop
+    limits = FitLimits(
+        np.float32(settings.lr), np.int32(settings.max_epochs), np.int32(settings.patience)
     )
+    loop = fit_loop(model, opt_state, key, train, val, limits, program=FitProgram.of(settings))
     state = loop.state
     # the fit's one read from the device: everything but the weights and Adam's state
     seen, best = jax.device_get((loop.replace(state=None), state.best_losses))
