@@ -8,7 +8,12 @@ warm-up), which a run whose memory stays flat keeps near zero.
 
 Usage::
 
-    python benchmarks/memory_growth.py --preset halfcheetah-quick --budget 30000 [--set k=v …] [--csv FILE]
+    python benchmarks/memory_growth.py --preset halfcheetah-quick --budget 30000 [--set k=v …] [--csv FILE] [--out DIR]
+
+``--out DIR`` keeps the run directory (its ``metrics.csv`` times each iteration's parts,
+:mod:`iteration_time`); without it the run is written to a temporary one. The script reads only
+``rp1.train``, ``rp1.config`` and ``rp1.core.executables``, so it also measures an earlier rp1
+(``PYTHONPATH=OLD/src``).
 """
 
 from __future__ import annotations
@@ -81,6 +86,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--csv", type=Path, help="Also write the rows to this CSV file.")
+    parser.add_argument("--out", type=Path, help="Keep the run directory here.")
     args = parser.parse_args()
     overrides = dict(item.split("=", 1) for item in args.sets)
     cfg = resolve(args.preset, seed=args.seed, budget=args.budget, overrides=overrides)
@@ -94,7 +100,7 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     rp1.train.make_agent = recording(rp1.train.make_agent, rows)
     with tempfile.TemporaryDirectory() as out:
-        run_training(cfg, Path(out) / "run", progress=False)
+        run_training(cfg, args.out or Path(out) / "run", progress=False)
     if args.csv:
         with args.csv.open("w", newline="") as handle:
             writer = csv.DictWriter(handle, COLUMNS)

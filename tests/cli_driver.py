@@ -18,9 +18,9 @@ the driver writes ``cli_driver: exit CODE`` on stderr. Its exit code is the last
   sweep`` on the local backend) each process of the sweep's pool pauses so in its runs, and
   writes ``FILE.PID``, PID its own.
 - ``--hold-train-step``: the first policy update of the run (in iteration 1, after the first
-  checkpoint) holds inside a compiled JAX call: its compiled step is followed by a jitted
-  ``io_callback`` that writes FILE and waits. A signal sent then arrives while the main thread is
-  in compiled code.
+  checkpoint) holds inside a compiled JAX call: inside the compiled loop of updates, its step is
+  followed by an ``io_callback`` that writes FILE and waits. A signal sent then arrives while the
+  main thread is in compiled code.
 
 Either way the process holds until it is killed or signalled, or until the test creates
 ``FILE.go`` (``FILE.PID.go`` in a sweep's worker); FILE tells the test it got there.
@@ -85,37 +85,28 @@ def start_paused_worker(start, ready: Path, row: int, at: str, *args) -> None:
 
 
 def hold_in_train_step(ready: Path) -> None:
-    """Patch the compiled policy update (:func:`rp1.imagination.policy_training.make_train_step`)
-    so that the first update is followed by a jitted call that :func:`hold` s in an
-    ``io_callback``."""
+    """Patch the compiled policy update (``rp1.imagination.policy_training._train_step``, the body
+    of the updates' compiled loop) so that the first update is followed, inside the loop, by an
+    ``io_callback`` that :func:`hold` s."""
     import jax
     from jax.experimental import io_callback
 
     from rp1.imagination import policy_training
 
     def wait(updates):
-        hold(ready)
+        if updates == 1:
+            hold(ready)
         return updates
 
-    @jax.jit
-    def held(updates):
-        return io_callback(
-            wait, jax.ShapeDtypeStruct(updates.shape, updates.dtype), updates, ordered=True
-        )
+    step = policy_training._train_step
 
-    make_train_step = policy_training.make_train_step
+    @partial(jax.jit, static_argnums=0)
+    def holding_step(settings, *args):
+        state, metrics = step(settings, *args)
+        shape = jax.ShapeDtypeStruct(state.updates.shape, state.updates.dtype)
+        return state.replace(updates=io_callback(wait, shape, state.updates)), metrics
 
-    def holding_make_train_step(training):
-        step = make_train_step(training)
-
-        def holding_step(state, *args):
-            state, metrics = step(state, *args)
-            held(state.updates).block_until_ready()
-            return state, metrics
-
-        return holding_step
-
-    policy_training.make_train_step = holding_make_train_step
+    policy_training._train_step = holding_step
 
 
 def drop_file_privileges_and_restart(argv: list[str]) -> None:

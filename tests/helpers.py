@@ -347,6 +347,35 @@ def count_traces(monkeypatch, module, name: str, **jit_options) -> list[int]:
     return traces
 
 
+def host_reads(monkeypatch) -> list[str]:
+    """Record every read of device values by the host from here on: ``"device_get"`` for a call of
+    ``jax.device_get`` with a device array in it, ``"implicit"`` for an array brought to the host
+    outside such a call (``bool(x)``, ``float(x)``, ``np.asarray(x)``, …)."""
+    import jax
+    from jax._src.array import ArrayImpl
+
+    reads, inside = [], [False]
+    to_host, device_get = ArrayImpl._single_device_array_to_np_array_did_copy, jax.device_get
+
+    def converting(self):
+        if not inside[0]:
+            reads.append("implicit")
+        return to_host(self)
+
+    def getting(tree):
+        if any(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(tree)):
+            reads.append("device_get")
+        inside[0] = True
+        try:
+            return device_get(tree)
+        finally:
+            inside[0] = False
+
+    monkeypatch.setattr(ArrayImpl, "_single_device_array_to_np_array_did_copy", converting)
+    monkeypatch.setattr(jax, "device_get", getting)
+    return reads
+
+
 # --- TensorBoard ---------------------------------------------------------------------------------
 
 

@@ -13,7 +13,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
+import code_effect
 import cost_model
+import iteration_time
 import paper_scale_cpu
 
 PHASE = 500.0
@@ -47,6 +49,38 @@ def test_cost_model_recovers_the_law_its_run_follows_and_projects_it_without_err
     summary = cost_model.summary(tmp_path / "run", 30_000)
     added = sum(sum(law.iteration(n).values()) for n in np.arange(it.reached, 30_000, PHASE))
     assert summary.projected_s == pytest.approx(summary.wall_s + added)
+
+
+def test_code_effect_calls_equal_results_equivalent_and_a_shift_a_change():
+    """Ten seeds each way on HalfCheetah at 10⁴ samples (return margin 10.05): returns that move by
+    0.1 are equivalent, a test-set error twice as large is higher (Holm over all rows)."""
+    import pandas as pd
+
+    from rp1.experiments.measures import RETURN_MEASURES, TEST_ERROR
+
+    spread = np.linspace(-1.0, 1.0, 10)
+
+    def runs(shift: float, error: float) -> pd.DataFrame:
+        values = dict.fromkeys(RETURN_MEASURES, 50.0 + shift + spread)
+        values[TEST_ERROR] = error * (1 + 0.01 * spread)
+        return pd.DataFrame({"task": "halfcheetah", "method": "rp1", "seed": range(10), **values})
+
+    table = code_effect.compare(runs(0.0, 0.1), runs(0.1, 0.2), 10_000)
+    assert table["verdict"].tolist() == ["equivalent"] * 4 + ["holds"]
+    margins = table["margin"].tolist()
+    assert margins == pytest.approx([10.051] * 4 + [0.01])
+    assert "| halfcheetah | rp1 | test-set error | 10 / 10 |" in code_effect.markdown(table)
+
+
+def test_iteration_time_takes_medians_of_the_parts_and_the_rest_from_an_iteration_on(tmp_path):
+    write_lawful_run(tmp_path / "run")
+    times = iteration_time.iteration_times(tmp_path / "run", 2)  # iterations 2–40, median 21
+    n = 21 * PHASE
+    assert times["iterations"] == 39 and times["policy_s"] == pytest.approx(2.0)
+    assert times["rest_s"] == pytest.approx(0.5 + 1e-5 * n)
+    assert times["fit_s"] == pytest.approx(1e-4 * n**1.2)
+    total = sum(1e-4 * (i * PHASE) ** 1.2 + 3.0 + 1e-5 * i * PHASE for i in range(2, 41))
+    assert times["total_s"] == pytest.approx(total)
 
 
 def test_cost_model_holdout_says_when_the_second_half_costs_more_than_the_first_predicts(tmp_path):

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from helpers import count_traces
+from helpers import count_traces, host_reads
 from rp1.core.normalizer import normalize
 from rp1.dynamics import (
     Ensemble,
@@ -190,14 +190,14 @@ def test_padding_rows_do_not_affect_the_fit(small_store):
     )
 
 
+def count_fit_traces(monkeypatch) -> list[int]:
+    """Every trace of the fit's compiled loop from here on (:func:`helpers.count_traces`)."""
+    return count_traces(monkeypatch, FIT_MODULE, "fit_loop", static_argnames=("program",))
+
+
 @pytest.mark.slow
-def test_compiles_the_epoch_function_once_per_size_bucket(monkeypatch):
-    traces = count_traces(
-        monkeypatch,
-        FIT_MODULE,
-        "train_epochs",
-        static_argnames=("batch_size", "epochs", "dealing"),
-    )
+def test_compiles_the_fit_once_per_size_bucket(monkeypatch):
+    traces = count_fit_traces(monkeypatch)
     stores = [linear_store(n, seed=n) for n in (40, 100, 180, 200)]  # 2k, 5k, 9k, 10k transitions
     model = model_for(stores[0])
     opt_state = init_model_opt_state(model)
@@ -218,11 +218,9 @@ def test_compiles_the_epoch_function_once_per_size_bucket(monkeypatch):
 
 
 def test_a_new_learning_rate_reuses_the_compiled_epochs(monkeypatch, small_store):
-    """The learning rate is traced: fits at two learning rates trace the epoch function once, and
+    """The learning rate is traced: fits at two learning rates trace the fit's loop once, and
     the second fit trains at its own learning rate (from the same start, other weights)."""
-    traces = count_traces(
-        monkeypatch, FIT_MODULE, "train_epochs", static_argnames=("batch_size", "epochs", "dealing")
-    )
+    traces = count_fit_traces(monkeypatch)
     fitted = {lr: run_fit(small_store, lr=lr, max_epochs=5)[0] for lr in (1e-3, 3e-4)}
     assert len(traces) == 1
     moved = [
@@ -265,6 +263,14 @@ def test_model_error_is_zero_for_an_exact_model_and_grows_with_noise():
     ]
     assert errors[0] < 1e-10
     assert errors[0] < errors[1] < errors[2]
+
+
+def test_a_fit_reads_from_the_device_once(monkeypatch, small_store):
+    """Its epochs, checks and stop rule are one compiled loop: the host reads the outcome once,
+    however many checks it made."""
+    reads = host_reads(monkeypatch)
+    _, _, result = run_fit(small_store, max_epochs=30, patience=100)
+    assert reads == ["device_get"] and result.epochs == 30 and len(result.val_history) == 7
 
 
 def test_non_finite_predictions_raise_naming_member_and_epoch(small_store):

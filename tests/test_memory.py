@@ -1,6 +1,7 @@
-"""A long run's memory stays flat. Eager operations on data whose size changes every
-iteration (the normalisers' refresh on all stored data) compile per size; rp1 releases those
-executables (rp1.core.executables.releasing) without changing a bit of what they compute."""
+"""A long run's memory stays flat. A new run (statistics=masked) compiles its normalisers' refresh
+once per size bucket; a run of statistics=eager runs eager operations on data whose size changes
+every iteration, which compile per size, and rp1 releases those executables
+(rp1.core.executables.releasing) without changing a bit of what they compute."""
 
 from __future__ import annotations
 
@@ -52,9 +53,10 @@ def test_releasing_compiles_nothing_when_nothing_is_new():
 
 @pytest.mark.slow
 def test_a_long_run_keeps_its_memory_and_executables_flat():
-    """120 tiny iterations (the data grows by ~175 rows each): after warm-up, resident memory and
-    the executables held stop growing. Before the release, every iteration kept six more
-    executables, ~8 MiB; the bound is the measured cost of one kept executable."""
+    """120 tiny iterations of a new run (the data grows by ~175 rows each): after warm-up, resident
+    memory and the executables held stop growing. Eager statistics without the release kept six
+    more executables every iteration, ~8 MiB; the bound is the measured cost of one kept
+    executable."""
     from rp1.config import resolve
     from rp1.train import make_agent
 

@@ -9,11 +9,13 @@ import csv
 import importlib.util
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from helpers import environment_differences
+from rp1.core.normalizer import EAGER
 from rp1.experiments.runs_table import OPTIONAL_COLUMNS, read_metrics
 from rp1.rundir.files import METRIC_COLUMNS, METRICS, TIMING_COLUMNS, RunDir, metric_columns
 from rp1.rundir.provenance import environment
@@ -105,13 +107,15 @@ def test_every_method_keeps_every_column_it_had_bit_for_bit(tmp_path):
     """Tiny runs of every model-based method, RP1 with learned heads and model-free PPO write every
     column that rp1 at e329a69 wrote (fixtures/before_diagnostics) as it did, but the wall-clock
     ones, where the environment matches the one that made them (XLA's CPU arithmetic depends on
-    the CPU and its thread count); the diagnostics are columns of their own."""
+    the CPU and its thread count); the diagnostics are columns of their own. That rp1 computed the
+    normalisers' statistics eagerly: the runs here do too (``statistics=eager``, what a run of it
+    continues with)."""
     made_in, here = json.loads((BEFORE / "made_in.json").read_text()), environment()
     differences = environment_differences(made_in, here)
     if differences:
         pytest.skip(f"the fixture was made in another environment (made, here): {differences}")
     for name, cfg in fixture_configs().items():
-        run = run_training(cfg, tmp_path / name, progress=False)
+        run = run_training(replace(cfg, statistics=EAGER), tmp_path / name, progress=False)
         with open(BEFORE / f"{name}.csv", newline="") as f:
             before = list(csv.DictReader(f))
         _, now = header_and_rows(RunDir(run))

@@ -41,7 +41,8 @@ OLD_VALUES = {
     "lam.baseline": "including",
     "lam.g_normalizers": "inputs",
     "eval.every": "0",
-}  # 3fab089's, unlike today's defaults (no evaluation grid)
+    "statistics": "eager",
+}  # 3fab089's, unlike today's defaults (no evaluation grid, statistics compiled per row count)
 MADE_IN = json.loads((FIXTURE / "made_in.json").read_text())
 """An environment in which the fixture's metrics are written (fixtures/before_stop_on/make.py)."""
 
@@ -90,7 +91,7 @@ def test_every_config_key_has_a_migration_entry():
     ].schema == SCHEMA
 
 
-KEYS_PER_SCHEMA = {1: 34, 2: 38, 3: 40, 4: 41, 5: 44, 6: 45, 7: 49, 8: 50, 9: 51}
+KEYS_PER_SCHEMA = {1: 34, 2: 38, 3: 40, 4: 41, 5: 44, 6: 45, 7: 49, 8: 50, 9: 51, 10: 52}
 """How many keys each schema had when it was released: a new key goes to a new schema (SCHEMA + 1),
 which needs no line here."""
 
@@ -355,7 +356,7 @@ def test_the_fixture_resumes_finishes_and_keeps_its_rows(resumed):
         and config["model.stop_on"] == "any"
         and config["model.reward"] == "learned"
     )
-    assert {k: config[k] for k in ("lam.baseline", "lam.g_normalizers", "policy.advantage", "policy.restore_best", "eval.every")} == {
+    assert {k: config[k] for k in ("lam.baseline", "lam.g_normalizers", "policy.advantage", "policy.restore_best", "eval.every", "statistics")} == {
         **OLD_VALUES, "policy.advantage": "fixed", "policy.restore_best": True, "eval.every": 0,
     }  # fmt: skip
     environments = json.loads((run_dir / "environment.json").read_text())["environments"]

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from helpers import count_traces
+from helpers import count_traces, host_reads
 from policy_toys import POINT_MASS, point_mass_predict, toy_model
 from rp1.core.errors import ConfigError
 from rp1.imagination import (
@@ -223,7 +223,8 @@ def test_train_policy_summarises_every_updates_ppo_diagnostics():
         state, metrics = STEP(state, MODEL, START, 0.0)
         updates.append(metrics.ppo)
     _, _, info = train(policy, opt_state, max_updates=4)
-    assert info.ppo == ppo_summary(updates) and info.metrics().items() >= info.ppo.items()
+    stacked = jax.tree_util.tree_map(lambda *u: jnp.stack(u), *updates)
+    assert info.ppo == ppo_summary(stacked) and info.metrics().items() >= info.ppo.items()
     assert info.ppo["ppo_approx_kl_mean"] > 0 and info.ppo["ppo_entropy_last"] == pytest.approx(
         np.log(0.5) + 0.5 * np.log(2 * np.pi * np.e)
     )
@@ -233,16 +234,33 @@ def test_train_policy_summarises_every_updates_ppo_diagnostics():
     )
 
 
-def test_host_loop_settings_do_not_recompile_the_update(monkeypatch):
-    """The update is compiled for its PolicyStepSettings (imagination, PPO) alone: changing
-    max_updates, restore_best, first_check or the action std reuses it; PPO's epochs recompile."""
-    traces = count_traces(monkeypatch, policy_training, "_train_step", static_argnums=0)
+def test_policy_training_reads_from_the_device_once(monkeypatch):
+    """A phase of updates is one compiled loop, the stop rule decided on the device: the host
+    reads its outcome once, at the end, however many updates it made."""
+    policy, opt_state = fresh(1e-2)
+    reads = host_reads(monkeypatch)
+    _, _, info = train(policy, opt_state, max_updates=FIRST_CHECK + 8)
+    assert reads == ["device_get"] and info.updates == FIRST_CHECK + 8
+    reads.clear()
+    _, _, info = train(*fresh(0.0), max_updates=50)  # the stop rule ends it
+    assert reads == ["device_get"] and info.stopped
+    float(jnp.ones(()))  # the recorder sees an implicit read
+    assert reads == ["device_get", "implicit"]
+
+
+def test_traced_settings_do_not_recompile_the_loop(monkeypatch):
+    """The updates' loop is compiled for its PolicyStepSettings (imagination, PPO) and max_updates
+    alone: changing restore_best, first_check or the action std reuses it; PPO's epochs and
+    max_updates (the length of its record) recompile."""
+    traces = count_traces(monkeypatch, policy_training, "train_updates", static_argnums=(0, 1))
     train(*fresh(1e-2), max_updates=2)
     assert len(traces) == 1
-    train(*fresh(1e-2), max_updates=4, restore_best=False, first_check=1, action_std=0.3)
+    train(*fresh(1e-2), max_updates=2, restore_best=False, first_check=1, action_std=0.3)
     assert len(traces) == 1
     train(*fresh(1e-2), max_updates=2, ppo=PPOSettings(epochs=2))
     assert len(traces) == 2
+    train(*fresh(1e-2), max_updates=4)
+    assert len(traces) == 3
 
 
 def test_train_policy_rejects_too_few_start_states():

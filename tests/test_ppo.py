@@ -223,17 +223,18 @@ def test_ppo_loss_reports_its_critics_explained_variance():
 
 def test_ppo_summary_is_the_mean_over_updates_and_the_last_update():
     """Two updates whose every diagnostic is 1 and 4 (the second 3 and 0 for the clip fraction):
-    the means 2.5 (1.5), the last 4 (0), for every field, in float64."""
+    the means 2.5 (1.5), the last 4 (0), for every field, in float64; one update's scalars are
+    its own mean and last."""
     first = PPOMetrics(*[jnp.float32(1.0)] * 5, jnp.float32(3.0), jnp.float32(1.0))
     second = PPOMetrics(*[jnp.float32(4.0)] * 5, jnp.float32(0.0), jnp.float32(4.0))
-    summary = ppo_summary([first, second])
+    summary = ppo_summary(jax.tree_util.tree_map(lambda *u: jnp.stack(u), first, second))
     assert list(summary) == [
         f"ppo_{name}_{which}" for name in PPOMetrics._fields for which in ("mean", "last")
     ]
     assert summary["ppo_approx_kl_mean"] == 2.5 and summary["ppo_approx_kl_last"] == 4.0
     assert summary["ppo_clip_fraction_mean"] == 1.5 and summary["ppo_clip_fraction_last"] == 0.0
     assert summary["ppo_explained_variance_mean"] == 2.5 and summary["ppo_entropy_last"] == 4.0
-    assert ppo_summary([first]) == {**{f"ppo_{n}_mean": float(v) for n, v in zip(PPOMetrics._fields, first, strict=True)},
+    assert ppo_summary(first) == {**{f"ppo_{n}_mean": float(v) for n, v in zip(PPOMetrics._fields, first, strict=True)},
                                     **{f"ppo_{n}_last": float(v) for n, v in zip(PPOMetrics._fields, first, strict=True)}}  # fmt: skip
 
 

@@ -49,15 +49,10 @@ from rp1.config.settings import (
 )
 from rp1.core.errors import DivergedError
 from rp1.core.seeding import int_seed, spawn_streams
-from rp1.dynamics import Ensemble, ensemble_init, refresh_reward_normalizer, with_heads
-from rp1.dynamics.fit import (
-    NonFiniteLossError,
-    fit,
-    init_model_opt_state,
-    refresh_delta_normalizer,
-    update_input_normalizers,
-)
+from rp1.dynamics import Ensemble, ensemble_init, with_heads
+from rp1.dynamics.fit import NonFiniteLossError, fit, init_model_opt_state
 from rp1.dynamics.losses import model_error
+from rp1.dynamics.refreshes import REFRESHES
 from rp1.dynamics.store import TransitionStore
 from rp1.dynamics.testset import errors_on_test_set, shipped_test_set
 from rp1.envs.task import LEARNED
@@ -69,7 +64,7 @@ from rp1.realenv.snapshots import EvaluationEpisodes, PolicySnapshot, returns_su
 from rp1.rundir.checkpoints import pack_checkpoint, unpack_checkpoint
 
 EVALUATOR = "host-float64"
-"""How this agent evaluates (:data:`rp1.outputs.policy_files.EVALUATORS`): the NumPy actor, returns as float64."""
+"""How this agent evaluates (:data:`rp1.realenv.snapshots.EVALUATORS`): the NumPy actor, returns as float64."""
 
 STREAMS = ("env", "eval_env", "start_states", "noise", "subsample", "bandit", "jax")
 """The run's random streams, in spawn order (append new ones at the end to keep the others)."""
@@ -153,7 +148,10 @@ class ModelBasedAgent:
         self.collecting = collect_settings(cfg)
         self.first_feedback = resolved(cfg.lam, "first_feedback")
         self.g_model = resolved(cfg.lam, "g_normalizers")
+        self.refresh = REFRESHES[cfg.statistics]
         self.test_set = shipped_test_set(self.task.name)  # None off the paper's tasks
+        # the test set's own standardisation, the same for every fit
+        self.test_scale = self.test_set.scale if self.test_set is not None else None
 
     def close(self) -> None:
         """Close the environments."""
@@ -295,7 +293,7 @@ class ModelBasedAgent:
 
     def _to_evaluate(self, s: AgentState) -> PolicySnapshot:
         """The policy of ``s`` as it is evaluated now, with the state of the evaluation
-        environment's stream from just before, which replays the evaluation (:mod:`rp1.outputs.policy_files`)."""
+        environment's stream from just before, which replays the evaluation (:mod:`rp1.realenv.snapshots`)."""
         replay = EvaluationEpisodes(
             1, self.cfg.eval_episodes, rng_states=(s.rngs["eval_env"].bit_generator.state,)
         )
@@ -327,7 +325,7 @@ class ModelBasedAgent:
         s.learner = s.learner.replace(key=key, model=model, model_opt=model_opt)
         row = {**result.metrics(), "fit_s": time.perf_counter() - t}
         if self.test_set is not None:  # draws nothing: every other metric stays as it was
-            row |= errors_on_test_set(model, self.test_set)
+            row |= errors_on_test_set(model, self.test_set, self.test_scale)
         return row
 
     def _train_policy(self, s: AgentState) -> dict[str, Any]:
@@ -350,22 +348,21 @@ class ModelBasedAgent:
 
     def _absorb(self, s: AgentState, phase: Phase) -> dict[str, Any]:
         """Fold the phase into the input normalisers, store it, refresh the delta (and reward)
-        normaliser from all stored data, and measure G on the phase with the model weights as they
-        were before the refit (algorithm.md §6: every normaliser already refreshed, the reference's order,
-        so every G is in the same units; ``lam.g_normalizers="inputs"`` measures it before the
-        delta normaliser is refreshed)."""
+        normaliser from all stored data (as ``statistics`` says, :mod:`rp1.dynamics.refreshes`),
+        and measure G on the phase with the model weights as they were before the refit
+        (algorithm.md §6: every normaliser already refreshed, the reference's order, so every G is
+        in the same units; ``lam.g_normalizers="inputs"`` measures it before the delta normaliser
+        is refreshed; G does not read the reward normaliser)."""
         obs, act, next_obs = (
             np.concatenate([getattr(e, f) for e in phase.episodes])
             for f in ("obs", "act", "next_obs")
         )
         finals = np.stack([e.next_obs[-1] for e in phase.episodes])
-        model = update_input_normalizers(s.learner.model, np.concatenate([obs, finals]), act)
+        model = self.refresh.inputs(s.learner.model, np.concatenate([obs, finals]), act)
         s.store.add_phase(phase.episodes, min_val=self.cfg.collect.min_val_rollouts)
-        everything = s.store.transitions()
-        refreshed = refresh_delta_normalizer(model, everything.obs, everything.next_obs)
+        refreshed = self.refresh.outputs(model, s.store.transitions())
         g = model_error(self.g_model(model, refreshed), obs, act, next_obs)
-        model = refresh_reward_normalizer(refreshed, everything.rew)  # no-op without learned heads
-        s.learner = s.learner.replace(model=model)
+        s.learner = s.learner.replace(model=refreshed)
         s.samples += phase.samples
         return {
             "model_error": g,

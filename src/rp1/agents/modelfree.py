@@ -29,6 +29,7 @@ Example::
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -43,20 +44,35 @@ from rp1.config import Config
 from rp1.config.settings import ppo_settings
 from rp1.core.errors import DivergedError
 from rp1.core.executables import releasing
-from rp1.core.normalizer import STATE_CLIP, Normalizer, normalizer_init, normalizer_update
+from rp1.core.normalizer import (
+    EAGER,
+    MASKED,
+    STATE_CLIP,
+    Normalizer,
+    Statistics,
+    normalizer_init,
+    normalizer_update,
+)
 from rp1.core.seeding import episode_seeds, run_key
 from rp1.policy.networks import Policy, act_sample, is_finite, policy_init
 from rp1.policy.ppo import make_policy_optimizer, ppo_summary, ppo_update
-from rp1.realenv import ActFn, RealEnvs, collect
+from rp1.realenv import ActFn, Episodes, RealEnvs, collect
 from rp1.realenv.snapshots import EvaluationEpisodes, PolicySnapshot, returns_summary
 from rp1.rundir.checkpoints import pack_checkpoint, unpack_checkpoint
 
 TRAIN_STREAM, EVAL_STREAM = 0, 1  # second entry of the seed triple of an episode (episode_seeds)
 EVALUATOR = "device-float32"
-"""How this agent evaluates (:data:`rp1.outputs.policy_files.EVALUATORS`): the compiled actor, float32 returns."""
-_update_obs_norm = releasing(normalizer_update)
-"""The normaliser's update on a batch's valid rows, whose count varies where episodes terminate:
-nothing compiled for one count is kept (:func:`rp1.core.executables.releasing`)."""
+"""How this agent evaluates (:data:`rp1.realenv.snapshots.EVALUATORS`): the compiled actor, float32 returns."""
+_update_eagerly = releasing(normalizer_update)
+"""The normaliser's update on a batch's valid rows as they are, whose count varies where episodes
+terminate: nothing compiled for one count is kept (:func:`rp1.core.executables.releasing`)."""
+_update_masked = jax.jit(normalizer_update)
+"""The normaliser's update on a batch's ``[H, N]`` rows with the valid ones masked: compiled once."""
+STATE_UPDATES: dict[Statistics, Callable[[Normalizer, Episodes], Normalizer]] = {
+    MASKED: lambda n, batch: _update_masked(n, batch.obs, batch.valid),
+    EAGER: lambda n, batch: _update_eagerly(n, jnp.asarray(batch.obs[batch.valid])),
+}
+"""How each value of ``statistics`` folds a batch's valid states into the policy's normaliser."""
 
 
 # --- the behaviour policy -----------------------------------------------------------------------
@@ -119,6 +135,7 @@ class ModelFreeAgent:
         self.episodes = max(1, cfg.policy.batch_steps // self.task.horizon)
         self._std = jnp.float32(cfg.policy.action_std)
         self.ppo = ppo_settings(cfg)
+        self.update_states = STATE_UPDATES[cfg.statistics]
 
     def close(self) -> None:
         """Close the environments (and stop their worker processes)."""
@@ -181,7 +198,7 @@ class ModelFreeAgent:
 
     def policy_snapshot(self, s: ModelFreeState) -> PolicySnapshot:
         """The policy of ``s`` as :meth:`evaluate` evaluates it: episodes seeded by
-        ``episode_seeds(seed, EVAL_STREAM, update, eval_episodes)`` (:mod:`rp1.outputs.policy_files`)."""
+        ``episode_seeds(seed, EVAL_STREAM, update, eval_episodes)`` (:mod:`rp1.realenv.snapshots`)."""
         replay = EvaluationEpisodes.seeded(
             self.cfg.modelfree.envs, (self.cfg.seed, EVAL_STREAM, s.update), self.cfg.eval_episodes
         )
@@ -227,7 +244,7 @@ class ModelFreeAgent:
                 cfg.policy.lr,
                 "the policy's parameters became inf or NaN",
             )
-        obs_norm = _update_obs_norm(learner.obs_norm, jnp.asarray(batch.obs[batch.valid]))
+        obs_norm = self.update_states(learner.obs_norm, batch)
         s.learner = learner.replace(policy=policy, policy_opt=policy_opt, obs_norm=obs_norm)
         policy_s = time.perf_counter() - t
 
@@ -241,7 +258,7 @@ class ModelFreeAgent:
             "steps_per_s": steps / max(collect_s, 1e-9),
             "collect_s": collect_s,
             "policy_s": policy_s,
-            **ppo_summary([ppo]),  # one update: each ``_mean`` is its ``_last``
+            **ppo_summary(ppo),  # one update: each ``_mean`` is its ``_last``
         }
         if s.update % cfg.modelfree.eval_every == 0 or s.samples >= cfg.budget:
             row["eval_return"], row["eval_std"] = self.evaluate(s)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from rp1.acquisition import bandit, pca
+from rp1.core.normalizer import MASKED, STATISTICS, Statistics
 from rp1.dynamics import ensemble, heads, store
 from rp1.dynamics.fit import (
     BATCH_SIZE,
@@ -371,6 +372,11 @@ class Config:
     )
     eval_episodes: int = ranged(
         10, at_least=1, at_most=10**4, doc="deterministic episodes per evaluation"
+    )
+    statistics: Statistics = ranged(
+        MASKED,
+        choices=STATISTICS,
+        doc="normalisers' statistics over growing data: masked (compiled per size bucket) or eager",
     )
     model: ModelConfig = field(default_factory=ModelConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)

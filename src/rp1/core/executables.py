@@ -3,16 +3,19 @@ many it holds (:func:`held`), and the release of those compiled for data of a si
 (:func:`releasing`).
 
 JAX compiles an eager operation (``x.mean(0)``, ``x - y`` on arrays) once per input shape and keeps
-the executable for the life of the process, about a megabyte each on CPU. A run refreshes its
-normalisers from all its data, whose row count grows every iteration, so each iteration compiles
-a few operations for a shape that never comes back: kept, they would grow a long run by about
-10 MB per iteration. A function wrapped in :func:`releasing` runs its operations as they are,
+the executable for the life of the process, about a megabyte each on CPU. A run of
+``statistics=eager`` (begun before config schema 10, :mod:`rp1.dynamics.refreshes`) refreshes its
+normalisers eagerly from all its data, whose row count grows every iteration, so each iteration
+compiles a few operations for a shape that never comes back: kept, they would grow a long run by
+about 10 MB per iteration. A function wrapped in :func:`releasing` runs its operations as they are,
 through the executables JAX compiles for them (its results are the unwrapped function's, bit for
-bit), and then clears the jitted functions that compiled anything while it ran (``jitted.clear_cache()``, JAX's own per-function release):
-nothing compiled for one size is kept, and shapes that recur are compiled again when next used
-(milliseconds each). Padding the data to fixed sizes instead would compile nothing per size, but
-XLA reduces ``[N, d]`` arrays in an order that depends on ``N`` (and divides by ``N`` as a
-constant), so the statistics would change in their last bits.
+bit), and then clears the jitted functions that compiled anything while it ran
+(``jitted.clear_cache()``, JAX's own per-function release): nothing compiled for one size is kept,
+and shapes that recur are compiled again when next used (milliseconds each). New runs
+(``statistics=masked``) pad the data to size buckets instead and compile nothing per size; XLA
+reduces ``[N, d]`` arrays in an order that depends on ``N`` (and divides by ``N`` as a constant),
+so their statistics differ in the last bits, and an eager run keeps this path to continue as it
+ran.
 
 Example::
 

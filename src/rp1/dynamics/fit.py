@@ -14,9 +14,10 @@ minibatches reach the members is the *dealing* (:data:`DEALINGS`):
   discarded there), and a member without a minibatch in a round still takes its Adam step, with a
   zero gradient (as the authors' optimiser stepped zeroed gradients).
 
-Between calls, Python checks the validation losses, keeps each member's
-best weights and decides when to stop. Datasets come padded to size buckets
-(:mod:`rp1.dynamics.store`), so the compiled call is reused while the data grows.
+Between calls, a check validates every member, keeps each member's best weights and decides
+whether to stop; the calls and the checks are one compiled ``lax.while_loop`` (:func:`fit_loop`),
+so a fit reads from the device once, at its end. Datasets come padded to size buckets
+(:mod:`rp1.dynamics.store`), so the compiled loop is reused while the data grows.
 
 A model with learned heads (:mod:`rp1.dynamics.heads`) trains them in the same steps, on the same
 minibatches, with the same Adam settings: each member minimises its dynamics MSE plus its head
@@ -53,7 +54,6 @@ import optax
 from flax import struct
 from jax.typing import ArrayLike
 
-from rp1.core.executables import releasing
 from rp1.core.nn import Params, member_count
 from rp1.core.normalizer import normalize, normalizer_fit, normalizer_update
 from rp1.dynamics.ensemble import Ensemble
@@ -151,21 +151,30 @@ def init_model_opt_state(model: Ensemble) -> optax.OptState:
     return jax.vmap(make_model_optimizer().init)(model_weights(model))
 
 
-def update_input_normalizers(model: Ensemble, obs: ArrayLike, act: ArrayLike) -> Ensemble:
+def update_input_normalizers(
+    model: Ensemble,
+    obs: ArrayLike,
+    act: ArrayLike,
+    obs_mask: ArrayLike | None = None,
+    act_mask: ArrayLike | None = None,
+) -> Ensemble:
     """Fold states ``obs [..., obs_dim]`` and actions ``act [..., act_dim]`` seen during collection
-    into the running input normalisers (algorithm.md §2)."""
+    into the running input normalisers (algorithm.md §2): every row, or the rows the masks select
+    (:func:`~rp1.core.normalizer.normalizer_update`)."""
     return model.replace(
-        obs_norm=normalizer_update(model.obs_norm, obs),
-        act_norm=normalizer_update(model.act_norm, act),
+        obs_norm=normalizer_update(model.obs_norm, obs, obs_mask),
+        act_norm=normalizer_update(model.act_norm, act, act_mask),
     )
 
 
-@releasing  # N grows every iteration: nothing compiled for one N is kept
-def refresh_delta_normalizer(model: Ensemble, obs: ArrayLike, next_obs: ArrayLike) -> Ensemble:
-    """Recompute the delta normaliser from all stored transitions ``obs, next_obs [N, obs_dim]`` as
-    the statistics of ``norm(s') − norm(s)`` (algorithm.md §2)."""
+def refresh_delta_normalizer(
+    model: Ensemble, obs: ArrayLike, next_obs: ArrayLike, mask: ArrayLike | None = None
+) -> Ensemble:
+    """Recompute the delta normaliser from all stored transitions ``obs, next_obs [N, obs_dim]``
+    (or the rows ``mask [N]`` selects) as the statistics of ``norm(s') − norm(s)`` (algorithm.md
+    §2)."""
     deltas = normalize(model.obs_norm, next_obs) - normalize(model.obs_norm, obs)
-    return model.replace(delta_norm=normalizer_fit(model.delta_norm, deltas))
+    return model.replace(delta_norm=normalizer_fit(model.delta_norm, deltas, mask))
 
 
 def _shuffles(key: jax.Array, members: int, data: Dataset, length: int) -> jax.Array:
@@ -394,19 +403,20 @@ def train_epochs(
     return state, losses
 
 
-def improved_any(improved: ModelParts) -> bool:
+def improved_any(improved: ModelParts) -> jax.Array:
     """Stop rule ``"any"``: a check improved when any part (dynamics, heads) of any member did
-    (``improved``: ``[M]`` bools per part)."""
-    return bool(np.any(jax.tree_util.tree_leaves(improved)))
+    (``improved``: ``[M]`` bools per part) -> ``[]`` bool."""
+    return jnp.any(jnp.stack([jnp.any(part) for part in jax.tree_util.tree_leaves(improved)]))
 
 
-def improved_dynamics(improved: ModelParts) -> bool:
+def improved_dynamics(improved: ModelParts) -> jax.Array:
     """Stop rule ``"dynamics"``: a check improved when any member's dynamics did."""
-    return bool(np.any(improved.dynamics))
+    return jnp.any(improved.dynamics)
 
 
-StopRule = Callable[[ModelParts], bool]
-"""Whether a check's improvements (per part, ``[M]`` bools) reset the fit's patience."""
+StopRule = Callable[[ModelParts], jax.Array]
+"""Whether a check's improvements (per part, ``[M]`` bools) reset the fit's patience (``[]``
+bool, decided on the device)."""
 STOP_RULES: dict[StopOn, StopRule] = {"any": improved_any, "dynamics": improved_dynamics}
 """The stop rule each value of ``model.stop_on`` selects."""
 
@@ -461,6 +471,130 @@ def _check(state: FitState, model: Ensemble, val: Dataset) -> Check:
     )
 
 
+class FitLoop(struct.PyTreeNode):
+    """What the fit's compiled loop (:func:`fit_loop`) carries from one check to the next and
+    returns: the training state, the epochs trained, the checks in a row without improvement
+    (``stale``) and the checks made since training began (``[]`` int32 each), every check's
+    validation MSE ``history [max_checks + 1, M]`` (row 0 before training, rows after the last
+    check zeros), the last check's training losses ``[check_every, M]`` of its ``trained`` epochs
+    (the rest zeros) and validation losses (:class:`ModelParts`), and whether every loss so far is
+    finite (``[]`` bool; the loop stops at the first check that is not)."""
+
+    state: FitState
+    epochs: jax.Array
+    stale: jax.Array
+    checks: jax.Array
+    history: jax.Array
+    train_losses: jax.Array
+    trained: jax.Array
+    losses: ModelParts
+    finite: jax.Array
+
+
+def _all_finite(losses: ModelParts) -> jax.Array:
+    """Whether every loss of every part is finite -> ``[]`` bool."""
+    return jnp.all(jnp.stack([jnp.isfinite(x).all() for x in jax.tree_util.tree_leaves(losses)]))
+
+
+class FitLimits(NamedTuple):
+    """The traced bounds of :func:`fit_loop` (``[]`` arrays; changing them reuses the compiled
+    loop): Adam's learning rate ``lr`` (float32), ``max_epochs`` and ``patience`` (int32)."""
+
+    lr: ArrayLike
+    max_epochs: ArrayLike
+    patience: ArrayLike
+
+
+@dataclass(frozen=True)
+class FitProgram:
+    """What is compiled into :func:`fit_loop` (a static argument, hashable): minibatches of
+    ``batch_size`` rows, a check every ``check_every`` epochs, a history of ``max_checks + 1`` rows
+    (``max_checks ≥ ⌈max_epochs / check_every⌉``), the ``dealing`` and the ``stop_on`` rule."""
+
+    batch_size: int
+    check_every: int
+    max_checks: int
+    dealing: Dealer
+    stop_on: StopRule
+
+    @classmethod
+    def of(cls, settings: FitSettings) -> FitProgram:
+        """The program of ``settings``."""
+        return cls(
+            batch_size=settings.batch_size,
+            check_every=settings.check_every,
+            max_checks=-(-settings.max_epochs // settings.check_every),
+            dealing=settings.dealing,
+            stop_on=settings.stop_on,
+        )
+
+
+@functools.partial(jax.jit, static_argnames=("program",))
+def fit_loop(
+    model: Ensemble,
+    opt_state: optax.OptState,
+    key: jax.Array,
+    train: Dataset,
+    val: Dataset,
+    limits: FitLimits,
+    program: FitProgram,
+) -> FitLoop:
+    """The whole of a fit's training, one compiled ``lax.while_loop`` of checks: validate
+    ``model``'s weights (:func:`_validation_losses`), then repeat ``min(check_every, max_epochs −
+    epochs)`` epochs (:func:`train_epochs`) and a check (:func:`_check`) while fewer than
+    ``max_epochs`` epochs are trained, fewer than ``patience`` checks in a row improved nothing
+    (``stop_on``) and every loss is finite. Compiled once per dataset bucket and ``program``."""
+    weights, (lr, max_epochs, patience) = model_weights(model), limits
+    check_every = program.check_every
+    losses = _validation_losses(weights, model, val)
+    state = FitState(weights, opt_state, weights, losses, key, jnp.zeros((), jnp.int32))
+    members = losses.dynamics.shape[0]
+    zero = jnp.zeros((), jnp.int32)
+    start = FitLoop(
+        state=state,
+        epochs=zero,
+        stale=zero,
+        checks=zero,
+        history=jnp.zeros((program.max_checks + 1, members)).at[0].set(losses.dynamics),
+        train_losses=jnp.zeros((check_every, members)),
+        trained=zero,
+        losses=losses,
+        finite=_all_finite(losses),
+    )
+
+    def going(loop: FitLoop) -> jax.Array:
+        return loop.finite & (loop.epochs < max_epochs) & (loop.stale < patience)
+
+    def check(loop: FitLoop) -> FitLoop:
+        n = jnp.minimum(check_every, max_epochs - loop.epochs)
+        state, train_losses = train_epochs(
+            loop.state,
+            model,
+            train,
+            n,
+            lr,
+            batch_size=program.batch_size,
+            epochs=check_every,
+            dealing=program.dealing,
+        )
+        state, losses, improved = _check(state, model, val)
+        trained = jnp.arange(check_every)[:, None] < n
+        checks = loop.checks + 1
+        return FitLoop(
+            state=state,
+            epochs=loop.epochs + n,
+            stale=jnp.where(program.stop_on(improved), 0, loop.stale + 1),
+            checks=checks,
+            history=loop.history.at[checks].set(losses.dynamics),
+            train_losses=train_losses,
+            trained=n,
+            losses=losses,
+            finite=jnp.all(jnp.isfinite(train_losses) | ~trained) & _all_finite(losses),
+        )
+
+    return jax.lax.while_loop(going, check, start)
+
+
 def _raise_if_non_finite(losses: np.ndarray, first_epoch: int, what: str) -> None:
     """Raise :class:`NonFiniteLossError` naming the first (epoch, member) whose loss in ``losses``
     ``[epochs, M]`` (epochs numbered from ``first_epoch``) is not finite."""
@@ -480,6 +614,17 @@ def _raise_if_non_finite_parts(losses: ModelParts, epoch: int) -> None:
     for loss, what in ((losses.dynamics, "validation"), (losses.heads, "head validation")):
         if loss is not None:
             _raise_if_non_finite(np.asarray(loss)[None], epoch, what)
+
+
+def _raise_if_stopped_by_a_non_finite_loss(loop: FitLoop) -> None:
+    """The error :func:`fit` raises for the check at which ``loop`` (read from the device) stopped
+    on a loss that is not finite: its training losses first, then its validation losses (the
+    validation before training: epoch 0)."""
+    if loop.finite:
+        return
+    trained, train_losses = int(loop.trained), np.asarray(loop.train_losses)
+    _raise_if_non_finite(train_losses[:trained], int(loop.epochs) - trained + 1, "training")
+    _raise_if_non_finite_parts(loop.losses, int(loop.epochs))
 
 
 def _check_data(train: Dataset, val: Dataset) -> None:
@@ -508,44 +653,31 @@ def fit(
     (:data:`STOP_RULES`) says what an improvement is: ``"any"`` part of any member, or
     ``"dynamics"`` only (the heads then stop with the dynamics). The normalisers are inputs and
     stay unchanged. The returned Adam state is the one reached by the last epoch trained (for the
-    next fit to continue from).
+    next fit to continue from). The training and its stop rule are one compiled loop
+    (:func:`fit_loop`); the host reads its outcome once.
 
     Raises :class:`NonFiniteLossError` (a ``FloatingPointError``) naming the member and epoch
     (0 = before training) when a loss becomes inf or NaN, and ``ValueError`` on empty data.
     """
     _check_data(train, val)
     train, val = jax.device_put((train, val))
-    weights = model_weights(model)
-    losses = _validation_losses(weights, model, val)
-    state = FitState(weights, opt_state, weights, losses, key, jnp.zeros((), jnp.int32))
-    _raise_if_non_finite_parts(jax.device_get(losses), 0)
-    history = [np.asarray(losses.dynamics)]
-    last_train = np.full(len(history[0]), np.nan)  # the last trained epoch's losses [M]
-    lr = np.float32(settings.lr)  # traced: a new learning rate reuses the compiled call
-    epochs, stale = 0, 0
-    while epochs < settings.max_epochs and stale < settings.patience:
-        n = min(settings.check_every, settings.max_epochs - epochs)
-        state, train_losses = train_epochs(
-            state,
-            model,
-            train,
-            n,
-            lr,
-            batch_size=settings.batch_size,
-            epochs=settings.check_every,
-            dealing=settings.dealing,
-        )
-        state, losses, improved = _check(state, model, val)
-        train_losses, losses, improved = jax.device_get((train_losses, losses, improved))
-        _raise_if_non_finite(train_losses[:n], epochs + 1, "training")
-        last_train = train_losses[n - 1]
-        epochs += n
-        _raise_if_non_finite_parts(losses, epochs)
-        history.append(losses.dynamics)
-        stale = 0 if settings.stop_on(improved) else stale + 1
-    best = jax.device_get(state.best_losses)
+    # traced: a new learning rate, patience or (within the history's rows) cap reuses the loop
+    limits = FitLimits(
+        np.float32(settings.lr), np.int32(settings.max_epochs), np.int32(settings.patience)
+    )
+    loop = fit_loop(model, opt_state, key, train, val, limits, program=FitProgram.of(settings))
+    state = loop.state
+    # the fit's one read from the device: everything but the weights and Adam's state
+    seen, best = jax.device_get((loop.replace(state=None), state.best_losses))
+    _raise_if_stopped_by_a_non_finite_loss(seen)
+    checks, trained = int(seen.checks), int(seen.trained)
     result = FitResult(
-        float(best.dynamics.min()), epochs, best.dynamics, np.stack(history), best.heads, last_train
+        float(best.dynamics.min()),
+        int(seen.epochs),
+        best.dynamics,
+        np.asarray(seen.history[: checks + 1]),
+        best.heads,
+        np.asarray(seen.train_losses[trained - 1]),
     )
     weights = state.best_weights
     return model.replace(params=weights.dynamics, heads=weights.heads), state.opt_state, result

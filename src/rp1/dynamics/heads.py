@@ -26,7 +26,6 @@ import jax.numpy as jnp
 import optax
 from jax.typing import ArrayLike
 
-from rp1.core.executables import releasing
 from rp1.core.nn import Params, mlp_apply, mlp_init
 from rp1.core.normalizer import (
     denormalize,
@@ -50,14 +49,16 @@ def with_heads(model: Ensemble, key: jax.Array, hidden: Sequence[int] = HIDDEN) 
     return model.replace(heads=heads, rew_norm=normalizer_init(1))
 
 
-@releasing  # N grows every iteration: nothing compiled for one N is kept
-def refresh_reward_normalizer(model: Ensemble, rew: ArrayLike) -> Ensemble:
-    """Recompute the reward normaliser from all stored rewards ``rew [N]`` (as the delta
-    normaliser is, algorithm.md §2); a model without heads is returned unchanged."""
+def refresh_reward_normalizer(
+    model: Ensemble, rew: ArrayLike, mask: ArrayLike | None = None
+) -> Ensemble:
+    """Recompute the reward normaliser from all stored rewards ``rew [N]`` (or those ``mask [N]``
+    selects), as the delta normaliser is (algorithm.md §2); a model without heads is returned
+    unchanged."""
     if model.heads is None:
         return model
     assert model.rew_norm is not None  # set with the heads (with_heads)
-    return model.replace(rew_norm=normalizer_fit(model.rew_norm, jnp.asarray(rew)[:, None]))
+    return model.replace(rew_norm=normalizer_fit(model.rew_norm, jnp.asarray(rew)[:, None], mask))
 
 
 def head_inputs(model: Ensemble, obs: jax.Array, act: jax.Array, next_obs: jax.Array) -> jax.Array:

@@ -48,6 +48,13 @@ def bucket_capacity(n: int) -> int:
     return max(MIN_CAPACITY, 1 << max(n - 1, 0).bit_length())
 
 
+def padded_rows(x: np.ndarray) -> np.ndarray:
+    """``x [N, ...]`` as float32, padded with zero rows to ``bucket_capacity(N)`` rows."""
+    out = np.zeros((bucket_capacity(len(x)), *x.shape[1:]), np.float32)
+    out[: len(x)] = x
+    return out
+
+
 def padded_dataset(
     obs: np.ndarray,
     act: np.ndarray,
@@ -65,14 +72,8 @@ def padded_dataset(
             f"obs, act, next_obs, rew, done need the same rows, "
             f"got {n}, {len(act)}, {len(next_obs)}, {len(rew)}, {len(done)}"
         )
-    capacity = bucket_capacity(n)
-
-    def pad(x: np.ndarray) -> np.ndarray:
-        out = np.zeros((capacity, *x.shape[1:]), np.float32)
-        out[:n] = x
-        return out
-
-    return Dataset(pad(obs), pad(act), pad(next_obs), pad(rew), pad(done), np.asarray(n, np.int32))
+    obs, act, next_obs, rew, done = (padded_rows(x) for x in (obs, act, next_obs, rew, done))
+    return Dataset(obs, act, next_obs, rew, done, np.asarray(n, np.int32))
 
 
 def transitions_dataset(t: Transitions) -> Dataset:

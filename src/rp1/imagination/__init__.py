@@ -15,6 +15,7 @@ from rp1.imagination.policy_training import (
     stop_rule_init,
     stop_rule_update,
     train_policy,
+    train_updates,
 )
 from rp1.imagination.rollouts import (
     BONUSES,
@@ -62,4 +63,5 @@ __all__ = [
     "stop_rule_init",
     "stop_rule_update",
     "train_policy",
+    "train_updates",
 ]

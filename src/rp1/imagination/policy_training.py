@@ -3,13 +3,13 @@
 How the policy is trained is one frozen :class:`PolicyTraining` (the
 :class:`~rp1.imagination.rollouts.Imagination`, PPO's settings, the batch size, the stop rule's
 bounds, the action std and whether the best policy is restored), built once where the agent is set
-up; :func:`make_train_step` returns its compiled update and :func:`train_policy` runs it. Only a
-part of it is compiled into the update: its :class:`PolicyStepSettings` (the imagination and PPO's
-settings), a static argument, one compilation each. The update's ``lam``, ``first_check`` and
-``action_std`` are traced arguments; ``max_updates`` and ``restore_best`` are read by the host loop
-alone; ``batch_steps`` sets the number of rollouts, a shape. So changing ``max_updates``,
-``restore_best``, ``first_check``, ``action_std`` or λ reuses the compiled update (a new
-``batch_steps`` compiles it for the new shape).
+up; :func:`make_train_step` returns its compiled update and :func:`train_policy` runs the updates.
+Only a part of it is compiled: its :class:`PolicyStepSettings` (the imagination and PPO's
+settings) and ``max_updates`` (the length of the updates' record), static arguments, one
+compilation each. ``lam``, ``first_check`` and ``action_std`` are traced arguments;
+``restore_best`` is read after the loop; ``batch_steps`` sets the number of rollouts, a shape. So
+changing ``restore_best``, ``first_check``, ``action_std`` or λ reuses the compiled code (a new
+``max_updates`` or ``batch_steps`` compiles it again).
 
 One policy update = imagine a batch, one PPO update, and (from update ``first_check`` on) the stop
 rule's check: the deterministic policy's return in every member separately. The update
@@ -20,9 +20,13 @@ when, over the last 6 checks, the oldest improved and the 5 later did not, or af
 ``restore_best=False``, the last weights are kept (what the authors' code did in effect).
 
 The stop rule is a pure pytree (:class:`StopRule`) with pure functions (:func:`stop_rule_init`,
-:func:`stop_rule_update`, :func:`restore_best`), testable on scripted improvement flags. Each
-update is one jitted call; the host loop in :func:`train_policy` only reads the stop flag, and
-keeps every update's PPO diagnostics on the device until training ends (:class:`TrainInfo`).
+:func:`stop_rule_update`, :func:`restore_best`), testable on scripted improvement flags. All the
+updates of a phase are one compiled ``lax.while_loop`` (:func:`train_updates`) whose condition is
+the stop rule's flag, decided on the device; every update's PPO diagnostics stay there in a record
+of ``max_updates`` rows, and :func:`train_policy` reads the outcome from the device once, at the
+end (:class:`TrainInfo`). The loop's body is the update of :func:`make_train_step`, the same
+operations in the same order: a policy trained in the loop is, bit for bit, the one that the
+update called once per step from the host gives.
 
 Example::
 
@@ -229,11 +233,13 @@ def _train_step(
 
 
 def make_train_step(training: PolicyTraining) -> TrainStep:
-    """The compiled policy update of ``training``: imagine from ``start_obs [N, obs_dim]``, one PPO
-    update, and (when the update's 1-based number is ≥ ``training.first_check``) a stop-rule check
-    with :func:`~rp1.imagination.rollouts.member_returns`. One ``jax.jit`` cache entry per
-    ``training.step_settings`` and shapes: a ``training`` that differs only in what the host loop
-    reads, ``first_check`` or ``action_std`` reuses the compiled code."""
+    """The compiled policy update of ``training``, one call per update (the body of
+    :func:`train_updates`, for replaying a training update by update): imagine from ``start_obs
+    [N, obs_dim]``, one PPO update, and (when the update's 1-based number is ≥
+    ``training.first_check``) a stop-rule check with
+    :func:`~rp1.imagination.rollouts.member_returns`. One ``jax.jit`` cache entry per
+    ``training.step_settings`` and shapes: a ``training`` that differs only in ``max_updates``,
+    ``restore_best``, ``first_check`` or ``action_std`` reuses the compiled code."""
     return lambda state, model, start_obs, lam: _train_step(
         training.step_settings,
         state,
@@ -243,6 +249,49 @@ def make_train_step(training: PolicyTraining) -> TrainStep:
         training.first_check,
         training.action_std,
     )
+
+
+@partial(jax.jit, static_argnums=(0, 1))
+def train_updates(
+    settings: PolicyStepSettings,
+    max_updates: int,
+    state: TrainState,
+    model: WorldModel,
+    start_obs: jax.Array,
+    lam: jax.Array | float,
+    first_check: jax.Array | int,
+    action_std: jax.Array | float,
+) -> tuple[TrainState, StepMetrics, PPOMetrics]:
+    """Policy updates (:func:`make_train_step`'s, with these arguments) from ``state`` until the stop
+    rule says stop or ``max_updates`` updates are done: one ``lax.while_loop``, compiled once per
+    ``settings``, ``max_updates`` (static) and shapes. Returns the last state, the last update's
+    metrics and every update's PPO diagnostics, each field ``[max_updates]`` (update ``u`` in row
+    ``u − 1``, zeros after the last)."""
+
+    def update(
+        carry: tuple[TrainState, StepMetrics, PPOMetrics],
+    ) -> tuple[TrainState, StepMetrics, PPOMetrics]:
+        state, _, record = carry
+        state, metrics = _train_step(
+            settings, state, model, start_obs, lam, first_check, action_std
+        )
+        record = jax.tree_util.tree_map(
+            lambda rows, value: rows.at[state.updates - 1].set(value), record, metrics.ppo
+        )
+        return state, metrics, record
+
+    def going(carry: tuple[TrainState, StepMetrics, PPOMetrics]) -> jax.Array:
+        state = carry[0]
+        return (state.updates < max_updates) & ~state.rule.stop
+
+    _, shapes = jax.eval_shape(
+        _train_step, settings, state, model, start_obs, lam, first_check, action_std
+    )
+    metrics = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+    record = jax.tree_util.tree_map(
+        lambda s: jnp.zeros((max_updates, *s.shape), s.dtype), shapes.ppo
+    )
+    return jax.lax.while_loop(going, update, (state, metrics, record))
 
 
 def train_policy(
@@ -278,21 +327,28 @@ def train_policy(
         key,
         jnp.zeros((), jnp.int32),
     )
-    step = make_train_step(training)
-    ppo: list[PPOMetrics] = []  # every update's, on the device until training ends
-    for _ in range(training.max_updates):
-        state, metrics = step(state, model, start, lam)
-        ppo.append(metrics.ppo)
-        if bool(state.rule.stop):
-            break
+    state, last, record = train_updates(
+        training.step_settings,
+        training.max_updates,
+        state,
+        model,
+        start,
+        lam,
+        training.first_check,
+        training.action_std,
+    )
     best = restore_best(state.rule, state.policy) if training.restore_best else state.policy
     returns = member_returns(training.imagination, model, best, start)
+    # the phase's one read from the device
+    updates, stopped, model_return, last, record = jax.device_get(
+        (state.updates, state.rule.stop, returns.mean(), last, record)
+    )
     info = TrainInfo(
-        updates=int(state.updates),
-        stopped=bool(state.rule.stop),
-        model_return=float(returns.mean()),
-        imagined_return=float(metrics.imagined_return),
-        bonus=float(metrics.bonus),
-        ppo=ppo_summary(ppo),
+        updates=int(updates),
+        stopped=bool(stopped),
+        model_return=float(model_return),
+        imagined_return=float(last.imagined_return),
+        bonus=float(last.bonus),
+        ppo=ppo_summary(jax.tree_util.tree_map(lambda rows: rows[:updates], record)),
     )
     return best, state.opt_state, info

@@ -21,7 +21,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Literal, NamedTuple, Protocol
@@ -282,12 +282,14 @@ def ppo_update(
     return policy, opt_state, jax.tree_util.tree_map(jnp.mean, metrics)
 
 
-def ppo_summary(updates: Sequence[PPOMetrics]) -> dict[str, float]:
-    """The diagnostics of a run of PPO updates (at least one; each as :func:`ppo_update` returns
-    it) as named numbers, one pair per field ``f`` of :class:`PPOMetrics`: ``ppo_<f>_mean``, the
-    mean over the updates (float64), and ``ppo_<f>_last``, the last update's. One transfer from the
-    device for all of them."""
-    values = np.asarray(jax.device_get(list(updates)), np.float64)  # [updates, fields]
+def ppo_summary(updates: PPOMetrics) -> dict[str, float]:
+    """The diagnostics of a run of PPO updates as named numbers, one pair per field ``f`` of
+    :class:`PPOMetrics`: ``ppo_<f>_mean``, the mean over the updates (float64), and
+    ``ppo_<f>_last``, the last update's. ``updates``: each field the updates' values in order
+    ``[U]`` (``U ≥ 1``), or one update's scalars as :func:`ppo_update` returns them. One transfer
+    from the device for all of them."""
+    fields = jax.device_get(tuple(updates))
+    values = np.stack([np.atleast_1d(np.asarray(f, np.float64)) for f in fields], 1)  # [U, fields]
     summary = {}
     for name, column in zip(PPOMetrics._fields, values.T, strict=True):
         summary[f"ppo_{name}_mean"], summary[f"ppo_{name}_last"] = (

@@ -18,6 +18,7 @@ schema keys added
        (d9d9625); from here on written as ``"schema": 7``
 8      ``eval.every``: the evaluation grid
 9      ``model.dealing``
+10     ``statistics``
 ====== =========================================================================================
 
 Reading a stored config (:func:`migrate`) fills each key it lacks with the value that reproduces
@@ -44,7 +45,7 @@ from typing import Any
 
 from rp1.core.errors import ConfigError
 
-SCHEMA = 9
+SCHEMA = 10
 """The schema this rp1 writes."""
 
 SCHEMA_KEY = "schema"
@@ -93,6 +94,8 @@ ADDED = (
     Added("policy.restore_best", 7, True),
     Added("eval.every", 8, 0),  # no evaluation grid
     Added("model.dealing", 9, "shuffle"),  # every member trained on every row
+    # the normalisers' statistics over the data as it was, compiled per row count
+    Added("statistics", 10, "eager"),
 )
 """One entry per key added since schema 1, oldest first."""
 
