@@ -28,6 +28,10 @@ from rp1.experiments.runs_table import load_runs
 from rp1.experiments.significance import error_margin, holm, return_margin, verdict
 from rp1.experiments.stats import mean_difference, tost_interval, welch
 
+NOT_SCREENED = dict.fromkeys(("gain_p_a", "fall_p_a", "gain_p_b", "fall_p_b"), np.nan)
+"""The report's winner-learned-nothing screen (:func:`rp1.experiments.significance.winner_note`)
+does not apply: both sides are one method, before and after a change of code."""
+
 
 def per_run(root: Path, samples: int) -> pd.DataFrame:
     """One row per run under ``root``: task, method, seed and every measure's value at ``samples``."""
@@ -75,7 +79,7 @@ def compare(before: pd.DataFrame, after: pd.DataFrame, samples: int) -> pd.DataF
     table["p_holm"] = np.nan
     table.loc[tested, "p_holm"] = holm(table.loc[tested, "p"].to_numpy())
     table["verdict"] = [
-        verdict(SimpleNamespace(**r, learned=True, samples=samples), g)
+        verdict(SimpleNamespace(**r, learned=True, samples=samples, **NOT_SCREENED), g)
         for r in table.to_dict("records")
     ]
     return table
