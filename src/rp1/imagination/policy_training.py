@@ -285,7 +285,7 @@ def train_updates(
         return (state.updates < max_updates) & ~state.rule.stop
 
     _, shapes = jax.eval_shape(
-        _train_step, settings, state, model, start_obs, lam, first_check, action_std
+        partial(_train_step, settings), state, model, start_obs, lam, first_check, action_std
     )
     metrics = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
     record = jax.tree_util.tree_map(
