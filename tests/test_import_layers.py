@@ -20,9 +20,7 @@ LAYERS = (
     ("rp1.agents",),
     ("rp1.outputs",),
     ("rp1.rundir",),
-    # the config schema's versions and key migrations sit with the schema until they move into
-    # config/ (issue 47's second part)
-    ("rp1.config", "rp1.rundir.migrations"),
+    ("rp1.config",),
     ("rp1.imagination",),
     ("rp1.policy", "rp1.realenv", "rp1.dynamics"),
     ("rp1.envs",),

@@ -25,7 +25,7 @@ from rp1.experiments.report import report_tasks
 from rp1.experiments.runs_table import load_runs
 from rp1.experiments.tables import TABLES, table_frames, write_table_frames
 from rp1.rundir.files import CONFIG, FINISHED, METRICS, TIMING_COLUMNS, RunDir, config_hash
-from rp1.rundir.migrations import ADDED, BASE_KEYS, SCHEMA, NewerSchema, migrate, written_schema
+from rp1.config.migrations import ADDED, BASE_KEYS, SCHEMA, NewerSchema, migrate, written_schema
 
 SCHEMA3 = Path(__file__).resolve().parent / "fixtures" / "schema3_runs"
 """Hopper's runs of the five-seed laptop-scale report (schema 3, written by rp1 at b0a757d) and
@@ -71,14 +71,14 @@ def keys_of(schema: int) -> frozenset[str]:
 
 def entry_problems(config: Config) -> list[str]:
     """The keys of ``config`` (of :class:`Config` or a schema that adds to it) without an entry in
-    rp1.rundir.migrations, and the entries for keys it does not have, one line each."""
+    rp1.config.migrations, and the entries for keys it does not have, one line each."""
     keys = set(dotted(config.to_dict())) - {"schema"}
     missing = [
-        f"{key}: no entry in rp1.rundir.migrations.ADDED (add one, and raise SCHEMA)"
+        f"{key}: no entry in rp1.config.migrations.ADDED (add one, and raise SCHEMA)"
         for key in sorted(keys - keys_of(SCHEMA))
     ]
     return missing + [
-        f"{key}: an entry of rp1.rundir.migrations for a key the config does not have"
+        f"{key}: an entry of rp1.config.migrations for a key the config does not have"
         for key in sorted(keys_of(SCHEMA) - keys)
     ]
 
@@ -124,7 +124,7 @@ def test_a_field_added_to_a_schema_is_validated_and_needs_its_migration_entry_wi
         validate(replace(toy, toy=ToySection(burst=65)))
     assert dotted(toy.to_dict())["toy.burst"] == 4  # in config.json as a value, without its range
     assert entry_problems(toy) == [
-        "toy.burst: no entry in rp1.rundir.migrations.ADDED (add one, and raise SCHEMA)"
+        "toy.burst: no entry in rp1.config.migrations.ADDED (add one, and raise SCHEMA)"
     ]
 
 

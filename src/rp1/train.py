@@ -25,7 +25,7 @@ from rp1.core.storage import check_writable_dir
 from rp1.outputs.writer import RunOptions, RunOutputs
 from rp1.rundir.files import RunDir
 from rp1.rundir.lock import RunLock, owning
-from rp1.rundir.migrations import continued_note
+from rp1.config.migrations import continued_note
 from rp1.rundir.provenance import record as record_environment
 
 

@@ -13,6 +13,7 @@ The package, one job per module:
 - :mod:`~rp1.config.overrides` — ``--set key=value``;
 - :mod:`~rp1.config.settings` — the library's settings objects built from a config;
 - :mod:`~rp1.config.validation` — :func:`validate`.
+- :mod:`~rp1.config.migrations` — schema versions, and a config written by an earlier rp1 read as it ran.
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ from rp1.dynamics.fit import LEARNING_RATE as MODEL_LEARNING_RATE
 from rp1.envs.task import SOURCES
 from rp1.imagination import policy_training, rollouts
 from rp1.policy import networks, ppo
-from rp1.rundir.migrations import SCHEMA, SCHEMA_KEY
+from rp1.config.migrations import SCHEMA, SCHEMA_KEY
 
 FIRST_FEEDBACK = bandit.FIRST_FEEDBACKS
 """The values of ``lam.first_feedback`` and what each does."""
@@ -387,13 +387,13 @@ class Config:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-serialisable dict (tuples become lists), led by the config schema it is
-        written in (``"schema"``, :data:`rp1.rundir.migrations.SCHEMA`)."""
+        written in (``"schema"``, :data:`rp1.config.migrations.SCHEMA`)."""
         return {SCHEMA_KEY: SCHEMA, **json.loads(json.dumps(dataclasses.asdict(self)))}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Config:
         """Inverse of :meth:`to_dict` (``"schema"`` is not a field; read a stored config through
-        :func:`rp1.rundir.migrations.migrate` first)."""
+        :func:`rp1.config.migrations.migrate` first)."""
         return _from_dict(cls, data)
 
 

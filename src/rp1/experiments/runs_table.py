@@ -82,7 +82,7 @@ def scale_order(scale: str) -> tuple[bool, str]:
 def read_config(run_dir: Path) -> dict:
     """The config keys the report needs, of a config of any schema up to this rp1's (read by
     :func:`rp1.rundir.files.read_run_config`); raises ConfigError naming the file if a key is missing
-    or the file is not its run's own, and :class:`~rp1.rundir.migrations.NewerSchema` for a config of
+    or the file is not its run's own, and :class:`~rp1.config.migrations.NewerSchema` for a config of
     a newer rp1.
 
     ``scale`` defaults to :data:`DEFAULT_SCALE`; ``phase_cap`` is NaN when the config has no

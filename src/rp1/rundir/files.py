@@ -28,7 +28,7 @@ row still being written (``rp1.experiments.runs_table`` leaves it out). ``evalua
 fixed columns :data:`EVALUATION_COLUMNS`, is kept in the checkpoint too and written the same way.
 
 A stored config (``config.json``, the checkpoint's copy) is read through
-:func:`rp1.rundir.migrations.migrate`: a config of an older schema gets each key it lacks with
+:func:`rp1.config.migrations.migrate`: a config of an older schema gets each key it lacks with
 the value that reproduces its behaviour, then is compared with the config given now.
 
 The checkpoint (like the policy files) is sealed with a SHA-256 checksum of its content
@@ -72,7 +72,7 @@ from rp1.core.storage import (
     storage_errors,
     write_atomically,
 )
-from rp1.rundir.migrations import SCHEMA_KEY, check_continuable, continued, migrate
+from rp1.config.migrations import SCHEMA_KEY, check_continuable, continued, migrate
 from rp1.rundir.sealed import seal, unseal
 
 METRIC_COLUMNS = (
@@ -244,7 +244,7 @@ class RunDir:
         return text
 
     def read_config(self) -> dict[str, Any] | None:
-        """The stored config dict as this rp1 reads it (:func:`~rp1.rundir.migrations.migrate`), or
+        """The stored config dict as this rp1 reads it (:func:`~rp1.config.migrations.migrate`), or
         ``None`` if there is none; ConfigError if it is not one or is of a newer schema."""
         stored = self.read_stored_config()
         return None if stored is None else migrate(stored, str(self.path / CONFIG))
@@ -318,7 +318,7 @@ class RunDir:
         return "" if read is None or read == config else config_diff(read, config)
 
     def continued(self, config: dict[str, Any]) -> dict[str, Any]:
-        """``config`` as it continues the run held here, if any (:func:`~rp1.rundir.migrations.continued`:
+        """``config`` as it continues the run held here, if any (:func:`~rp1.config.migrations.continued`:
         the keys the stored config lacks keep the behaviour its schema had)."""
         return continued(config, self.read_stored_config())
 
