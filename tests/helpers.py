@@ -355,7 +355,16 @@ def host_reads(monkeypatch) -> list[str]:
     from jax._src.array import ArrayImpl
 
     reads, inside = [], [False]
-    to_host, device_get = ArrayImpl._single_device_array_to_np_array_did_copy, jax.device_get
+    # the method every copy to the host goes through (renamed after jax 0.4.33, the lowest version)
+    name = next(
+        name
+        for name in (
+            "_single_device_array_to_np_array_did_copy",
+            "_single_device_array_to_np_array",
+        )
+        if hasattr(ArrayImpl, name)
+    )
+    to_host, device_get = getattr(ArrayImpl, name), jax.device_get
 
     def converting(self):
         if not inside[0]:
@@ -371,7 +380,7 @@ def host_reads(monkeypatch) -> list[str]:
         finally:
             inside[0] = False
 
-    monkeypatch.setattr(ArrayImpl, "_single_device_array_to_np_array_did_copy", converting)
+    monkeypatch.setattr(ArrayImpl, name, converting)
     monkeypatch.setattr(jax, "device_get", getting)
     return reads
 
