@@ -24,7 +24,9 @@ from rp1.config.schema import ranged
 from rp1.core.errors import ConfigError
 from rp1.experiments.report import report_tasks
 from rp1.experiments.runs_table import load_runs
-from rp1.experiments.tables import TABLES, table_frames, write_table_frames
+from rp1.experiments.table_files import write_table_frames
+from rp1.experiments.table_results import table_frames
+from rp1.experiments.tables import TABLES
 from rp1.rundir.files import CONFIG, FINISHED, METRICS, TIMING_COLUMNS, RunDir, config_hash
 
 SCHEMA3 = Path(__file__).resolve().parent / "fixtures" / "schema3_runs"

@@ -25,18 +25,13 @@ from rp1.envs import path_name
 from rp1.experiments import figures, provenance, realisations, stats
 from rp1.experiments.claims import claim_table, write_claims
 from rp1.experiments.fair import DEFAULT_EVERY, policy_grid
+from rp1.experiments.markdown import markdown_table
 from rp1.experiments.measures import RunTables, run_tables
 from rp1.experiments.paper import PAPER_LAMBDA_DIRECTION, TASKS
 from rp1.experiments.runs_table import LoadedRuns, load_runs, scale_order
-from rp1.experiments.tables import (
-    TABLES,
-    TableFrames,
-    comparable,
-    markdown_table,
-    table_frames,
-    table_spec,
-    write_table_frames,
-)
+from rp1.experiments.table_files import write_table_frames
+from rp1.experiments.table_results import TableFrames, comparable, table_frames
+from rp1.experiments.tables import TABLES, table_spec
 
 
 class CurveFigure(NamedTuple):
@@ -468,7 +463,7 @@ def write_index(
 
 
 def left_out(frames: dict[str, TableFrames | None]) -> tuple[str, ...]:
-    """A note per table with runs that can compare nothing (:func:`~rp1.experiments.tables.comparable`)."""
+    """A note per table with runs that can compare nothing (:func:`~rp1.experiments.table_results.comparable`)."""
     return tuple(
         f"{name}: nothing to compare — {why(frame)}; not written"
         for name, frame in frames.items()
