@@ -27,7 +27,7 @@ from rp1.config.methods import (
 from rp1.core.storage import write_atomically
 from rp1.envs import path_name
 from rp1.experiments import figures, provenance, realisations, stats
-from rp1.experiments.claims import claim_table, write_claims
+from rp1.experiments.claims import claim_table, verdict_summary, write_claims
 from rp1.experiments.fair import DEFAULT_EVERY, policy_grid
 from rp1.experiments.markdown import markdown_table
 from rp1.experiments.measures import RunTables, run_tables
@@ -346,6 +346,19 @@ def why(frame: TableFrames) -> str:
     if len(methods) < 2:
         return f"only {next(iter(methods))} has runs"
     return f"{', '.join(methods)} have runs, one seed each at most ({most})"
+
+
+def report_summary(written: list[Path], out: Path) -> str:
+    """What ``rp1 report`` says of a report written into ``out`` (``written``: its files, from
+    :func:`write_report`): how many files and where to start, then, where it has claims, how many
+    verdicts of each kind they give (:func:`~rp1.experiments.claims.verdict_summary` of the
+    ``claims.csv`` written)."""
+    lines = [f"wrote {len(written)} files to {out} (start at {out / 'index.md'})"]
+    claims = out / "claims.csv"
+    if claims in written:
+        summary = verdict_summary(pd.read_csv(claims))
+        lines.append(f"claims.md, one verdict per claim, task, sample count and measure: {summary}")
+    return "\n".join(lines)
 
 
 def write_report(root: Path, out: Path) -> list[Path]:
