@@ -241,7 +241,8 @@ def test_the_report_compares_world_models_by_their_last_fit_lower_is_better(tmp_
 
     from rp1.experiments import figures
     from rp1.experiments.claims import claim_table
-    from rp1.experiments.tables import TABLES, table_frames
+    from rp1.experiments.table_results import table_frames
+    from rp1.experiments.tables import TABLES
 
     rows = []
     for method, errors in {

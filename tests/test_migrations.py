@@ -19,13 +19,15 @@ import pytest
 
 from helpers import environment_differences, metrics_without_timing, run_cli, snapshot
 from rp1.config import Config, resolve, validate
+from rp1.config.migrations import ADDED, BASE_KEYS, SCHEMA, NewerSchema, migrate, written_schema
 from rp1.config.schema import ranged
 from rp1.core.errors import ConfigError
 from rp1.experiments.report import report_tasks
 from rp1.experiments.runs_table import load_runs
-from rp1.experiments.tables import TABLES, table_frames, write_table_frames
+from rp1.experiments.table_files import write_table_frames
+from rp1.experiments.table_results import table_frames
+from rp1.experiments.tables import TABLES
 from rp1.rundir.files import CONFIG, FINISHED, METRICS, TIMING_COLUMNS, RunDir, config_hash
-from rp1.config.migrations import ADDED, BASE_KEYS, SCHEMA, NewerSchema, migrate, written_schema
 
 SCHEMA3 = Path(__file__).resolve().parent / "fixtures" / "schema3_runs"
 """Hopper's runs of the five-seed laptop-scale report (schema 3, written by rp1 at b0a757d) and

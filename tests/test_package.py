@@ -4,6 +4,7 @@ budget, the progress bar's throughput and time left)."""
 
 from __future__ import annotations
 
+import fnmatch
 import subprocess
 import sys
 import tomllib
@@ -77,6 +78,27 @@ def test_package_metadata():
     assert meta["urls"]["Paper"] == "https://arxiv.org/abs/2002.02693"
     assert "Typing :: Typed" in meta["classifiers"] and meta["keywords"] and meta["authors"]
     assert "2002.02693" in (ROOT / "CITATION.cff").read_text()
+
+
+def test_package_data_ships_every_data_file():
+    """Every file under ``src/rp1`` that is not Python matches a glob of its package's
+    ``[tool.setuptools.package-data]``, so the wheel carries it (the tasks' models, the test sets,
+    the report's templates)."""
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
+        "setuptools"
+    ]["package-data"]
+    source = ROOT / "src"
+    unshipped = []
+    for path in sorted((source / "rp1").rglob("*")):
+        if path.is_dir() or path.suffix in {".py", ".pyc"} or "__pycache__" in path.parts:
+            continue
+        package = path.parent
+        while not (package / "__init__.py").is_file():
+            package = package.parent
+        name, inside = ".".join(package.relative_to(source).parts), path.relative_to(package)
+        if not any(fnmatch.fnmatch(inside.as_posix(), glob) for glob in globs.get(name, [])):
+            unshipped.append(str(path.relative_to(source)))
+    assert unshipped == []
 
 
 def test_config_lists_every_key(capsys):

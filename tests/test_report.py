@@ -58,14 +58,10 @@ from rp1.experiments.significance import (
     verdict,
     verdict_kind,
 )
-from rp1.experiments.tables import (
-    TABLES,
-    comparable,
-    render,
-    table_frames,
-    table_spec,
-    write_table_frames,
-)
+from rp1.experiments.table_files import write_table_frames
+from rp1.experiments.table_markdown import render
+from rp1.experiments.table_results import comparable, table_frames
+from rp1.experiments.tables import TABLES, table_spec
 from rp1.train import run_training
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -11,7 +11,8 @@ from rp1.experiments import provenance, realisations
 from rp1.experiments.claims import claim_table
 from rp1.experiments.measures import run_tables
 from rp1.experiments.runs_table import load_runs
-from rp1.experiments.tables import TABLES, table_frames
+from rp1.experiments.table_results import table_frames
+from rp1.experiments.tables import TABLES
 
 COMMIT_A, COMMIT_B = "a" * 40, "b" * 40
 ZEN4 = "avx avx2 avx512f fma sse"

@@ -19,13 +19,13 @@ from rp1.agents.model_based import ModelBasedAgent
 from rp1.agents.modelfree import ModelFreeAgent
 from rp1.agents.protocol import Agent, RunState, S
 from rp1.config import MODEL_FREE, SCALES, Config, validate
+from rp1.config.migrations import continued_note
 from rp1.core.compilation import enable_compilation_cache
 from rp1.core.errors import DamagedFile
 from rp1.core.storage import check_writable_dir
 from rp1.outputs.writer import RunOptions, RunOutputs
 from rp1.rundir.files import RunDir
 from rp1.rundir.lock import RunLock, owning
-from rp1.config.migrations import continued_note
 from rp1.rundir.provenance import record as record_environment
 
 

@@ -386,21 +386,13 @@ def report(
     out: Path | None = typer.Option(None, "--out", help="Output directory (default: ROOT/report)."),
 ) -> None:
     """Tables (Markdown + CSV) and figures (PNG) of the paper from run directories."""
-    import pandas as pd
-
-    from rp1.experiments.claims import verdict_summary
-    from rp1.experiments.report import write_report
+    from rp1.experiments.report import report_summary, write_report
 
     if not root.is_dir():
         raise ConfigError(f"no such directory: {root}")
     out = out or root / "report"
     check_writable_dir(out)
-    written = write_report(root, out)
-    typer.echo(f"wrote {len(written)} files to {out} (start at {out / 'index.md'})")
-    claims = out / "claims.csv"
-    if claims in written:
-        summary = verdict_summary(pd.read_csv(claims))
-        typer.echo(f"claims.md, one verdict per claim, task, sample count and measure: {summary}")
+    typer.echo(report_summary(write_report(root, out), out))
 
 
 @app.command()

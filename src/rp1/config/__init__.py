@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rp1.config.methods import (
+    DEFAULT_METHOD,
     MATCHED_PHASE_LENGTH,
     METHOD_TABLE,
     METHODS_VARIABLE,
@@ -75,7 +76,7 @@ def resolve(
 
 def env_config(
     env: str,
-    method: str = "rp1",
+    method: str = DEFAULT_METHOD,
     seed: int | None = None,
     budget: int | None = None,
     overrides: dict[str, str] | None = None,

@@ -91,23 +91,36 @@ class Method:
 
 RP1 = "rp1"
 """The paper's method: the row the report compares the others with."""
+GREEDY = "greedy"
+VR = "vr"
+RP1_NOADAPT = "rp1-noadapt"
+RP1_NOPCA = "rp1-nopca"
+RP1_STATEVAR = "rp1-statevar"
+GREEDY_MATCHED = "greedy-matched"
+RP1_NOPCA_MATCHED = "rp1-nopca-matched"
+RP1_FIXED05 = "rp1-fixed05"
+"""The names of :data:`METHOD_TABLE`'s rows, for the code that names a method (the report's
+comparisons, the paper's numbers)."""
+
+DEFAULT_METHOD = RP1
+"""The method of a run or sweep on a task (``--env``, ``--envs``) that names none."""
 
 METHOD_TABLE: tuple[Method, ...] = (
     Method(RP1, "RP1", ADAPTIVE, 0.0, True),
-    Method("greedy", "Greedy", FIXED, 0.0, False),
-    Method("vr", "V+R", FIXED, 0.5, False),
-    Method("rp1-noadapt", "RP1 (λ = 0)", FIXED, 0.0, True),
-    Method("rp1-nopca", "RP1 (No EarlyStop)", ADAPTIVE, 0.0, False, short_label="No EarlyStop"),
-    Method("rp1-statevar", "RP1 (state variance)", ADAPTIVE, 0.0, True, bonus="state"),
+    Method(GREEDY, "Greedy", FIXED, 0.0, False),
+    Method(VR, "V+R", FIXED, 0.5, False),
+    Method(RP1_NOADAPT, "RP1 (λ = 0)", FIXED, 0.0, True),
+    Method(RP1_NOPCA, "RP1 (No EarlyStop)", ADAPTIVE, 0.0, False, short_label="No EarlyStop"),
+    Method(RP1_STATEVAR, "RP1 (state variance)", ADAPTIVE, 0.0, True, bonus="state"),
     Method(
-        "greedy-matched", "Greedy (matched phases)", FIXED, 0.0, False,
+        GREEDY_MATCHED, "Greedy (matched phases)", FIXED, 0.0, False,
         matched_phases=True, in_paper=False, short_label="Greedy (matched)",
     ),
     Method(
-        "rp1-nopca-matched", "RP1 (No EarlyStop, matched phases)", ADAPTIVE, 0.0, False,
+        RP1_NOPCA_MATCHED, "RP1 (No EarlyStop, matched phases)", ADAPTIVE, 0.0, False,
         matched_phases=True, in_paper=False, short_label="No EarlyStop (matched)",
     ),
-    Method("rp1-fixed05", "RP1 (λ = 0.5)", FIXED, 0.5, True, in_paper=False),
+    Method(RP1_FIXED05, "RP1 (λ = 0.5)", FIXED, 0.5, True, in_paper=False),
 )  # fmt: skip
 """rp1's model-based methods, the paper's first (algorithm.md §8), then rp1's controls."""
 

@@ -13,6 +13,7 @@ from rp1.config.methods import (
     METHOD_TABLE,
     MODEL_FREE,
     QUICK,
+    RP1,
     Method,
     method_config,
     model_based_methods,
@@ -55,7 +56,7 @@ def with_scale(cfg: Config, scale: str) -> Config:
 
 def quick_config(task: str, preset: str) -> Config:
     """RP1 at small scale with 10^4 samples: learns visibly on a 2-core CPU in minutes."""
-    return with_scale(method_config(task, "rp1", preset, budget=QUICK_BUDGET), "small")
+    return with_scale(method_config(task, RP1, preset, budget=QUICK_BUDGET), "small")
 
 
 def preset_registry() -> dict[str, tuple[str, typing.Callable[[], Config]]]:

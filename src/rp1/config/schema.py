@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from rp1.acquisition import bandit, pca
+from rp1.config.migrations import SCHEMA, SCHEMA_KEY
 from rp1.core.normalizer import MASKED, STATISTICS, Statistics
 from rp1.dynamics import ensemble, heads, store
 from rp1.dynamics.fit import (
@@ -50,7 +51,6 @@ from rp1.dynamics.fit import LEARNING_RATE as MODEL_LEARNING_RATE
 from rp1.envs.task import SOURCES
 from rp1.imagination import policy_training, rollouts
 from rp1.policy import networks, ppo
-from rp1.config.migrations import SCHEMA, SCHEMA_KEY
 
 FIRST_FEEDBACK = bandit.FIRST_FEEDBACKS
 """The values of ``lam.first_feedback`` and what each does."""

@@ -85,9 +85,14 @@ def member_losses(model: Ensemble, data: Dataset) -> jax.Array:
     return masked_member_losses(ModelParts(model.params), model, data).dynamics
 
 
-def model_error(model: Ensemble, obs: np.ndarray, act: np.ndarray, next_obs: np.ndarray) -> float:
-    """The bandit feedback ``G = sqrt(mean_m MSE_m²)`` (algorithm.md §6), ``MSE_m`` member ``m``'s
-    error in normalised state space on ``obs [N, obs_dim]``, ``act [N, act_dim]``,
-    ``next_obs [N, obs_dim]``, transitions the model has not yet seen."""
-    losses = member_losses(model, padded_dataset(obs, act, next_obs))
+def ensemble_error(losses: jax.Array) -> float:
+    """The ensemble's error ``sqrt(mean_m MSE_m²)`` from its members' errors ``losses [M]`` (the
+    formula of the bandit feedback G, algorithm.md §6, in whatever units ``losses`` are)."""
     return float(jnp.sqrt(jnp.mean(losses**2)))
+
+
+def model_error(model: Ensemble, obs: np.ndarray, act: np.ndarray, next_obs: np.ndarray) -> float:
+    """The bandit feedback ``G`` (algorithm.md §6): :func:`ensemble_error` of the members' errors
+    ``MSE_m`` in normalised state space on ``obs [N, obs_dim]``, ``act [N, act_dim]``,
+    ``next_obs [N, obs_dim]``, transitions the model has not yet seen."""
+    return ensemble_error(member_losses(model, padded_dataset(obs, act, next_obs)))

@@ -37,7 +37,7 @@ from rp1.core.errors import ConfigError
 from rp1.core.normalizer import Normalizer, normalizer_fit, normalizer_init, standardize
 from rp1.core.storage import write_atomically
 from rp1.dynamics.ensemble import Ensemble, predict_all
-from rp1.dynamics.losses import model_error
+from rp1.dynamics.losses import ensemble_error, model_error
 from rp1.envs import names as task_names
 
 SHIPPED = Path(__file__).parent / "testsets"
@@ -120,5 +120,5 @@ def errors_on_test_set(
     losses = common_member_errors(model, test_set.obs, test_set.act, test_set.next_obs, scale)
     return {
         "test_model_error": model_error(model, test_set.obs, test_set.act, test_set.next_obs),
-        "test_model_error_common": float(jnp.sqrt(jnp.mean(losses**2))),
+        "test_model_error_common": ensemble_error(losses),
     }

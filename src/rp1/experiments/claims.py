@@ -24,6 +24,7 @@ import pandas as pd
 from rp1.config.methods import method_label
 from rp1.core.storage import write_atomically
 from rp1.experiments.learning import LEARNING_COLUMNS
+from rp1.experiments.markdown import FrameRow, markdown_table, p_text
 from rp1.experiments.measures import (
     MEASURES,
     QUANTITY_MEASURES,
@@ -41,15 +42,9 @@ from rp1.experiments.significance import (
     qualified,
     verdict_kind,
 )
-from rp1.experiments.tables import (
-    TABLES,
-    Comparison,
-    FrameRow,
-    TableFrames,
-    markdown_table,
-    p_text,
-    table_rows,
-)
+from rp1.experiments.table_cells import table_rows
+from rp1.experiments.table_results import TableFrames
+from rp1.experiments.tables import TABLES, Comparison
 
 CLAIMS: tuple[tuple[str, str], ...] = (
     ("RP1 beats Greedy (Table 1)", "rp1-vs-greedy"),

@@ -31,8 +31,8 @@ import pandas as pd
 from rp1.config.methods import method_label, method_names
 from rp1.core.errors import LinkOutside, StorageError
 from rp1.core.storage import read_inside, write_atomically
+from rp1.experiments.markdown import markdown_table
 from rp1.experiments.runs_table import scale_order
-from rp1.experiments.tables import markdown_table
 from rp1.rundir.files import ENVIRONMENT
 
 NOT_RECORDED = "not recorded"

@@ -32,11 +32,13 @@ from rp1.core.storage import write_atomically
 from rp1.experiments.claims import claim_table
 from rp1.experiments.fair import policy_grid
 from rp1.experiments.learning import learning_table
+from rp1.experiments.markdown import markdown_table, p_text
 from rp1.experiments.measures import MEASURES, RETURN, RunTables
 from rp1.experiments.provenance import counted, labelled
 from rp1.experiments.runs_table import RUN_KEY, LoadedRuns
 from rp1.experiments.significance import qualified, verdict_kind
-from rp1.experiments.tables import TableFrames, markdown_table, p_text, table_frames, table_rows
+from rp1.experiments.table_cells import table_rows
+from rp1.experiments.table_results import TableFrames, table_frames
 
 CLAIM_KEY: list[str] = ["id", "task", "scale", "samples", "metric"]
 """What names one verdict of ``claims.csv``."""

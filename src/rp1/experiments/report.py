@@ -1,13 +1,17 @@
 """``rp1 report DIR``: the paper's tables and figures, and diagnostics, from run directories.
 
 :func:`write_report` loads every run under a root once (runs_table), then writes the tables
-(tables), the figures (figures) and an ``index.md`` linking them into the output folder.
+(table_results, table_files), the claims (claims), the figures (figures) and an ``index.md``
+linking them into the output folder, which ends with the definitions of its numbers (the template
+``templates/definitions.md``).
 """
 
 from __future__ import annotations
 
 import math
+from importlib import resources
 from pathlib import Path
+from string import Template
 from typing import NamedTuple
 
 import numpy as np
@@ -23,20 +27,15 @@ from rp1.config.methods import (
 from rp1.core.storage import write_atomically
 from rp1.envs import path_name
 from rp1.experiments import figures, provenance, realisations, stats
-from rp1.experiments.claims import claim_table, write_claims
+from rp1.experiments.claims import claim_table, verdict_summary, write_claims
 from rp1.experiments.fair import DEFAULT_EVERY, policy_grid
+from rp1.experiments.markdown import markdown_table
 from rp1.experiments.measures import RunTables, run_tables
 from rp1.experiments.paper import PAPER_LAMBDA_DIRECTION, TASKS
 from rp1.experiments.runs_table import LoadedRuns, load_runs, scale_order
-from rp1.experiments.tables import (
-    TABLES,
-    TableFrames,
-    comparable,
-    markdown_table,
-    table_frames,
-    table_spec,
-    write_table_frames,
-)
+from rp1.experiments.table_files import write_table_frames
+from rp1.experiments.table_results import TableFrames, comparable, table_frames
+from rp1.experiments.tables import TABLES, table_spec
 
 
 class CurveFigure(NamedTuple):
@@ -62,146 +61,9 @@ CURVE_FIGURES: tuple[CurveFigure, ...] = (
 )
 """The per-task curve figures."""
 
-DEFINITIONS = """## How the numbers are made
-
-- **Trained policy**: an evaluation counts towards a best only if it is of a trained policy, a
-  row of iteration ≥ 1. A model-based run's iteration 0 evaluates its untrained (randomly
-  initialised) policy, whose return can beat a trained one's (≈ 0 on HalfCheetah, above the
-  paper's −0.95 for Greedy); a model-free run's rows are PPO updates 1, 2, …, all trained.
-- **Best at a timestep** (the paper's best; tables): per run, the best evaluation return of a trained policy among
-  its evaluations made with at most that many real samples; a run counts only if it has such an
-  evaluation and collected at least that many samples (model-based: max of `samples +
-  phase_samples` over its rows, as a row is written before its phase; model-free: max of
-  `samples`), so an unfinished or smaller-budget run is missing there. Median and [25th, 75th
-  percentile] over runs; one run per (task, scale, method, seed) (see **Realisations**). Every
-  table is given at the paper's sample counts (10⁴ and 10⁵ for Table 1, 10⁵ for Tables 2 and 3;
-  10⁴ and 10⁵ for the controls' Tables 4–6 and the model table) and, per task and scale, at
-  every budget of its runs there (config.json `budget`); rows, method columns and cells without
-  runs are left out (`—` in a row that has others).
-- **The paper's best is not a fair yardstick.** A method is evaluated once per outer iteration,
-  so by 10⁴ samples a method of short phases (RP1: 13–36 evaluations) has many more evaluations
-  than one of 3,000-sample phases (Greedy, V+R: 3), and the maximum of more noisy evaluations is
-  larger even between equally good policies. Every table of returns and every claim therefore
-  also comes in three measures that score every run at the same sample counts, a grid `g =
-  every, 2·every, …` (tables' "fair" sections, `<table>_fair.csv`, claims' columns):
-  - the **policy in force** at g: the one that collected the g-th real sample. A run with the
-    evaluation grid (`evaluations.csv`, made with config `eval.every` > 0; the Runs table above
-    says which) evaluated exactly it at g, on fresh episodes seeded by the grid point, and its
-    grid spacing is its `eval.every`. A run without one is read on a grid of DEFAULT_EVERY samples
-    (`eval.every`'s default) from `metrics.csv`: the policy in force at g is that of its last row
-    with `samples` < g (a model-based row's policy is evaluated before it collects
-    `phase_samples` real samples from `samples`; a model-free row's collects the next batch), its
-    return that row's `eval_return`. The untrained policy (iteration 0) counts here: it is the
-    policy in force during the first phase (only the paper's best leaves it out). One value per
-    run per grid point either way.
-  - **return at N**: the return of the policy in force at the last grid point ≤ N (N itself at
-    the paper's sample counts);
-  - **best over the grid**: the best return of the policies in force at the grid points ≤ N,
-    N / every evaluations for every method;
-  - **area under the curve**: their mean (the area under the step curve of the policy in force,
-    divided by the samples it spans, in return units).
-  A run counts at N only if it reached N samples and has a return at every grid point ≤ N (a
-  model-free run read from `metrics.csv` has none before its first evaluation).
-- **Difference** (Δ, `diff`, `diff_low`, `diff_high`): mean(a) − mean(b) of the per-seed values,
-  in their units (for the test-set error, negative where a's error is lower), with a 95 %
-  percentile-bootstrap interval resampling both sides independently (9,999 resamples, fixed
-  seed: the same values give the same interval); none below 2 seeds a side. `tost_low`,
-  `tost_high`: Welch's 90 % interval of the same difference, mean(a) − mean(b) ± t(0.95, ν)·SE
-  with the Welch–Satterthwaite ν, the interval of the two one-sided tests at the 0.05 level.
-- **Holm–Bonferroni**: a report runs many tests. A *family* is the comparisons of one table at
-  one measure, scale and sample count on every task (Table 1's T1 and T2 on four tasks: 8
-  tests); `p_holm` is Holm's adjusted p within it: for the m p-values sorted ascending,
-  p̃₍ᵢ₎ = max over j ≤ i of min(1, (m − j + 1)·p₍ⱼ₎). `p_holm_all` (claims.csv) adjusts over
-  every claim of one measure, scale and sample count. A table's `*` and a claim's verdict read
-  `p_holm` < 0.05; `p` and `significant` are before any correction.
-- **Equivalence margin**, fixed in the code: for returns, per task, 10 % of the paper's RP1
-  median best return at the paper's sample count for N (10⁴ up to 99,999 samples, 10⁵ from
-  there; at 10⁴: HalfCheetah 10.1, Ant 11.4, Swimmer 0.32, Hopper 32.2; at 10⁵: 39.0, 23.8, 6.4,
-  62.0): the scale of a good return on the task by then in the paper, a difference below a tenth
-  of which is practically negligible; the same for every measure of returns; none off the
-  paper's tasks. For the test-set error, 10 % of b's mean error.
-- **Verdict** of a comparison "a beats b": *nothing learned by N* where the task learned nothing
-  (below); else *holds* (a better) or *does not hold* (a worse) where `p_holm` < 0.05; else
-  *equivalent* where both intervals of the difference (the bootstrap's, and Welch's 90 % of the
-  two one-sided tests, which a percentile bootstrap of a few seeds can understate) lie inside
-  ±the margin; else *inconclusive:
-  differences from X to Y are consistent with the data* (the interval), or *inconclusive: too
-  few seeds*. "No significant difference" alone is never read as "equal".
-- **The winner learned nothing**: a verdict that decides (holds, does not hold) also asks
-  whether the better method's runs beat their own untrained policies on that measure: per run
-  the measure's value minus iteration 0's `eval_return`, per side a one-sided one-sample t-test
-  of a mean gain above 0 (`gain_a`, `gain_p_a`, …) and one of a mean below 0 (`fall_p_a`, …).
-  Where the better method's gain is not shown (p ≥ 0.05), the verdict says so: *holds, but only
-  because B fell below its untrained policy* where the worse method's fall is shown, else
-  *holds, but A is not shown above its untrained policy*: a difference between a policy that
-  learned nothing and one that got worse is not evidence that the first method learns. For
-  returns only.
-- **Nothing learned by N**: per task (and scale) and N, each run's gain is its return at N
-  minus its own untrained policy's (iteration 0's `eval_return`); per method a one-sided
-  one-sample t-test of a mean gain above 0 (not corrected for the number of methods: the screen
-  errs toward counting comparisons, which their families then judge). Where no method's p is
-  below 0.05, no policy in force at N is shown to beat the untrained one:
-  every comparison of returns on that task at N compares noise, on every measure. Its numbers
-  are kept, its verdict says so, and it is left out of every Holm family, so that it neither
-  counts as evidence for a method nor dilutes the tests that do. claims.md lists, per task, the
-  untrained return and the method whose gain is clearest.
-- **Realisations**: the same config and seed run on another CPU or by other code is another
-  realisation of that seed (numerics that differ in their last bits, then may diverge). Of
-  several runs of one (task, scale, method, seed) the report keeps one by what each holds, never
-  by its returns: the one that reached most samples; of those, the one that logged most metric
-  columns (a run made again to log a metric added since); of those, the one with most grid
-  evaluations (a run made again with the grid); of those, the first by path. The others are
-  listed above (Left out) and judged in realisations.md: every claim again with each folder of
-  other realisations swapped in for the kept runs of its cell, and with all of them at once;
-  claims.csv's `robust_to_realisation` says whether a verdict moves (`no`), stays (`yes`) or is
-  not touched (empty).
-- **Provenance** (provenance.md, provenance.csv): per cell, the commits, CPUs (by their recorded
-  vector extensions), `OPENBLAS_CORETYPE`, ensemble dealing (`model.dealing`) and scoring source
-  (the grid or `metrics.csv`) of its runs, from their `environment.json` and `config.json`
-  (`not recorded` where a run's files do not say), the days they were made and their work; a
-  cell whose runs differ in any of these is *mixed*, and claims.csv's `mixed_cells` names the
-  mixed cells a verdict compares.
-- **Tables left out**: a table that can compare nothing — fewer than two of its methods with
-  runs, or no cell with two or more seeds — is not written (listed above).
-- **Scale** (config.json `scale`; absent in older runs, which count as `paper`): runs of
-  different scales are never pooled: tables have a scale column, figures label other scales'
-  series, e.g. `RP1 (small)`.
-- **t**: Welch's unequal-variances t-test (`scipy.stats.ttest_ind(equal_var=False)`) on the
-  per-seed values, `*` where the Holm-adjusted p of its family is below 0.05; none when a side
-  has fewer than 2 seeds.
-- **PI** (probability of improvement): P(X > Y) for X a seed's best under RP1 and Y one under the
-  method compared, ties counting one half, i.e. the Mann–Whitney U over n·m
-  (`scipy.stats.mannwhitneyu`); 1 when every RP1 seed beats every other, 0.5 for no difference.
-  95 % percentile-bootstrap interval resampling both sides independently (9,999 resamples, fixed
-  seed); none below 2 seeds a side.
-- **IQM**: mean of the middle 50 % of seeds (`scipy.stats.trim_mean(…, 0.25)`), 95 % percentile
-  bootstrap CI (`scipy.stats.bootstrap`, 9,999 resamples, fixed seed); no CI below 2 seeds.
-- **Curves** (fig1, fig3, fig_ablation, fig_controls), two panels. Left, the paper's: each run's
-  best-so-far evaluation return on a common grid of real samples (step alignment: the value at x
-  is the best trained evaluation with samples ≤ x, so a curve at a table's sample count equals the
-  table cell). A curve starts at a run's first trained evaluation: the untrained policy's score is
-  not a best-so-far of training (it would make a curve fall when training starts). Dashed lines:
-  model-free PPO's median best return by 10⁶ / 5·10⁶ / 10⁷ samples. Right, the same evaluations
-  for every method: the return of the policy in force at each point of the runs' evaluation grid
-  (at N, the median of the tables' return at N). Median line and IQR band over the runs present
-  at x.
-- **λ analysis** (fig2): for each trained row but a run's first, the change in evaluation return
-  from the previous trained row, divided by the range (max − min) of the run's trained returns,
-  grouped by the λ this row's policy was trained with; mean ± s.e.m. over all such steps of the
-  adaptive-λ methods. Its direction (fig2_lambda.md): per run, the least-squares slope of those
-  changes on λ; mean over runs and a one-sample t-test of the slopes against 0 (a seed counts
-  once, however many steps it made).
-- **Phases** (diag, phases): every collection phase of the model-based runs (`phase_samples`),
-  the first (collected by the untrained policy at iteration 0) included. Phases per run: median
-  [IQR] over runs; samples per phase: median [IQR] over phases; stopped early: share of phases
-  that took fewer samples than allowed, min(the run's cap `collect.phase_cap` in config.json,
-  budget − samples).
-- **Metrics rows left out** (listed above): a last line of `metrics.csv` without its newline (the
-  run was killed while writing it; a number may be cut, e.g. `12.3` of `12.345`), a row with a
-  field that is not a number or another number of fields than the header, a row whose
-  `eval_return` is not finite (`nan`, `inf`). A run whose `config.json` or `metrics.csv` is
-  malformed is left out whole.
-"""
+DEFINITIONS = resources.files("rp1.experiments") / "templates" / "definitions.md"
+"""The definitions section of index.md, a template whose ``$default_every`` is
+:data:`~rp1.experiments.fair.DEFAULT_EVERY` (package data)."""
 
 
 def report_tasks(metrics: pd.DataFrame) -> tuple[str, ...]:
@@ -442,8 +304,9 @@ def inventory(metrics: pd.DataFrame, evaluations: pd.DataFrame | None = None) ->
 
 
 def definitions() -> str:
-    """The definitions section of index.md."""
-    return DEFINITIONS.replace("DEFAULT_EVERY", f"{DEFAULT_EVERY:,}")
+    """The definitions section of index.md: :data:`DEFINITIONS` rendered."""
+    template = Template(DEFINITIONS.read_text(encoding="utf-8"))
+    return template.substitute(default_every=f"{DEFAULT_EVERY:,}")
 
 
 def write_index(
@@ -468,7 +331,7 @@ def write_index(
 
 
 def left_out(frames: dict[str, TableFrames | None]) -> tuple[str, ...]:
-    """A note per table with runs that can compare nothing (:func:`~rp1.experiments.tables.comparable`)."""
+    """A note per table with runs that can compare nothing (:func:`~rp1.experiments.table_results.comparable`)."""
     return tuple(
         f"{name}: nothing to compare — {why(frame)}; not written"
         for name, frame in frames.items()
@@ -483,6 +346,19 @@ def why(frame: TableFrames) -> str:
     if len(methods) < 2:
         return f"only {next(iter(methods))} has runs"
     return f"{', '.join(methods)} have runs, one seed each at most ({most})"
+
+
+def report_summary(written: list[Path], out: Path) -> str:
+    """What ``rp1 report`` says of a report written into ``out`` (``written``: its files, from
+    :func:`write_report`): how many files and where to start, then, where it has claims, how many
+    verdicts of each kind they give (:func:`~rp1.experiments.claims.verdict_summary` of the
+    ``claims.csv`` written)."""
+    lines = [f"wrote {len(written)} files to {out} (start at {out / 'index.md'})"]
+    claims = out / "claims.csv"
+    if claims in written:
+        summary = verdict_summary(pd.read_csv(claims))
+        lines.append(f"claims.md, one verdict per claim, task, sample count and measure: {summary}")
+    return "\n".join(lines)
 
 
 def write_report(root: Path, out: Path) -> list[Path]:

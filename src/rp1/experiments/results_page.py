@@ -52,9 +52,9 @@ import pandas as pd
 from rp1.config.methods import method_label
 from rp1.core.storage import write_atomically
 from rp1.experiments.claims import value_text, verdict_cell
+from rp1.experiments.markdown import markdown_table, p_text
 from rp1.experiments.measures import MEASURES, QUANTITY_MEASURES
 from rp1.experiments.significance import EQUIVALENT, FAILS, HOLDS, qualified, verdict_kind
-from rp1.experiments.tables import markdown_table, p_text
 
 REPORTS: dict[str, str] = {
     "laptop-scale": "docs/laptop-scale/runs",

@@ -12,6 +12,7 @@ from functools import partial
 from pathlib import Path
 
 from rp1.config import Config, env_config, resolve
+from rp1.config.methods import DEFAULT_METHOD
 from rp1.core.errors import ConfigError, DamagedFile
 from rp1.experiments.runs_table import read_metrics
 from rp1.experiments.stats import best_trained
@@ -75,7 +76,7 @@ preset or :func:`rp1.config.env_config` of a (task, method)."""
 
 
 def config_sources(
-    presets: Sequence[str], envs: Sequence[str] = (), methods: Sequence[str] = ("rp1",)
+    presets: Sequence[str], envs: Sequence[str] = (), methods: Sequence[str] = (DEFAULT_METHOD,)
 ) -> list[ConfigSource]:
     """One source per preset, then one per (task, method) of ``envs`` × ``methods``."""
     by_task: list[ConfigSource] = [
@@ -96,7 +97,7 @@ class SweepRequest:
     seeds: Sequence[int]
     out: Path
     envs: Sequence[str] = ()
-    methods: Sequence[str] = ("rp1",)
+    methods: Sequence[str] = (DEFAULT_METHOD,)
     budget: int | None = None
     overrides: Mapping[str, str] = field(default_factory=dict)
     scale: str | None = None

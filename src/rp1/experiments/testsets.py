@@ -5,8 +5,8 @@ Per task, :data:`EPISODES` real episodes of each behaviour, in this order (``beh
 
 0. the untrained policy (a fresh actor-critic of the paper's sizes, algorithm.md §4) with RP1's collection
    noise: a std drawn from U(0, 3) per episode (algorithm.md §5), as a run's first phase;
-1. … for each kept policy of :data:`KEPT_POLICIES` in order: its deterministic action (as it is
-   evaluated), then its action with the collection noise.
+1. … for each preset of :data:`BEHAVIOUR_PRESETS` in order, its kept policy: its deterministic
+   action (as it is evaluated), then its action with the collection noise.
 
 The kept policies are the best policies of two small-scale runs on seed 100 (a tuning seed: the
 report's seeds are 0–29), shipped as policy files beside the test sets
@@ -27,6 +27,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from rp1.config.methods import GREEDY_MATCHED, QUICK
 from rp1.core.normalizer import STATE_CLIP, normalizer_init
 from rp1.core.seeding import int_seed
 from rp1.dynamics.testset import SHIPPED, TestSet, write_test_set
@@ -46,8 +47,9 @@ EPISODES = 6
 NOISE_MAX = 3.0
 """The collection noise's largest std (algorithm.md §5)."""
 
-KEPT_POLICIES = ("quick", "greedy-matched")
-"""Whose best policies (seed 100) join the mix: ``<task>-<name>-seed100.msgpack``."""
+BEHAVIOUR_PRESETS = (QUICK, GREEDY_MATCHED)
+"""The presets ``<task>-<name>`` whose kept (best) policy on seed 100 joins the mix, shipped as
+``<task>-<name>-seed100.msgpack`` (:func:`policy_path`)."""
 
 POLICIES = SHIPPED / "policies"
 
@@ -106,7 +108,7 @@ def build_test_set(
 
 def build_shipped(task: str, out: Path) -> Path:
     """Build ``task``'s test set from its shipped kept policies into ``out/<task>.npz``."""
-    policies = [read_policy(policy_path(task, name)) for name in KEPT_POLICIES]
+    policies = [read_policy(policy_path(task, name)) for name in BEHAVIOUR_PRESETS]
     path = out / f"{task}.npz"
     write_test_set(path, build_test_set(task, policies))
     return path

@@ -64,6 +64,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from rp1.config.migrations import SCHEMA_KEY, check_continuable, continued, migrate
 from rp1.core.errors import ConfigError, DamagedFile
 from rp1.core.storage import (
     check_writable_dir,
@@ -72,7 +73,6 @@ from rp1.core.storage import (
     storage_errors,
     write_atomically,
 )
-from rp1.config.migrations import SCHEMA_KEY, check_continuable, continued, migrate
 from rp1.rundir.sealed import seal, unseal
 
 METRIC_COLUMNS = (
