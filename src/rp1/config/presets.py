@@ -19,7 +19,7 @@ from rp1.config.methods import (
     modelfree_config,
 )
 from rp1.config.schema import Config
-from rp1.core.errors import ConfigError
+from rp1.core.errors import ConfigError, did_you_mean
 from rp1.envs import names as task_names
 
 SCALES: dict[str, dict[str, Any]] = {
@@ -94,8 +94,11 @@ def preset_descriptions() -> dict[str, str]:
 
 
 def get_preset(name: str) -> Config:
-    """The config of preset ``name``; ``ConfigError`` listing the valid names if unknown."""
+    """The config of preset ``name``; ``ConfigError`` naming the closest preset if unknown."""
     presets = preset_registry()
     if name not in presets:
-        raise ConfigError(f"unknown preset {name!r}; valid presets: {', '.join(presets)}")
+        raise ConfigError(
+            f"unknown preset {name!r}; {did_you_mean(name, presets)}valid presets: the "
+            f"{len(presets)} that `rp1 presets` lists"
+        )
     return presets[name][1]()
