@@ -85,7 +85,7 @@ OUT_OF_RANGE = {
     "evaluate: seed 2**64": (["evaluate", "RUN", "--seed", str(2**64)], "--seed", "2143289344"),
     "evaluate: episodes": (["evaluate", "RUN", "--episodes", str(10**20)], "--episodes", "10,000"),
     "evaluate: size": (
-        ["evaluate", "RUN", "--size", "100000x100000", "--video", "OUT/v.mp4"],
+        ["evaluate", "RUN", "--size", "100000x100000", "--video-file", "OUT/v.mp4"],
         "--size",
         "4096",
     ),
