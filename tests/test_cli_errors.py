@@ -18,8 +18,8 @@ USAGE = {
     "train: unknown option": (["train", "--preset", "hopper-quick", "--bogus"], "--bogus"),
     "sweep: missing --out": (["sweep", "--presets", "hopper-quick"], "--out"),
     "evaluate: not an integer": (["evaluate", "RUN", "--episodes", "1e20"], "--episodes"),
-    "evaluate: no run": (["evaluate"], "Missing argument"),  # click names it RUN or run by version
-    "report: no root": (["report"], "Missing argument"),
+    "evaluate: no run": (["evaluate"], "Missing argument 'RUN'"),  # as the help names it
+    "report: no root": (["report"], "Missing argument 'ROOT'"),
     "envs: extra argument": (["envs", "a", "b"], "b"),
     "presets: unknown option": (["presets", "--x"], "--x"),
 }

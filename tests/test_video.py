@@ -156,7 +156,15 @@ def test_unusable_mujoco_gl_one_line_exit_1(run, tmp_path):
     import sys
 
     env = {**os.environ, "MUJOCO_GL": "no-such-backend"}
-    cmd = [sys.executable, "-m", "rp1", "evaluate", str(run), "--video-file", str(tmp_path / "v.mp4")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "rp1",
+        "evaluate",
+        str(run),
+        "--video-file",
+        str(tmp_path / "v.mp4"),
+    ]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     err = done.stderr.strip().splitlines()
     assert (
