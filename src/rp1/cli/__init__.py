@@ -23,6 +23,7 @@ import typer
 from rp1._version import __version__
 from rp1.cli.helptext import PlainCommand
 from rp1.cli.options import (
+    CONFIG,
     EVALUATE,
     MANY_RUNS,
     ONE_RUN,
@@ -30,7 +31,6 @@ from rp1.cli.options import (
     RUN_SETTINGS,
     SWEEP_SETTINGS,
     WHICH_RUN,
-    Option,
     Options,
     command,
     reflowed,
@@ -148,19 +148,6 @@ def presets() -> None:
         typer.echo(f"{name:<{width}}  {description}")
 
 
-CONFIG = (
-    Option(
-        "markdown",
-        bool,
-        typer.Option(
-            False,
-            "--markdown",
-            help="Print a Markdown table (the documentation's configuration page).",
-        ),
-    ),
-)
-
-
 @command(app, WHICH_RUN, RUN_SETTINGS, CONFIG, name="config")
 def config_command(o: Options) -> None:
     """List every config key: its value, the values it may take and what it means.
@@ -187,8 +174,9 @@ def run_config(o: Options, defaults: bool = False) -> Config:
         if o.method is not None:
             raise ConfigError("--method goes with --env")
         cfg = with_scale(default_config(), o.scale) if o.scale else default_config()
-        given = {"env_workers": o.env_workers, "horizon": o.horizon, "seed": o.seed}
-        return apply_overrides(cfg, cli_overrides(o.set_, **given, budget=o.budget))
+        given = {"env_workers": o.env_workers, "horizon": o.horizon}
+        # --seed and --budget win over --set seed=…, budget=…, as in rp1.config.resolve
+        return apply_overrides(cfg, cli_overrides(o.set_, **given, seed=o.seed, budget=o.budget))
     overrides = cli_overrides(o.set_, env_workers=o.env_workers, horizon=o.horizon)
     return config_of(
         o.preset, o.env, o.method, seed=o.seed, budget=o.budget, overrides=overrides, scale=o.scale
@@ -196,8 +184,9 @@ def run_config(o: Options, defaults: bool = False) -> Config:
 
 
 def cli_overrides(items: list[str] | None, **options: int | None) -> dict[str, str]:
-    """``--set`` items (:func:`parse_sets`) and the options that are config values, where given:
-    ``env_workers`` (``modelfree.workers``), ``horizon``, ``seed``, ``budget``."""
+    """``--set`` items (:func:`parse_sets`), then the options that are config values, where given
+    (an option wins over ``--set`` of its key): ``env_workers`` (``modelfree.workers``),
+    ``horizon``, ``seed``, ``budget``."""
     keys = {
         "env_workers": "modelfree.workers",
         "horizon": "horizon",

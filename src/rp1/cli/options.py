@@ -1,5 +1,5 @@
 """Command-line options declared once, in groups that commands share (``rp1 train`` and ``rp1
-sweep`` both take the run settings and the logging switches), and :func:`command`, which gives a
+config`` both take the run settings, ``rp1 train`` and ``rp1 sweep`` the logging switches), and :func:`command`, which gives a
 command all the options of its groups while its function takes one argument: an object with an
 attribute per option.
 
@@ -46,7 +46,7 @@ def choices(name: str, values: Sequence[str]) -> Any:
 
 
 def listed(values: Sequence[str]) -> str:
-    """The metavar of a choice among ``values``: ``[small|paper]``."""
+    """The metavar of a choice among ``values``: ``[paper|small]``."""
     return f"[{'|'.join(values)}]"
 
 
@@ -416,3 +416,16 @@ EVALUATE = (
     ),
 )
 """``rp1 evaluate``: which policy of which run, how many episodes, and a video of them."""
+
+CONFIG = (
+    Option(
+        "markdown",
+        bool,
+        typer.Option(
+            False,
+            "--markdown",
+            help="Print a Markdown table (the documentation's configuration page).",
+        ),
+    ),
+)
+"""``rp1 config``: how it prints the keys."""
