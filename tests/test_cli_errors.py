@@ -18,8 +18,8 @@ USAGE = {
     "train: unknown option": (["train", "--preset", "hopper-quick", "--bogus"], "--bogus"),
     "sweep: missing --out": (["sweep", "--presets", "hopper-quick"], "--out"),
     "evaluate: not an integer": (["evaluate", "RUN", "--episodes", "1e20"], "--episodes"),
-    "evaluate: no run": (["evaluate"], "Missing argument"),  # click names it RUN or run by version
-    "report: no root": (["report"], "Missing argument"),
+    "evaluate: no run": (["evaluate"], "Missing argument 'RUN'"),  # as the help names it
+    "report: no root": (["report"], "Missing argument 'ROOT'"),
     "envs: extra argument": (["envs", "a", "b"], "b"),
     "presets: unknown option": (["presets", "--x"], "--x"),
 }
@@ -85,7 +85,7 @@ OUT_OF_RANGE = {
     "evaluate: seed 2**64": (["evaluate", "RUN", "--seed", str(2**64)], "--seed", "2143289344"),
     "evaluate: episodes": (["evaluate", "RUN", "--episodes", str(10**20)], "--episodes", "10,000"),
     "evaluate: size": (
-        ["evaluate", "RUN", "--size", "100000x100000", "--video", "OUT/v.mp4"],
+        ["evaluate", "RUN", "--size", "100000x100000", "--video-file", "OUT/v.mp4"],
         "--size",
         "4096",
     ),

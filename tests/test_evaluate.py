@@ -225,14 +225,18 @@ def test_resuming_an_earlier_rp1_run_keeps_policies_from_there_on(tmp_path, monk
 
 
 BAD = {
-    "unknown policy": (["--policy", "worst"], 2, "unknown --policy 'worst'"),
+    "unknown policy": (["--policy", "worst"], 2, "'worst' is not one of 'best', 'last'"),
     "no episodes": (["--episodes", "0"], 2, "--episodes must be in [1, 10,000]"),
     "negative seed": (["--seed", "-1"], 2, "--seed must be in [0, "),
-    "video suffix": (["--video", "{tmp}/v.avi"], 2, "must end in .mp4 or .gif"),
-    "video under a file": (["--video", "{tmp}/file/v.mp4"], 2, "file is not a directory"),
-    "video is a directory": (["--video", "{tmp}"], 2, "is a directory"),
-    "odd mp4 size": (["--video", "{tmp}/v.mp4", "--size", "321x240"], 2, "even width and height"),
-    "bad size": (["--video", "{tmp}/v.mp4", "--size", "big"], 2, "WIDTHxHEIGHT"),
+    "video suffix": (["--video-file", "{tmp}/v.avi"], 2, "must end in .mp4 or .gif"),
+    "video under a file": (["--video-file", "{tmp}/file/v.mp4"], 2, "file is not a directory"),
+    "video is a directory": (["--video-file", "{tmp}"], 2, "is a directory"),
+    "odd mp4 size": (
+        ["--video-file", "{tmp}/v.mp4", "--size", "321x240"],
+        2,
+        "even width and height",
+    ),
+    "bad size": (["--video-file", "{tmp}/v.mp4", "--size", "big"], 2, "WIDTHxHEIGHT"),
 }
 
 

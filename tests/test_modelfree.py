@@ -191,14 +191,14 @@ def test_kill_and_resume_gives_identical_metrics(tmp_path):
 
     killed = tmp_path / "killed"
     kill_at_pause(
-        train_args(killed, "--workers", "2"),
+        train_args(killed, "--env-workers", "2"),
         tmp_path / "ready",
         "--pause-after-row",
         "3",
         "--at",
         "metrics",
     )
-    assert main(train_args(killed, "--resume", "--workers", "2")) == 0
+    assert main(train_args(killed, "--resume", "--env-workers", "2")) == 0
 
     assert metrics_without_timing(killed) == metrics_without_timing(reference)
     assert len(metrics_without_timing(reference)) == 10

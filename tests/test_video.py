@@ -1,4 +1,4 @@
-"""Videos: ``rp1 evaluate --video`` and ``rp1 train --video`` write one frame per state of every
+"""Videos: ``rp1 evaluate --video-file`` and ``rp1 train --video`` write one frame per state of every
 episode at the requested size, from a rendering pass that gives the evaluation's returns; no
 OpenGL, a task that cannot render or a missing package is one line and nothing written.
 
@@ -69,7 +69,7 @@ def test_evaluate_video_has_a_frame_per_state_at_the_requested_size(
 
     video = tmp_path / f"best{suffix}"
     code, out, _ = run_cli(
-        ["evaluate", run, "--episodes", "2", "--video", video, "--size", "160x120"], capsys
+        ["evaluate", run, "--episodes", "2", "--video-file", video, "--size", "160x120"], capsys
     )
     assert code == 0 and f"video: {video}" in out
     frames = read_video(video)
@@ -120,7 +120,7 @@ def test_train_video_renders_every_new_best(video_extra, gl, tmp_path):
 def test_no_opengl_one_line_exit_1_nothing_written(video_extra, run, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("MUJOCO_GL", "no-such-backend")
     before = snapshot(run)
-    code, out, err = run_cli(["evaluate", run, "--video", tmp_path / "v.mp4"], capsys)
+    code, out, err = run_cli(["evaluate", run, "--video-file", tmp_path / "v.mp4"], capsys)
     assert code == 1 and out == "" and len(err) == 1
     assert (
         err[0].startswith("rp1: error: cannot render")
@@ -156,7 +156,15 @@ def test_unusable_mujoco_gl_one_line_exit_1(run, tmp_path):
     import sys
 
     env = {**os.environ, "MUJOCO_GL": "no-such-backend"}
-    cmd = [sys.executable, "-m", "rp1", "evaluate", str(run), "--video", str(tmp_path / "v.mp4")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "rp1",
+        "evaluate",
+        str(run),
+        "--video-file",
+        str(tmp_path / "v.mp4"),
+    ]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     err = done.stderr.strip().splitlines()
     assert (
@@ -195,6 +203,6 @@ def test_missing_video_package(run, tmp_path, capsys, monkeypatch):
         "find_spec",
         lambda name, *a: None if name == "imageio_ffmpeg" else find_spec(name, *a),
     )
-    code, _, err = run_cli(["evaluate", run, "--video", tmp_path / "v.mp4"], capsys)
+    code, _, err = run_cli(["evaluate", run, "--video-file", tmp_path / "v.mp4"], capsys)
     assert code == 2 and len(err) == 1 and 'pip install "ready-policy-one[video]"' in err[0]
     assert not (tmp_path / "v.mp4").exists()

@@ -46,7 +46,7 @@ def test_a_failed_video_encode_is_one_line_exit_1_and_leaves_nothing(
     failing_encoder, finished_run, tmp_path, capsys
 ):
     video = tmp_path / "out" / "best.mp4"
-    args = ["evaluate", finished_run, "--episodes", "1", "--size", "64x48", "--video", video]
+    args = ["evaluate", finished_run, "--episodes", "1", "--size", "64x48", "--video-file", video]
     code, out, err = run_cli_output(args, capsys)
     one_error(code, err, 1, str(video), "No space left on device")
     assert "video:" not in out and not video.exists() and list(failing_encoder.iterdir()) == []

@@ -196,7 +196,7 @@ def evaluate_run(
         raise ConfigError(f"--seed must be in [0, {SEED_LIMIT}) (2**31 - 2**22), got {seed}")
     if video is not None:
         size = size or DEFAULT_SIZE
-        check_video(Path(video), size)
+        check_video(Path(video), size, "--video-file")
     policy = load_policy(run_dir, which)
     if video is not None:
         assert size is not None  # set with the video above

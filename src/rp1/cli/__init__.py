@@ -21,11 +21,16 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from rp1._version import __version__
+from rp1.cli.helptext import PlainCommand
 from rp1.cli.options import (
+    CONFIG,
+    EVALUATE,
     MANY_RUNS,
     ONE_RUN,
     RUN_OPTIONS,
     RUN_SETTINGS,
+    SWEEP_SETTINGS,
+    WHICH_RUN,
     Options,
     command,
     reflowed,
@@ -44,6 +49,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain help (rp1.cli.helptext)
     help="Ready Policy One: model-based RL with active data acquisition.",
 )
 
@@ -91,12 +97,14 @@ Reward and termination a task does not give are learned by the world model.
 @app.command()
 def envs(
     name: str = typer.Argument(
-        None, help="Show only this task (a paper task, a Gymnasium id or package.module:attribute)."
+        None,
+        metavar="TASK",
+        help="Show only this task (a paper task, a Gymnasium id or package.module:attribute).",
     ),
 ) -> None:
     """List the tasks: sizes, horizon, and whether reward and termination are given or learned.
 
-    Without NAME, the paper's four tasks and how to run any other task; with NAME, that task.
+    Without TASK, the paper's four tasks and how to run any other task; with TASK, that task.
     """
     from rp1 import envs as registry
 
@@ -134,52 +142,57 @@ def presets() -> None:
     """
     from rp1.config import preset_descriptions
 
-    for name, description in preset_descriptions().items():
-        typer.echo(f"{name:<24} {description}")
+    descriptions = preset_descriptions()
+    width = max(map(len, descriptions))
+    for name, description in descriptions.items():
+        typer.echo(f"{name:<{width}}  {description}")
 
 
-@app.command("config")
-def config_command(
-    preset: str | None = typer.Option(
-        None, "--preset", "-p", help="A preset (see `rp1 presets`); default: the schema's defaults."
-    ),
-    env: str | None = typer.Option(
-        None, "--env", help="Instead of --preset, any task (see `rp1 envs`), with --method."
-    ),
-    method: str | None = typer.Option(None, "--method", help="With --env: a method (default rp1)."),
-    scale: str | None = typer.Option(
-        None, "--scale", help="small or paper: show the config at that scale."
-    ),
-    set_: list[str] | None = typer.Option(
-        None, "--set", help="Show the config with this key=value applied (as rp1 train would)."
-    ),
-    markdown: bool = typer.Option(
-        False, "--markdown", help="Print a Markdown table (the documentation's configuration page)."
-    ),
-) -> None:
+@command(app, WHICH_RUN, RUN_SETTINGS, CONFIG, name="config")
+def config_command(o: Options) -> None:
     """List every config key: its value, the values it may take and what it means.
 
-    With --preset (or --env and --method), --scale and --set, the values are those rp1 train would
-    run with; without a preset, the schema's defaults (paper scale unless --scale). Every key but
-    preset, task, method and scale can be changed with --set key=value on rp1 train and rp1 sweep.
+    With --preset (or --env and --method) and the options of rp1 train that shape a config, the
+    values are those rp1 train would run with; without a preset or task, the schema's defaults
+    (paper scale unless --scale) with those options applied. Every key but preset, task, method and
+    scale can be changed with --set key=value on rp1 train and rp1 sweep.
     """
-    from rp1.config import apply_overrides, with_scale
-    from rp1.config.reference import default_config, markdown_table, text_table
+    from rp1.config.reference import markdown_table, text_table
 
-    if preset is None and env is None:
-        if method is not None:
+    cfg = run_config(o, defaults=True)
+    typer.echo(markdown_table(cfg) if o.markdown else text_table(cfg))
+
+
+def run_config(o: Options, defaults: bool = False) -> Config:
+    """The config of ``rp1 train``'s options ``o`` (:func:`config_of`); with ``defaults``, where
+    ``o`` names no preset or task, the schema's defaults with them applied (not validated: no
+    task)."""
+    from rp1.config import apply_overrides, with_scale
+    from rp1.config.reference import default_config
+
+    if defaults and o.preset is None and o.env is None:
+        if o.method is not None:
             raise ConfigError("--method goes with --env")
-        cfg = default_config()
-        cfg = apply_overrides(with_scale(cfg, scale) if scale else cfg, parse_sets(set_))
-    else:
-        cfg = config_of(preset, env, method, overrides=parse_sets(set_), scale=scale)
-    typer.echo(markdown_table(cfg) if markdown else text_table(cfg))
+        cfg = with_scale(default_config(), o.scale) if o.scale else default_config()
+        given = {"env_workers": o.env_workers, "horizon": o.horizon}
+        # --seed and --budget win over --set seed=…, budget=…, as in rp1.config.resolve
+        return apply_overrides(cfg, cli_overrides(o.set_, **given, seed=o.seed, budget=o.budget))
+    overrides = cli_overrides(o.set_, env_workers=o.env_workers, horizon=o.horizon)
+    return config_of(
+        o.preset, o.env, o.method, seed=o.seed, budget=o.budget, overrides=overrides, scale=o.scale
+    )
 
 
 def cli_overrides(items: list[str] | None, **options: int | None) -> dict[str, str]:
-    """``--set`` items (:func:`parse_sets`) and the options that are config values: ``workers``
-    (``modelfree.workers``) and ``horizon``, where given."""
-    keys = {"workers": "modelfree.workers", "horizon": "horizon"}
+    """``--set`` items (:func:`parse_sets`), then the options that are config values, where given
+    (an option wins over ``--set`` of its key): ``env_workers`` (``modelfree.workers``),
+    ``horizon``, ``seed``, ``budget``."""
+    keys = {
+        "env_workers": "modelfree.workers",
+        "horizon": "horizon",
+        "seed": "seed",
+        "budget": "budget",
+    }
     return {
         **parse_sets(items),
         **{keys[name]: str(value) for name, value in options.items() if value is not None},
@@ -208,7 +221,7 @@ def config_of(preset: str | None, env: str | None, method: str | None, **resolve
             "--preset and --env exclude each other: a preset names its task and method"
         )
     if preset is None and env is None:
-        raise ConfigError("give --preset NAME (see `rp1 presets`) or --env TASK (see `rp1 envs`)")
+        raise ConfigError("give --preset PRESET (see `rp1 presets`) or --env TASK (see `rp1 envs`)")
     if preset is not None:
         if method is not None:
             raise ConfigError("--method goes with --env; a preset names its method")
@@ -220,7 +233,7 @@ def config_of(preset: str | None, env: str | None, method: str | None, **resolve
     return env_config(env, **resolved)
 
 
-@command(app, ONE_RUN, RUN_SETTINGS, RUN_OPTIONS)
+@command(app, WHICH_RUN, ONE_RUN, RUN_SETTINGS, RUN_OPTIONS)
 def train(o: Options) -> None:
     """Train one run: RP1 or a baseline, model-based or model-free.
 
@@ -233,10 +246,7 @@ def train(o: Options) -> None:
     from rp1.rundir.files import CURVE, RunDir
     from rp1.train import run_training
 
-    overrides = cli_overrides(o.set_, workers=o.workers, horizon=o.horizon)
-    cfg = config_of(
-        o.preset, o.env, o.method, seed=o.seed, budget=o.budget, overrides=overrides, scale=o.scale
-    )
+    cfg = run_config(o)
     out = o.out or Path("runs") / cfg.preset / f"seed{cfg.seed}"
     again = "--resume instead of --overwrite" if o.overwrite else "--resume"
     check_writable_dir(out)
@@ -308,7 +318,7 @@ def parse_names(text: str | None) -> list[str]:
     return [name.strip() for name in (text or "").split(",") if name.strip()]
 
 
-@command(app, MANY_RUNS, RUN_SETTINGS, RUN_OPTIONS)
+@command(app, MANY_RUNS, SWEEP_SETTINGS, RUN_OPTIONS)
 def sweep(o: Options) -> None:
     """Run every (preset, seed) and (task, method, seed) of a sweep, to the end.
 
@@ -344,26 +354,8 @@ def sweep(o: Options) -> None:
     raise typer.Exit(code)
 
 
-@app.command()
-def evaluate(
-    run: Path = typer.Argument(..., help="A run directory."),
-    policy: str = typer.Option(
-        "best", "--policy", help="best (the policy of the run's best evaluation) or last."
-    ),
-    episodes: int | None = typer.Option(
-        None, "--episodes", help="Episodes (default: as many as the run's evaluations had)."
-    ),
-    seed: int | None = typer.Option(
-        None,
-        "--seed",
-        help="Reset episode k with seed S + k (default: replay the policy's recorded evaluation).",
-    ),
-    video: Path | None = typer.Option(
-        None, "--video", help="Also render the episodes to this .mp4 or .gif file."
-    ),
-    size: str = typer.Option("320x240", "--size", help="The video's WIDTHxHEIGHT in pixels."),
-    json_: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
-) -> None:
+@command(app, EVALUATE)
+def evaluate(o: Options) -> None:
     """Run a run's trained policy again in the real environment: mean, std, per-episode returns.
 
     The policy acts deterministically. Without --seed the command replays the evaluation that made
@@ -375,15 +367,22 @@ def evaluate(
 
     with exit_on_signals("nothing was written"):
         result = evaluate_run(
-            run, policy, episodes=episodes, seed=seed, video=video, size=parse_size(size)
+            o.run,
+            o.policy,
+            episodes=o.episodes,
+            seed=o.seed,
+            video=o.video_file,
+            size=parse_size(o.size),
         )
-    typer.echo(json.dumps(result.to_json()) if json_ else describe(result))
+    typer.echo(json.dumps(result.to_json()) if o.json_ else describe(result))
 
 
 @app.command()
 def report(
-    root: Path = typer.Argument(..., help="A tree of run directories."),
-    out: Path | None = typer.Option(None, "--out", help="Output directory (default: ROOT/report)."),
+    root: Path = typer.Argument(..., metavar="ROOT", help="A tree of run directories."),
+    out: Path | None = typer.Option(
+        None, "--out", metavar="DIR", help="Output directory (default: ROOT/report)."
+    ),
 ) -> None:
     """Tables (Markdown + CSV) and figures (PNG) of the paper from run directories."""
     from rp1.experiments.report import report_summary, write_report
@@ -397,7 +396,7 @@ def report(
 
 @app.command()
 def status(
-    root: Path = typer.Argument(..., help="A tree of run directories."),
+    root: Path = typer.Argument(..., metavar="ROOT", help="A tree of run directories."),
     json_: bool = typer.Option(False, "--json", help="Print one JSON list, an object per run."),
 ) -> None:
     """Where each run under ROOT stands: samples, state, best return, work so far.
@@ -418,9 +417,9 @@ def status(
 
 @app.command()
 def export(
-    root: Path = typer.Argument(..., help="A tree of run directories."),
+    root: Path = typer.Argument(..., metavar="ROOT", help="A tree of run directories."),
     out: Path = typer.Option(
-        ..., "--out", help="Where the copies go, each at its run's path under ROOT."
+        ..., "--out", metavar="DIR", help="Where the copies go, each at its run's path under ROOT."
     ),
     overwrite: bool = typer.Option(
         False, "--overwrite", help="Replace copies already there that differ from their run."
@@ -450,10 +449,11 @@ def testsets(
     out: Path = typer.Option(
         ...,
         "--out",
+        metavar="DIR",
         help="Directory for TASK.npz (src/rp1/dynamics/testsets replaces the shipped ones).",
     ),
     tasks: str | None = typer.Option(
-        None, "--tasks", help="Comma-separated paper tasks (default: all four)."
+        None, "--tasks", metavar="TASKS", help="Comma-separated paper tasks (default: all four)."
     ),
 ) -> None:
     """Rebuild the world models' test sets from the shipped kept policies.
@@ -473,6 +473,7 @@ def testsets(
 
 for _info in app.registered_commands:  # every command's help as paragraphs the terminal wraps
     _info.help = _info.help or reflowed(_info.callback.__doc__)
+    _info.cls = PlainCommand
 
 INTERRUPTED = 130  # 128 + SIGINT
 MAX_SEEDS = 10_000

@@ -1,5 +1,5 @@
 """Command-line options declared once, in groups that commands share (``rp1 train`` and ``rp1
-sweep`` both take the run settings and the logging switches), and :func:`command`, which gives a
+config`` both take the run settings, ``rp1 train`` and ``rp1 sweep`` the logging switches), and :func:`command`, which gives a
 command all the options of its groups while its function takes one argument: an object with an
 attribute per option.
 
@@ -13,6 +13,7 @@ Example::
 
 from __future__ import annotations
 
+import enum
 import inspect
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -21,16 +22,43 @@ from typing import Any, NamedTuple
 
 import typer
 
+from rp1.core.errors import ConfigError
+
 Options = SimpleNamespace
 """What a command function receives: one attribute per option of its groups."""
 
 
 class Option(NamedTuple):
-    """One option: the attribute it becomes, its type and its ``typer.Option`` (or ``Argument``)."""
+    """One option: the attribute it becomes, its type and its ``typer.Option`` (or ``Argument``);
+    ``alias_of``: the attribute of the option this one is the deprecated old name of (hidden from
+    help; a value given under it goes to that option, with one line on stderr)."""
 
     name: str
     type: Any
     info: Any
+    alias_of: str | None = None
+
+
+def choices(name: str, values: Sequence[str]) -> Any:
+    """An enumeration of ``values`` (strings) named ``name``: as an option's type, click lists
+    the values in the help and refuses any other (the command receives the string)."""
+    return enum.Enum(name, [(value, value) for value in values], type=str)
+
+
+def listed(values: Sequence[str]) -> str:
+    """The metavar of a choice among ``values``: ``[paper|small]``."""
+    return f"[{'|'.join(values)}]"
+
+
+SCALES = ("paper", "small")
+"""``--scale``'s values: rp1.config.SCALES (not imported, so that the help stays fast; a test
+holds them equal), as are the other choices below to theirs."""
+POLICIES = ("best", "last")
+"""``rp1 evaluate --policy``: rp1.rundir.files.RUN_POLICIES."""
+BACKENDS = ("local", "ray")
+"""``rp1 sweep --backend``: rp1.experiments.executors.BACKENDS."""
+ORDERS = ("cells", "seeds")
+"""``rp1 sweep --order``: rp1.experiments.sweep_plan.ORDERS."""
 
 
 def reflowed(doc: str | None) -> str | None:
@@ -43,15 +71,16 @@ def reflowed(doc: str | None) -> str | None:
 
 
 def command(
-    app: typer.Typer, *groups: Sequence[Option]
+    app: typer.Typer, *groups: Sequence[Option], name: str | None = None
 ) -> Callable[[Callable[[Options], None]], Callable[[Options], None]]:
-    """Register the decorated ``func(o: Options)`` as the command ``func.__name__`` of ``app``,
-    with every option of ``groups`` (in order) and ``func``'s docstring as its help."""
+    """Register the decorated ``func(o: Options)`` as the command ``name`` (default
+    ``func.__name__``) of ``app``, with every option of ``groups`` (in order) and ``func``'s
+    docstring as its help."""
     options = [option for group in groups for option in group]
 
     def decorate(func: Callable[[Options], None]) -> Callable[[Options], None]:
         def run(**values: Any) -> None:
-            func(Options(**values))
+            func(given(options, values))
 
         run.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # what typer reads the options from
             [
@@ -62,43 +91,130 @@ def command(
             ]
         )
         run.__name__ = func.__name__
-        app.command(help=reflowed(func.__doc__))(run)
+        app.command(name, help=reflowed(func.__doc__))(run)
         return func
 
     return decorate
 
 
+def given(options: Sequence[Option], values: dict[str, Any]) -> Options:
+    """The :data:`Options` of a command's parsed ``values``: a choice as its string, a value given
+    under a deprecated name moved to its option (one line ``rp1: warning: …`` on stderr; a
+    ConfigError if both names are given)."""
+    values = {k: v.value if isinstance(v, enum.Enum) else v for k, v in values.items()}
+    flag = {o.name: o.info.param_decls[0] for o in options if getattr(o.info, "param_decls", None)}
+    for old, new in ((o, o.alias_of) for o in options if o.alias_of is not None):
+        value = values.pop(old.name)
+        if value is None:
+            continue
+        if values[new] is not None:
+            raise ConfigError(f"{flag[new]} and {flag[old.name]}, its old name, are both given")
+        typer.echo(
+            f"rp1: warning: {flag[old.name]} is deprecated and will be removed; use {flag[new]}",
+            err=True,
+        )
+        values[new] = value
+    return Options(**values)
+
+
+WHICH_RUN = (
+    Option(
+        "preset",
+        str | None,
+        typer.Option(
+            None, "--preset", "-p", metavar="PRESET", help="A preset name (see `rp1 presets`)."
+        ),
+    ),
+    Option(
+        "env",
+        str | None,
+        typer.Option(
+            None,
+            "--env",
+            metavar="TASK",
+            help="Instead of --preset, any task: a paper task, a Gymnasium id or "
+            "package.module:attribute (see `rp1 envs`).",
+        ),
+    ),
+    Option(
+        "method",
+        str | None,
+        typer.Option(
+            None,
+            "--method",
+            metavar="METHOD",
+            help="With --env: a method, rp1 by default (`rp1 presets` shows every method as "
+            "TASK-METHOD; RP1_METHODS adds one's own, see docs/extending.md).",
+        ),
+    ),
+    Option(
+        "seed",
+        int | None,
+        typer.Option(
+            None, "--seed", metavar="SEED", help="Random seed (default: the preset's, 0)."
+        ),
+    ),
+)
+"""Which run: a preset, or a task and a method; and its seed."""
+
 RUN_SETTINGS = (
+    Option(
+        "env_workers",
+        int | None,
+        typer.Option(
+            None,
+            "--env-workers",
+            metavar="N",
+            help="Model-free: processes that step the environments (modelfree.workers; formerly "
+            "--workers).",
+        ),
+    ),
+    Option(
+        "workers",
+        int | None,
+        typer.Option(None, "--workers", hidden=True),
+        alias_of="env_workers",
+    ),
     Option(
         "horizon",
         int | None,
         typer.Option(
             None,
             "--horizon",
+            metavar="STEPS",
             help="Steps per episode (default: the task's; a Gymnasium id's time limit).",
         ),
     ),
     Option(
         "scale",
-        str | None,
+        choices("Scale", SCALES) | None,
         typer.Option(
             None,
             "--scale",
-            help="small or paper (default: the preset's, paper with --env); applied before --set.",
+            metavar=listed(SCALES),
+            help="The sizes of networks and batches (default: the preset's; paper for a task "
+            "without one); applied before --set.",
         ),
     ),
-    Option("budget", int | None, typer.Option(None, "--budget", help="Real-sample budget.")),
+    Option(
+        "budget",
+        int | None,
+        typer.Option(None, "--budget", metavar="SAMPLES", help="Real-sample budget."),
+    ),
     Option(
         "set_",
         list[str] | None,
         typer.Option(
             None,
             "--set",
-            help="Override a config value: key=value; `rp1 config` lists every key, its value, range and meaning.",
+            metavar="KEY=VALUE",
+            help="Override a config value (repeatable); `rp1 config` lists every key, its value, "
+            "range and meaning.",
         ),
     ),
 )
-"""What every run is configured with, beyond its preset or task and method."""
+"""What a run is configured with beyond its preset or task and method: every option that
+changes its config.json (``rp1 train``, ``rp1 config``)."""
 
 RUN_OPTIONS = (
     Option(
@@ -131,39 +247,12 @@ RUN_OPTIONS = (
 
 ONE_RUN = (
     Option(
-        "preset",
-        str | None,
-        typer.Option(None, "--preset", "-p", help="A preset name (see `rp1 presets`)."),
-    ),
-    Option(
-        "env",
-        str | None,
-        typer.Option(
-            None,
-            "--env",
-            help="Instead of --preset, any task: a Gymnasium id or package.module:attribute (see `rp1 envs`).",
-        ),
-    ),
-    Option(
-        "method",
-        str | None,
-        typer.Option(
-            None,
-            "--method",
-            help="With --env: a method, rp1 by default (`rp1 presets` shows every method as TASK-METHOD; RP1_METHODS adds one's own, see docs/extending.md).",
-        ),
-    ),
-    Option(
-        "seed",
-        int | None,
-        typer.Option(None, "--seed", help="Random seed (default: the preset's, 0)."),
-    ),
-    Option(
         "out",
         Path | None,
         typer.Option(
             None,
             "--out",
+            metavar="DIR",
             help="Run directory (default: runs/PRESET/seedK, runs/TASK-METHOD/seedK with --env).",
         ),
     ),
@@ -177,18 +266,15 @@ ONE_RUN = (
         bool,
         typer.Option(False, "--overwrite", help="Delete the run in --out and start afresh."),
     ),
-    Option(
-        "workers",
-        int | None,
-        typer.Option(None, "--workers", help="Env worker processes (model-free)."),
-    ),
     Option("quiet", bool, typer.Option(False, "--quiet", help="No progress bar.")),
 )
-"""``rp1 train``: which run, where, and how."""
+"""``rp1 train``: where the run goes, and how."""
 
 MANY_RUNS = (
     Option(
-        "presets", str | None, typer.Option(None, "--presets", help="Comma-separated preset names.")
+        "presets",
+        str | None,
+        typer.Option(None, "--presets", metavar="PRESETS", help="Comma-separated preset names."),
     ),
     Option(
         "envs",
@@ -196,7 +282,9 @@ MANY_RUNS = (
         typer.Option(
             None,
             "--envs",
-            help="Comma-separated tasks (Gymnasium ids, package.module:attribute), crossed with --methods.",
+            metavar="TASKS",
+            help="Comma-separated tasks (paper tasks, Gymnasium ids, package.module:attribute), "
+            "crossed with --methods.",
         ),
     ),
     Option(
@@ -205,16 +293,22 @@ MANY_RUNS = (
         typer.Option(
             None,
             "--methods",
+            metavar="METHODS",
             help="With --envs: comma-separated methods (default rp1; `rp1 presets` shows them).",
         ),
     ),
-    Option("seeds", str, typer.Option("0-9", "--seeds", help="Seeds, e.g. 0-9 or 0,3,5.")),
+    Option(
+        "seeds",
+        str,
+        typer.Option("0-9", "--seeds", metavar="SEEDS", help="Seeds, e.g. 0-9 or 0,3,5."),
+    ),
     Option(
         "order",
-        str,
+        choices("Order", ORDERS),
         typer.Option(
-            "cells",
+            ORDERS[0],
             "--order",
+            metavar=listed(ORDERS),
             help="cells (every seed of a preset before the next) or seeds (seed k of every "
             "preset before seed k + 1, so a sweep stopped early leaves every cell the same seeds).",
         ),
@@ -225,21 +319,113 @@ MANY_RUNS = (
         typer.Option(
             ...,
             "--out",
-            help="Sweep directory: OUT/<preset>/seed<k>/ (OUT/<task>-<method>/seed<k>/ for --envs).",
+            metavar="DIR",
+            help="Sweep directory: DIR/PRESET/seedK/ (DIR/TASK-METHOD/seedK/ for --envs).",
         ),
     ),
     Option(
-        "backend", str, typer.Option("local", "--backend", help="local (a process per run) or ray.")
+        "backend",
+        choices("Backend", BACKENDS),
+        typer.Option(
+            BACKENDS[0],
+            "--backend",
+            metavar=listed(BACKENDS),
+            help="local (a process per run) or ray.",
+        ),
     ),
-    Option("workers", int | None, typer.Option(None, "--workers", help="Runs at a time.")),
+    Option(
+        "workers",
+        int | None,
+        typer.Option(None, "--workers", metavar="N", help="Runs at a time."),
+    ),
     Option(
         "address",
         str | None,
         typer.Option(
             None,
             "--address",
+            metavar="ADDRESS",
             help="Ray cluster address (ray backend; default: a local Ray instance).",
         ),
     ),
 )
 """``rp1 sweep``: which runs, where, and on what."""
+
+SWEEP_SETTINGS = tuple(o for o in RUN_SETTINGS if o.name not in ("env_workers", "workers"))
+"""What a sweep configures its runs with: :data:`RUN_SETTINGS` but the environment workers (its
+own ``--workers`` is runs at a time; ``--set modelfree.workers=N`` sets theirs)."""
+
+EVALUATE = (
+    Option("run", Path, typer.Argument(..., metavar="RUN", help="A run directory.")),
+    Option(
+        "policy",
+        choices("Policy", POLICIES),
+        typer.Option(
+            POLICIES[0],
+            "--policy",
+            metavar=listed(POLICIES),
+            help="best (the policy of the run's best evaluation) or last.",
+        ),
+    ),
+    Option(
+        "episodes",
+        int | None,
+        typer.Option(
+            None,
+            "--episodes",
+            metavar="N",
+            help="Episodes (default: as many as the run's evaluations had).",
+        ),
+    ),
+    Option(
+        "seed",
+        int | None,
+        typer.Option(
+            None,
+            "--seed",
+            metavar="SEED",
+            help="Reset episode k with seed SEED + k (default: replay the policy's recorded "
+            "evaluation).",
+        ),
+    ),
+    Option(
+        "video_file",
+        Path | None,
+        typer.Option(
+            None,
+            "--video-file",
+            metavar="FILE",
+            help="Also render the episodes to this .mp4 or .gif file (formerly --video).",
+        ),
+    ),
+    Option(
+        "video",
+        Path | None,
+        typer.Option(None, "--video", hidden=True),
+        alias_of="video_file",
+    ),
+    Option(
+        "size",
+        str,
+        typer.Option(
+            "320x240", "--size", metavar="WIDTHxHEIGHT", help="The video's size in pixels."
+        ),
+    ),
+    Option(
+        "json_", bool, typer.Option(False, "--json", help="Print one JSON object instead of text.")
+    ),
+)
+"""``rp1 evaluate``: which policy of which run, how many episodes, and a video of them."""
+
+CONFIG = (
+    Option(
+        "markdown",
+        bool,
+        typer.Option(
+            False,
+            "--markdown",
+            help="Print a Markdown table (the documentation's configuration page).",
+        ),
+    ),
+)
+"""``rp1 config``: how it prints the keys."""

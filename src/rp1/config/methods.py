@@ -28,7 +28,7 @@ from rp1.config.schema import (
     LambdaConfig,
     LambdaMode,
 )
-from rp1.core.errors import ConfigError
+from rp1.core.errors import ConfigError, did_you_mean
 from rp1.envs.lookup import import_reference
 
 MATCHED_PHASE_LENGTH: dict[str, int] = {
@@ -278,7 +278,7 @@ def check_method(method: str) -> str:
     names = method_names()
     if method not in names:
         raise ConfigError(
-            f"unknown method {method!r}; valid methods: {', '.join(names)} (one's own: {METHODS_VARIABLE}, see docs/extending.md)"
+            f"unknown method {method!r}; {did_you_mean(method, names)}valid methods: {', '.join(names)} (one's own: {METHODS_VARIABLE}, see docs/extending.md)"
         )
     return method
 

@@ -4,12 +4,11 @@ their values parsed by the field's type."""
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import typing
 from dataclasses import fields, replace
 
 from rp1.config.schema import Config
-from rp1.core.errors import ConfigError, clipped
+from rp1.core.errors import ConfigError, clipped, did_you_mean
 
 FIXED_KEYS = ("preset", "task", "method", "scale")  # scale: set by --scale, before any --set
 
@@ -53,11 +52,9 @@ def apply_overrides(cfg: Config, overrides: dict[str, str]) -> Config:
     valid = settable_keys()
     for key, text in overrides.items():
         if key not in valid:
-            close = difflib.get_close_matches(key, valid, n=1, cutoff=0.8)
-            hint = f"did you mean {close[0]}? " if close else ""
             raise ConfigError(
-                f"unknown --set key {key!r}; {hint}`rp1 config` lists the valid keys with their "
-                "values, ranges and meanings"
+                f"unknown --set key {key!r}; {_closest_key(key, valid)}`rp1 config` lists the "
+                "valid keys with their values, ranges and meanings"
             )
         section, _, name = key.rpartition(".")
         if section:
@@ -67,3 +64,10 @@ def apply_overrides(cfg: Config, overrides: dict[str, str]) -> Config:
         else:
             cfg = replace(cfg, **{name: _parse(text, typing.get_type_hints(Config)[name], key)})
     return cfg
+
+
+def _closest_key(key: str, valid: list[str]) -> str:
+    """``"did you mean K? "`` for the valid key K closest to ``key``: spelt alike, or the one key
+    whose last part ``key`` is (``hidden`` for ``model.hidden``); ``""`` for none."""
+    by_name = [k for k in valid if k.rpartition(".")[2] == key]
+    return f"did you mean {by_name[0]}? " if len(by_name) == 1 else did_you_mean(key, valid)

@@ -20,7 +20,7 @@ from rp1.config.methods import (
     modelfree_config,
 )
 from rp1.config.schema import Config
-from rp1.core.errors import ConfigError
+from rp1.core.errors import ConfigError, did_you_mean
 from rp1.envs import names as task_names
 
 SCALES: dict[str, dict[str, Any]] = {
@@ -67,26 +67,38 @@ def preset_registry() -> dict[str, tuple[str, typing.Callable[[], Config]]]:
         for method in model_based_methods().values():
             name = f"{task}-{method.name}"
             presets[name] = (
-                f"{method.name} on {task} at paper settings (10^5 samples){_origin(method)}",
+                f"{describe_method(method)}; paper settings, 10^5 samples{_origin(method)}",
                 partial(method_config, task, method.name, name),
             )
         presets[f"{task}-{QUICK}"] = (
-            f"{task}-rp1 at small scale (--scale small) with 10^4 samples: learns on a laptop CPU in minutes",
+            "RP1 at small scale (--scale small), 10^4 samples: learns on a laptop CPU in minutes",
             partial(quick_config, task, f"{task}-{QUICK}"),
         )
         presets[f"{task}-{MODEL_FREE}"] = (
-            f"model-free PPO on {task} in the real env, 10^6 steps (--budget 5000000 or 10000000 for the others)",
+            "PPO, model-free, in the real task: 10^6 steps (the paper's others: --budget 5000000, 10000000)",
             partial(modelfree_config, task, f"{task}-{MODEL_FREE}"),
         )
     return presets
 
 
+def describe_method(method: Method) -> str:
+    """What ``method`` is, from its row (algorithm.md §8's columns): its label, then how λ is
+    chosen, the bonus and the early stopping, e.g. ``RP1: λ adaptive (bandit), reward-variance
+    bonus, PCA early stopping``."""
+    lam = "λ adaptive (bandit)" if method.adaptive else f"λ fixed at {method.lam_value:g}"
+    bonus = {"reward": "reward-variance bonus", "state": "state-variance bonus"}.get(
+        method.bonus, f"bonus {method.bonus}"
+    )
+    stop = "PCA early stopping" if method.early_stop else "no early stopping"
+    phases = ", phases of the task's matched length" if method.matched_phases else ""
+    return f"{method.label}: {lam}, {bonus if method.uses_bonus else 'no bonus'}, {stop}{phases}"
+
+
 def _origin(method: Method) -> str:
-    """What a preset's description says of its method beyond its name: nothing for the paper's,
-    the label of one of rp1's controls or of a row of one's own."""
+    """What a preset's description says of where its method comes from: nothing for the paper's."""
     if method not in METHOD_TABLE:
-        return f" (a method of one's own: {method.label})"
-    return "" if method.in_paper else f" (a control beyond the paper: {method.label})"
+        return " (a method of one's own)"
+    return "" if method.in_paper else " (a control beyond the paper)"
 
 
 def preset_descriptions() -> dict[str, str]:
@@ -95,8 +107,11 @@ def preset_descriptions() -> dict[str, str]:
 
 
 def get_preset(name: str) -> Config:
-    """The config of preset ``name``; ``ConfigError`` listing the valid names if unknown."""
+    """The config of preset ``name``; ``ConfigError`` naming the closest preset if unknown."""
     presets = preset_registry()
     if name not in presets:
-        raise ConfigError(f"unknown preset {name!r}; valid presets: {', '.join(presets)}")
+        raise ConfigError(
+            f"unknown preset {name!r}; {did_you_mean(name, presets)}valid presets: the "
+            f"{len(presets)} that `rp1 presets` lists"
+        )
     return presets[name][1]()

@@ -5,7 +5,9 @@ and :class:`Interrupted`, a stop signal: one line ``rp1: interrupted (…); …`
 error's traceback instead). Anything else that escapes is a bug and keeps its traceback.
 """
 
+import difflib
 import signal
+from collections.abc import Iterable
 
 QUOTE_LIMIT = 200
 """Characters of a value an error message quotes at most (a 100 kB ``--set`` value is cut)."""
@@ -14,6 +16,13 @@ QUOTE_LIMIT = 200
 def clipped(text: str, limit: int = QUOTE_LIMIT) -> str:
     """``text``, or its first ``limit`` characters and how long it is."""
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def did_you_mean(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str:
+    """``"did you mean X? "``, X the one of ``choices`` closest to ``word`` (:mod:`difflib`'s
+    ratio at least ``cutoff``); ``""`` when none is that close."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
+    return f"did you mean {close[0]}? " if close else ""
 
 
 def described(err: BaseException) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from rp1.core.errors import ConfigError, clipped, described
+from rp1.core.errors import ConfigError, clipped, described, did_you_mean
 from rp1.envs import locomotion, rewards
 from rp1.envs.spec import TaskSpec
 
@@ -46,11 +46,14 @@ def spec_of(name: str) -> TaskSpec:
 
 def gymnasium_spec(env_id: str) -> TaskSpec:
     """The task of a registered Gymnasium environment: made by ``gymnasium.make`` without its time
-    limit, which becomes the horizon; reward and termination unknown (learned)."""
+    limit, which becomes the horizon; reward and termination unknown (learned). An unknown id is
+    a ConfigError that names the paper's task it is spelt like (``halfchetah``), else Gymnasium's
+    own suggestion."""
     try:
         registered = gym.spec(env_id)
     except gym.error.Error as err:
-        raise ConfigError(f"unknown task {env_id!r} ({err}); {KINDS}") from None
+        cause = did_you_mean(env_id.lower(), PAPER_TASKS).strip() or err
+        raise ConfigError(f"unknown task {env_id!r} ({cause}); {KINDS}") from None
     unlimited = dataclasses.replace(registered, max_episode_steps=None)
     return TaskSpec(partial(gym.make, unlimited), horizon=registered.max_episode_steps)
 
