@@ -11,6 +11,7 @@ from rp1.config import (
     SCALES,
     Config,
     apply_overrides,
+    env_config,
     preset_registry,
     resolve,
     settable_keys,
@@ -50,6 +51,47 @@ def test_set_values_are_parsed_by_the_keys_type():
 def test_a_bad_set_is_one_config_error_naming_the_key(overrides, message):
     with pytest.raises(ConfigError, match=message):
         resolve("halfcheetah-rp1", seed=0, overrides=overrides)
+
+
+def test_typed_overrides_give_the_config_their_strings_give():
+    """The Python API takes values as they are typed, and they mean what ``--set`` strings mean."""
+    typed = {"budget": 2e4, "policy.hidden": [64, 64], "lam.decay": 1, "statistics": "eager"}
+    texts = {"budget": "2e4", "policy.hidden": "64,64", "lam.decay": "1", "statistics": "eager"}
+    cfg = resolve("halfcheetah-rp1", seed=0, overrides=typed)
+    assert cfg == resolve("halfcheetah-rp1", seed=0, overrides=texts)
+    assert isinstance(cfg.budget, int) and isinstance(cfg.lam.decay, float)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            dict(overrides={"policy.hidden": [64, "x"]}),
+            r"policy\.hidden=\[64, 'x'\]: expected tuple",
+        ),
+        (dict(overrides={"policy.hidden": 64}), r"policy\.hidden=64: expected tuple"),
+        (dict(overrides={"budget": 2.5}), r"budget=2\.5: expected int"),
+        (dict(overrides={"budget": True}), r"budget=True: expected int"),
+        (dict(overrides={"statistics": 3}), r"statistics=3: expected one of masked, eager"),
+        (dict(overrides={3: "1"}), r"unknown --set key 3"),
+        (dict(overrides=["budget=1"]), r"overrides must be a mapping"),
+        (dict(seed="x"), r"seed=x: expected int"),
+        (dict(seed=1.5), r"seed=1\.5: expected int"),
+        (dict(scale=3), r"unknown scale 3"),
+    ],
+)
+def test_bad_python_arguments_are_one_config_error(call, message):
+    with pytest.raises(ConfigError, match=message):
+        resolve("halfcheetah-rp1", **call)
+
+
+def test_bad_names_are_one_config_error():
+    with pytest.raises(ConfigError, match="unknown preset 3"):
+        resolve(3)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="unknown method 3"):
+        env_config("hopper", method=3)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="a task is a name, not 5"):
+        env_config(5)  # type: ignore[arg-type]
 
 
 def test_the_fixed_keys_cannot_be_set():

@@ -18,7 +18,7 @@ The package, one job per module:
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Mapping
 
 from rp1.config.methods import (
     DEFAULT_METHOD,
@@ -60,6 +60,7 @@ from rp1.config.schema import (
     PolicyConfig,
 )
 from rp1.config.validation import SEED_LIMIT, validate
+from rp1.core.errors import ConfigError
 from rp1.envs import path_name
 
 
@@ -67,10 +68,12 @@ def resolve(
     preset: str,
     seed: int | None = None,
     budget: int | None = None,
-    overrides: dict[str, str] | None = None,
+    overrides: Mapping[str, object] | None = None,
     scale: str | None = None,
 ) -> Config:
-    """Preset, then ``scale`` (if given), then ``--set`` overrides, then seed and budget; validated."""
+    """Preset, then ``scale`` (if given), then ``overrides`` (``--set`` strings or typed values,
+    :func:`~rp1.config.overrides.apply_overrides`), then seed and budget; validated. Raises
+    :class:`~rp1.core.errors.ConfigError` for anything it cannot take."""
     return _finish(get_preset(preset), seed, budget, overrides, scale)
 
 
@@ -79,13 +82,15 @@ def env_config(
     method: str = DEFAULT_METHOD,
     seed: int | None = None,
     budget: int | None = None,
-    overrides: dict[str, str] | None = None,
+    overrides: Mapping[str, object] | None = None,
     scale: str | None = None,
 ) -> Config:
     """:func:`resolve` for ``method`` (algorithm.md §8, or ``modelfree``) on any task ``env`` (a paper
     task, a Gymnasium id or ``package.module:attribute``, see :func:`rp1.envs.make`), built as the
     presets are: the paper's settings, preset name ``<env>-<method>``. The horizon is the override
     ``horizon`` (default 0: the task's own)."""
+    if not isinstance(env, str):
+        raise ConfigError(f"a task is a name, not {env!r}; `rp1 envs` lists the paper's tasks")
     preset = f"{path_name(env)}-{check_method(method)}"
     cfg = (
         modelfree_config(env, preset)
@@ -99,18 +104,15 @@ def _finish(
     cfg: Config,
     seed: int | None,
     budget: int | None,
-    overrides: dict[str, str] | None,
+    overrides: Mapping[str, object] | None,
     scale: str | None,
 ) -> Config:
     """``cfg``, then ``scale`` (if given), then overrides, then seed and budget; validated."""
     if scale is not None:
         cfg = with_scale(cfg, scale)
     cfg = apply_overrides(cfg, overrides or {})
-    if seed is not None:
-        cfg = replace(cfg, seed=seed)
-    if budget is not None:
-        cfg = replace(cfg, budget=budget)
-    return validate(cfg)
+    given = {"seed": seed, "budget": budget}
+    return validate(apply_overrides(cfg, {k: v for k, v in given.items() if v is not None}))
 
 
 __all__ = [

@@ -276,9 +276,9 @@ def method_config(task: str, method: str, preset: str, **top: Any) -> Config:
 def check_method(method: str) -> str:
     """``method`` if it is one of :func:`method_names`, else ConfigError listing them."""
     names = method_names()
-    if method not in names:
+    if not isinstance(method, str) or method not in names:
         raise ConfigError(
-            f"unknown method {method!r}; {did_you_mean(method, names)}valid methods: {', '.join(names)} (one's own: {METHODS_VARIABLE}, see docs/extending.md)"
+            f"unknown method {method!r}; {did_you_mean(str(method), names)}valid methods: {', '.join(names)} (one's own: {METHODS_VARIABLE}, see docs/extending.md)"
         )
     return method
 

@@ -28,6 +28,7 @@ def settable_keys() -> list[str]:
 
 
 def _parse(text: str, hint: typing.Any, key: str) -> typing.Any:
+    """``text`` (a ``--set`` value) as a value of the field type ``hint``."""
     try:
         if hint is bool:
             if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
@@ -42,27 +43,62 @@ def _parse(text: str, hint: typing.Any, key: str) -> typing.Any:
             return int(float(text)) if float(text).is_integer() else int(text)
         return hint(text)
     except (ValueError, TypeError):
+        raise ConfigError(f"--set {key}={clipped(text)}: expected {_type_name(hint)}") from None
+
+
+def _typed(value: object, hint: typing.Any, key: str) -> typing.Any:
+    """``value`` (a Python value of the API's ``overrides``) as a value of the field type ``hint``,
+    without conversions that lose or invent information: an ``int`` for an ``int`` field (a float
+    only if whole, as ``2e4``), a number for a ``float``, a ``bool`` for a ``bool``, a ``str`` for
+    a name, a list or tuple of numbers for a tuple; a string is parsed as ``--set`` parses it."""
+    origin = typing.get_origin(hint)
+    name = hint is str or origin is typing.Literal
+    if isinstance(value, str) and not name:
+        return _parse(value, hint, key)
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if origin is tuple and isinstance(value, (list, tuple)):
+        (item,) = {a for a in typing.get_args(hint) if a is not Ellipsis}
+        if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
+            return tuple(_typed(x, item, key) for x in value)
+    elif (hint is bool and isinstance(value, bool)) or (name and isinstance(value, str)):
+        return value
+    elif hint is int and number and float(value).is_integer():  # type: ignore[arg-type]
+        return int(value)  # type: ignore[call-overload]
+    elif hint is float and number:
+        return float(value)  # type: ignore[arg-type]
+    raise ConfigError(f"{key}={clipped(repr(value))}: expected {_type_name(hint)}")
+
+
+def _type_name(hint: typing.Any) -> str:
+    """``int``, ``tuple[int, ...]``, ``one of a, b``: the field type ``hint`` as a user reads it."""
+    if typing.get_origin(hint) is typing.Literal:
+        return "one of " + ", ".join(typing.get_args(hint))
+    return str(hint) if typing.get_origin(hint) is not None else hint.__name__
+
+
+def apply_overrides(cfg: Config, overrides: typing.Mapping[str, object]) -> Config:
+    """``cfg`` with ``overrides`` applied: ``{"model.hidden": "64,64", "budget": "2e4"}`` as
+    ``--set`` gives them (strings, parsed by the field's type), or typed, as the Python API may
+    (``{"model.hidden": [64, 64], "budget": 20000}``). Raises :class:`ConfigError` for an unknown
+    key or a value its field cannot take."""
+    if not isinstance(overrides, typing.Mapping):
         raise ConfigError(
-            f"--set {key}={clipped(text)}: expected {getattr(hint, '__name__', hint)}"
-        ) from None
-
-
-def apply_overrides(cfg: Config, overrides: dict[str, str]) -> Config:
-    """``cfg`` with ``{"model.hidden": "64,64", "budget": "2e4"}`` applied (strings parsed by type)."""
+            f"overrides must be a mapping of key to value, not {type(overrides).__name__}"
+        )
     valid = settable_keys()
-    for key, text in overrides.items():
-        if key not in valid:
+    for key, value in overrides.items():
+        if not isinstance(key, str) or key not in valid:
             raise ConfigError(
-                f"unknown --set key {key!r}; {_closest_key(key, valid)}`rp1 config` lists the "
+                f"unknown --set key {key!r}; {_closest_key(str(key), valid)}`rp1 config` lists the "
                 "valid keys with their values, ranges and meanings"
             )
         section, _, name = key.rpartition(".")
         if section:
             sub = getattr(cfg, section)
-            value = _parse(text, typing.get_type_hints(type(sub))[name], key)
+            value = _typed(value, typing.get_type_hints(type(sub))[name], key)
             cfg = replace(cfg, **{section: replace(sub, **{name: value})})
         else:
-            cfg = replace(cfg, **{name: _parse(text, typing.get_type_hints(Config)[name], key)})
+            cfg = replace(cfg, **{name: _typed(value, typing.get_type_hints(Config)[name], key)})
     return cfg
 
 

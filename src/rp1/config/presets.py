@@ -109,9 +109,9 @@ def preset_descriptions() -> dict[str, str]:
 def get_preset(name: str) -> Config:
     """The config of preset ``name``; ``ConfigError`` naming the closest preset if unknown."""
     presets = preset_registry()
-    if name not in presets:
+    if not isinstance(name, str) or name not in presets:
         raise ConfigError(
-            f"unknown preset {name!r}; {did_you_mean(name, presets)}valid presets: the "
+            f"unknown preset {name!r}; {did_you_mean(str(name), presets)}valid presets: the "
             f"{len(presets)} that `rp1 presets` lists"
         )
     return presets[name][1]()
