@@ -20,11 +20,11 @@ NOT_A_FUNCTION = 3.0
 
 
 RANGE = Method(
-    "rp1-range",
-    "RP1 (reward range)",
-    "adaptive",
-    0.0,
-    True,
+    name="rp1-range",
+    label="RP1 (reward range)",
+    lam="adaptive",
+    lam_value=0.0,
+    early_stop=True,
     bonus="extension_examples:reward_range",
 )
 """RP1 with :func:`reward_range` as its bonus: λ chosen by the bandit, PCA early stopping."""

@@ -5,25 +5,38 @@ ensemble world model on the task's reward plus λ times the members' disagreemen
 chosen online by an exponential-weights bandit, and each real-data collection phase stops once a
 new episode adds nothing the phase has not seen (a PCA test). rp1 also runs the paper's
 baselines, ablations, tables and figures. The algorithm, with every number of the paper and
-where rp1 deviates, is the documentation's algorithm page (``docs/algorithm.md``).
+where rp1 deviates, is the documentation's algorithm page (`docs/algorithm.md`).
 
-The top-level API::
+The top-level API:
 
-    import rp1
+```python
+import rp1
 
-    cfg = rp1.resolve("halfcheetah-quick", seed=0)        # a preset's config (rp1.Config)
-    rp1.run_training(cfg, "runs/halfcheetah-quick")       # train; a run directory
-    policy = rp1.load_policy("runs/halfcheetah-quick")    # its best policy: obs -> action
-    env, task = rp1.make_env("halfcheetah", seed=0)       # a Gymnasium env and its Task
+cfg = rp1.resolve("halfcheetah-quick", seed=0)        # a preset's config (rp1.Config)
+rp1.run_training(cfg, "runs/halfcheetah-quick")       # train; a run directory
+policy = rp1.load_policy("runs/halfcheetah-quick")    # its best policy: obs -> action
+env, task = rp1.make_env("halfcheetah", seed=0)       # a Gymnasium env and its Task
+```
 
-Errors a caller catches: :class:`ConfigError` (bad input, a ``ValueError``),
-:class:`StorageError` (a file operation the machine failed, an ``OSError``), :class:`RunInUse`
-(another process owns the run directory), :class:`DivergedError`, :class:`RenderError`, all
-:class:`Rp1Error`; and :class:`Interrupted` (SIGINT or SIGTERM, a ``BaseException``).
+- configs: [`resolve`][rp1.config.resolve], [`env_config`][rp1.config.env_config],
+  [`Config`][rp1.config.schema.Config], [`Method`][rp1.config.Method],
+  [`register_method`][rp1.config.register_method];
+- runs: [`run_training`][rp1.train.run_training], [`load_policy`][rp1.evaluation.load_policy],
+  [`evaluate_run`][rp1.evaluation.evaluate_run];
+- tasks: [`make_env`][rp1.envs.make], [`TaskSpec`][rp1.envs.TaskSpec],
+  [`never_done`][rp1.envs.never_done];
+- [`enable_compilation_cache`][rp1.core.compilation.enable_compilation_cache] and `__version__`.
+
+Errors a caller catches: [`ConfigError`][rp1.core.errors.ConfigError] (bad input, a
+`ValueError`), [`StorageError`][rp1.core.errors.StorageError] (a file operation the machine
+failed, an `OSError`), [`RunInUse`][rp1.rundir.lock.RunInUse] (another process owns the run
+directory), [`DivergedError`][rp1.core.errors.DivergedError],
+[`RenderError`][rp1.core.errors.RenderError], all [`Rp1Error`][rp1.core.errors.Rp1Error]; and
+[`Interrupted`][rp1.core.errors.Interrupted] (SIGINT or SIGTERM, a `BaseException`).
 
 Importing rp1 is light: the names above are imported on first use. It points JAX's persistent
-compilation cache (:mod:`rp1.core.compilation`) at its directory if that exists, so repeated runs
-do not recompile their inner loops; it writes nothing to disk. A run creates the directory.
+compilation cache at its directory if that exists, so repeated runs do not recompile their inner
+loops; it writes nothing to disk. A run creates the directory.
 """
 
 from __future__ import annotations
@@ -93,8 +106,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """The lazily imported names of :data:`__all__` (:data:`_LAZY`), so that ``import rp1`` stays
-    light."""
+    """The lazily imported names of `__all__` (`_LAZY`), so that `import rp1` stays light."""
     if name in _LAZY:
         module, attribute = _LAZY[name]
         value = getattr(importlib.import_module(module), attribute)

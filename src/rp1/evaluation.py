@@ -42,14 +42,24 @@ MAX_EPISODES = declared_range(Config, "eval_episodes")["at_most"]
 """Episodes ``rp1 evaluate`` runs at most, as many as a run may evaluate."""
 
 
-def load_policy(run_dir: str | os.PathLike, which: str = BEST) -> TrainedPolicy:
-    """The ``best`` or ``last`` policy kept in run directory ``run_dir``: call it on observations
-    (``policy(obs) -> action``; NumPy, one ``[obs_dim]`` or a batch ``[B, obs_dim]``), read what
-    produced it from its attributes (``task``, ``iteration``, ``samples``, ``eval_return``, …).
+def load_policy(run_dir: str | os.PathLike, which: str = "best") -> TrainedPolicy:
+    """Load a policy a run kept: call it on observations, read what produced it.
 
-    A run without ``policy/`` serves ``last`` from its checkpoint. ConfigError
-    naming the problem for an unknown ``which``, a directory that holds no run, or a policy the run
-    does not have.
+    `policy(obs) -> action` takes NumPy observations, one `[obs_dim]` or a batch
+    `[B, obs_dim]`; its attributes say what produced it (`task`, `iteration`, `samples`,
+    `eval_return`, …). A run without `policy/` (made by an earlier rp1) serves `"last"` from its
+    checkpoint.
+
+    Args:
+        run_dir: The run directory.
+        which: `"best"`, the policy of the run's best evaluation, or `"last"`, its latest.
+
+    Returns:
+        The policy and what produced it.
+
+    Raises:
+        ConfigError: Naming the problem, for an unknown `which`, a directory that holds no
+            run, or a policy the run does not have.
     """
     if which not in RUN_POLICIES:
         raise ConfigError(f"unknown policy {which!r}; choose {' or '.join(RUN_POLICIES)}")
@@ -134,9 +144,19 @@ def checkpoint_policy(run: RunDir) -> TrainedPolicy:
 
 @dataclass(frozen=True)
 class Evaluation:
-    """What :func:`evaluate_run` measured: ``returns [episodes]`` (the run's dtype), their mean
-    and std, the episodes' :class:`~rp1.realenv.snapshots.EvaluationEpisodes`, whether they are the recorded
-    evaluation's (``replayed``) and the video written (or ``None``)."""
+    """What [`evaluate_run`][rp1.evaluation.evaluate_run] measured.
+
+    Attributes:
+        run: The run directory.
+        policy: The policy evaluated.
+        returns: The episodes' returns, `[episodes]` (the run's dtype).
+        mean: Their mean.
+        std: Their standard deviation.
+        replay: The episodes' reset seeds or environment stream
+            (`rp1.realenv.snapshots.EvaluationEpisodes`).
+        replayed: Whether they are the recorded evaluation's episodes.
+        video: The video written, or `None`.
+    """
 
     run: Path
     policy: TrainedPolicy
@@ -174,19 +194,34 @@ class Evaluation:
 
 def evaluate_run(
     run_dir: str | os.PathLike,
-    which: str = BEST,
+    which: str = "best",
     episodes: int | None = None,
     seed: int | None = None,
     video: Path | None = None,
     size: tuple[int, int] | None = None,
 ) -> Evaluation:
-    """Run the ``which`` policy of ``run_dir`` deterministically for ``episodes`` episodes
-    (default: as many as its evaluation had) in the real environment, replaying its evaluation
-    (``seed`` None) or from seeds ``seed + k``; with ``video``, render them again into that
-    ``.mp4`` or ``.gif`` file of ``size = (width, height)``.
+    """Run a run's kept policy again in the real environment, as `rp1 evaluate` does.
 
-    Every check comes first (ConfigError, or :class:`~rp1.core.errors.RenderError` if the machine cannot
-    render): nothing runs and nothing is written on bad input.
+    The policy acts deterministically. Without `seed`, the episodes replay the evaluation that
+    made the policy best (or last), so the mean is that evaluation's `eval_return` in
+    `metrics.csv`, bit for bit; with `seed = S`, episode `k` is reset with seed `S + k`. Every
+    check comes first: nothing runs and nothing is written on bad input.
+
+    Args:
+        run_dir: The run directory.
+        which: `"best"` or `"last"`, as for [`load_policy`][rp1.evaluation.load_policy].
+        episodes: Episodes to run, in [1, 10,000]; `None`: as many as its evaluation had.
+        seed: `None` to replay the recorded evaluation, else the first episode's reset seed.
+        video: A `.mp4` or `.gif` file to render the episodes into; `None`: no video.
+        size: The video's `(width, height)` in pixels; `None`: 320 x 240.
+
+    Returns:
+        The returns and what produced them.
+
+    Raises:
+        ConfigError: For an unknown `which`, a number out of range, a bad video path or a
+            run that does not have the policy.
+        RenderError: If `video` is given and the machine cannot render.
     """
     if which not in RUN_POLICIES:
         raise ConfigError(f"unknown --policy {which!r}; choose {' or '.join(RUN_POLICIES)}")

@@ -53,19 +53,37 @@ def run_training(
     options: RunOptions | None = None,
     lock: RunLock | None = None,
 ) -> Path:
-    """Train ``cfg`` in run directory ``out`` until ``cfg.budget`` real samples; returns ``out``.
+    """Train a config in a run directory until `cfg.budget` real samples, as `rp1 train` does.
 
-    Checks the config (:func:`~rp1.config.validate`) and the directory (:meth:`RunDir.prepare`)
-    first: on bad input (:class:`~rp1.core.errors.ConfigError`) nothing is written. Owns ``out`` from
-    before it reads anything there until it returns: through ``lock`` if the caller holds it, else
-    through its own :class:`~rp1.rundir.lock.RunLock` (:class:`~rp1.rundir.lock.RunInUse` if another
-    process owns ``out``). With ``resume``, continues from the checkpoint exactly where the killed
-    run stopped (a run killed before its first checkpoint starts afresh); with ``overwrite``,
-    replaces the run in ``out``. After every iteration the metrics row is flushed and the
-    checkpoint replaced atomically (or less often: ``options.checkpoint_every_s``), so a kill at
-    any moment leaves a run that ``resume`` continues identically. ``options`` say what the run
-    logs besides (:class:`~rp1.outputs.writer.RunOptions`: videos, TensorBoard; the policy files
-    always) and how often it checkpoints.
+    Checks the config and the directory first: on bad input nothing is written. Owns `out` from
+    before it reads anything there until it returns: through `lock` if the caller holds it, else
+    through a lock of its own. After every iteration the metrics row is flushed and the
+    checkpoint replaced atomically (or less often: `options.checkpoint_every_s`), so a kill at
+    any moment leaves a run that `resume` continues identically.
+
+    Args:
+        cfg: The run's config (from [`resolve`][rp1.config.resolve] or
+            [`env_config`][rp1.config.env_config]).
+        out: The run directory; created if missing.
+        resume: Continue the run in `out` from its checkpoint, exactly where it stopped (a run
+            killed before its first checkpoint starts afresh).
+        progress: Print a line per iteration on stderr.
+        overwrite: Replace the run in `out`.
+        options: What the run logs besides `metrics.csv` and the policy files (videos,
+            TensorBoard) and how often it checkpoints; `None`: `RunOptions()`, neither, a
+            checkpoint after every iteration.
+        lock: The `rp1.rundir.lock.RunLock` on `out`, if the caller holds it.
+
+    Returns:
+        `out`, as a `Path`.
+
+    Raises:
+        ConfigError: For a bad config, a directory that holds another run (without `resume`
+            or `overwrite`), or a checkpoint that does not restore.
+        RunInUse: If another process owns `out`.
+        StorageError: If the machine fails a file operation.
+        DivergedError: If training diverges; the last checkpoint is kept.
+        RenderError: If `options` ask for videos and the machine cannot render.
     """
     validate(cfg)
     options = options or RunOptions()

@@ -80,28 +80,39 @@ BASELINES: dict[Baseline, RunningMean] = {"previous": previous_mean, "including"
 
 
 class ExpWeights:
-    """EXP3-style bandit over fixed arms with ε-uniform mixing and score decay.
+    """EXP3-style bandit over fixed arms with ε-uniform mixing and score decay (algorithm.md §6).
 
-    ``probabilities = (1 − ε)·softmax(scores) + ε/k``. ``update(feedback, norm)`` normalises the
-    feedback against a running mean, ``ĝ = (feedback − mean) / norm``, and updates only the arm
-    last played. The mean (``baseline``, one of :data:`BASELINES`):
+    `probabilities = (1 − ε)·softmax(scores) + ε/k`. `update(feedback, norm)` normalises the
+    feedback against a running mean, `ĝ = (feedback − mean) / norm`, and updates only the arm
+    last played. The mean (`baseline`):
 
-    - ``"previous"`` (algorithm.md §6, the paper): of the up to ``window`` feedbacks before this one;
-      ``ĝ = 0`` when there is none;
-    - ``"including"`` (the authors' code): of the last ``window`` feedbacks, this one included.
+    - `previous_mean` (algorithm.md §6, the paper): of the up to `window` feedbacks before this
+      one; `ĝ = 0` when there is none;
+    - `including_mean` (the authors' code): of the last `window` feedbacks, this one included.
 
-    The arm's credit (``weighting``, one of :data:`WEIGHTINGS`):
+    The arm's credit (`weighting`):
 
-    - ``"probability"`` (algorithm.md §6): ``score ← decay·score + lr·ĝ / p``, with ``p`` the arm's
-      probability when it was drawn, or 1 for an arm played by :meth:`choose` (not drawn);
-    - ``"exp-score"`` (the authors' reference code): ``score ← decay·score``, then
-      ``score ← score + lr·ĝ / max(exp(score), 1e-4)`` with the decayed score.
+    - `by_probability` (algorithm.md §6): `score ← decay·score + lr·ĝ / p`, with `p` the arm's
+      probability when it was drawn, or 1 for an arm played by `choose` (not drawn);
+    - `by_exp_score` (the authors' reference code): `score ← decay·score`, then
+      `score ← score + lr·ĝ / max(exp(score), 1e-4)` with the decayed score.
 
-    Ranges are the config's (:class:`~rp1.config.schema.LambdaConfig`); ``arms`` must not be empty
-    (``ValueError``).
+    The defaults are the paper's; the config's keys `lam.*` choose the others (their ranges are
+    the config's).
 
-    ``seed`` is anything :func:`numpy.random.default_rng` takes (an int, a ``SeedSequence``, or a
-    ``Generator``, used as it is).
+    Args:
+        arms: The λ values, at least one; default `(0.0, 0.1, 0.2, 0.3, 0.4, 0.5)`.
+        lr: The learning rate; default 0.2.
+        eps: The share of uniform exploration ε; default 0.2.
+        decay: The scores' decay per update; default 0.9.
+        seed: Anything `numpy.random.default_rng` takes (an int, a `SeedSequence`, or a
+            `Generator`, used as it is).
+        window: Feedbacks in the running mean; default 5.
+        weighting: What the played arm's credit is divided by; default `by_probability`.
+        baseline: ĝ's running mean; default `previous_mean`.
+
+    Raises:
+        ValueError: If `arms` is empty.
     """
 
     def __init__(
@@ -138,20 +149,39 @@ class ExpWeights:
         return (1.0 - self.eps) * z / z.sum() + self.eps / len(self.arms)
 
     def metrics(self) -> dict[str, float]:
-        """:attr:`probabilities` by metrics column, ``p_lambda_<arm>`` with the arm's λ as Python
-        writes the float (``p_lambda_0.0``, ``p_lambda_0.1``, …)."""
+        """The arms' probabilities by `metrics.csv` column.
+
+        Returns:
+            `{"p_lambda_<arm>": p}`, the arm's λ as Python writes the float (`p_lambda_0.0`,
+                `p_lambda_0.1`, …).
+        """
         return {
             f"p_lambda_{arm!r}": float(p)
             for arm, p in zip(self.arms, self.probabilities, strict=True)
         }
 
     def sample(self) -> float:
-        """Draw an arm (ε uniformly, else by softmax of the scores) and return its λ."""
+        """Draw an arm, ε uniformly, else by softmax of the scores.
+
+        Returns:
+            The arm's λ.
+        """
         return self._play(int(self.rng.choice(len(self.arms), p=self.probabilities)))
 
     def choose(self, arm_value: float) -> float:
-        """Play a given arm without drawing (λ = 0 in the first outer iteration); it was played
-        with certainty, so its credit is divided by p = 1."""
+        """Play a given arm without drawing (λ = 0 in the first outer iteration).
+
+        It was played with certainty, so its credit is divided by p = 1.
+
+        Args:
+            arm_value: The arm's λ, one of the arms.
+
+        Returns:
+            The arm's λ.
+
+        Raises:
+            ValueError: If it is not one of the arms.
+        """
         return self._play(self.arms.index(float(arm_value)), 1.0)
 
     def _play(self, index: int, prob: float | None = None) -> float:
@@ -160,7 +190,15 @@ class ExpWeights:
         return self.arms[index]
 
     def update(self, feedback: float, norm: float = 1.0) -> float:
-        """Record ``feedback``; credit the arm last played, if any. Returns the normalised ``ĝ``."""
+        """Record a feedback in the window; credit the arm last played, if any.
+
+        Args:
+            feedback: The feedback G of the data the played arm's policy collected.
+            norm: What ĝ is divided by (rp1: the model's validation loss).
+
+        Returns:
+            The normalised feedback ĝ.
+        """
         feedback = float(feedback)
         mean = self.baseline(self.history, feedback)
         g_hat = (feedback - mean) / float(norm) if mean is not None else 0.0
@@ -173,7 +211,11 @@ class ExpWeights:
         return g_hat
 
     def state_dict(self) -> dict:
-        """Everything needed to continue identically (JSON-serialisable)."""
+        """Everything needed to continue identically.
+
+        Returns:
+            A JSON-serialisable dict, for `load_state_dict`.
+        """
         return {
             "scores": self.scores.tolist(),
             "history": list(self.history),
@@ -183,7 +225,11 @@ class ExpWeights:
         }
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore a :meth:`state_dict`."""
+        """Continue from a saved state.
+
+        Args:
+            state: What `state_dict` returned.
+        """
         self.scores = np.asarray(state["scores"], np.float64)
         self.history.clear()
         self.history.extend(state["history"])

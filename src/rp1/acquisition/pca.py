@@ -37,11 +37,20 @@ def principal_basis(old_rows: np.ndarray, share: float = SHARE) -> tuple[np.ndar
 
 
 def pca_residual(old_rows: np.ndarray, new_rows: np.ndarray, share: float = SHARE) -> float:
-    """Share of the new rows' energy outside the old rows' principal subspace, in ``[0, 1]``.
+    """Share of the new rows' energy outside the old rows' principal subspace (algorithm.md §5).
 
-    ``r = (tr(VᵀV) − tr(P VᵀV P)) / tr(VᵀV)`` with ``P = U Uᵀ`` from :func:`principal_basis` and
-    ``V [m, d]`` the new rows standardised with the old rows' scalar mean and std. ``0``: nothing
-    new; ``1``: entirely new directions.
+    `r = (tr(VᵀV) − tr(P VᵀV P)) / tr(VᵀV)` with `P = U Uᵀ`, `U [d, k]` the top left singular
+    vectors of the old rows standardised with the scalar mean and std of all their entries,
+    keeping the fewest whose singular values make up `share` of their sum, and `V [m, d]` the
+    new rows standardised with the same mean and std.
+
+    Args:
+        old_rows: The rows `[s, a]` seen before, `[n, d]`.
+        new_rows: The new rows, `[m, d]`.
+        share: The share of the singular values the principal subspace keeps; default 0.99.
+
+    Returns:
+        `r` in [0, 1]: 0, nothing new; 1, entirely new directions.
     """
     basis, mean, std = principal_basis(old_rows, share)
     v = (np.asarray(new_rows, np.float64) - mean) / std
@@ -53,10 +62,15 @@ def pca_residual(old_rows: np.ndarray, new_rows: np.ndarray, share: float = SHAR
 
 
 class PhaseEarlyStop:
-    """Algorithm 2's rule: stop a phase once an episode's residual falls below ``alpha``.
+    """Algorithm 2's rule: stop a phase once an episode's residual falls below `alpha`.
 
-    ``add(rows)`` takes one episode's ``[T, d]`` rows and returns whether to stop now. The first
-    episode never stops the phase; ``alpha <= 0`` never stops (early stopping off).
+    `add(rows)` takes one episode's `[T, d]` rows and returns whether to stop now. The first
+    episode never stops the phase; `alpha <= 0` never stops (early stopping off).
+
+    Args:
+        alpha: The threshold α of the residual ([`pca_residual`][rp1.acquisition.pca.pca_residual]);
+            the paper's is 5e-4.
+        share: As for [`pca_residual`][rp1.acquisition.pca.pca_residual]; default 0.99.
     """
 
     def __init__(self, alpha: float, share: float = SHARE):
@@ -66,7 +80,14 @@ class PhaseEarlyStop:
         self.residuals: list[float] = []
 
     def add(self, rows: np.ndarray) -> bool:
-        """Record an episode; ``True`` when its residual against the earlier ones is ``< alpha``."""
+        """Record an episode and say whether the phase stops.
+
+        Args:
+            rows: The episode's rows `[s, a]`, `[T, d]`.
+
+        Returns:
+            Whether its residual against the phase's earlier episodes is below `alpha`.
+        """
         stop = False
         if self.rows and self.alpha > 0:
             residual = pca_residual(np.concatenate(self.rows), rows, self.share)
@@ -77,5 +98,5 @@ class PhaseEarlyStop:
 
     @property
     def last_residual(self) -> float | None:
-        """The most recent residual, or ``None`` if none was computed."""
+        """The most recent residual, or `None` if none was computed."""
         return self.residuals[-1] if self.residuals else None

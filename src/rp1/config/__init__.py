@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from rp1.config.methods import (
-    DEFAULT_METHOD,
     MATCHED_PHASE_LENGTH,
     METHOD_TABLE,
     METHODS_VARIABLE,
@@ -71,24 +70,59 @@ def resolve(
     overrides: Mapping[str, object] | None = None,
     scale: str | None = None,
 ) -> Config:
-    """Preset, then ``scale`` (if given), then ``overrides`` (``--set`` strings or typed values,
-    :func:`~rp1.config.overrides.apply_overrides`), then seed and budget; validated. Raises
-    :class:`~rp1.core.errors.ConfigError` for anything it cannot take."""
+    """Build a preset's config, as `rp1 train --preset` does, and validate it.
+
+    The preset first, then `scale`, then `overrides`, then `seed` and `budget`.
+
+    Args:
+        preset: A preset's name (`rp1 presets` lists them), e.g. `"halfcheetah-quick"`.
+        seed: The seed every random stream of the run is spawned from (`None`: the preset's, 0).
+        budget: Real samples to collect (`None`: the preset's).
+        overrides: Config keys and their values, as `--set` strings (`{"model.hidden": "64,64"}`)
+            or typed (`{"model.hidden": [64, 64], "budget": 2e4}`: an `int` for a count, a float
+            only if whole); the Configuration page lists the keys.
+        scale: `"paper"` or `"small"`, the sizes of networks and batches (`None`: the preset's).
+
+    Returns:
+        The validated config.
+
+    Raises:
+        ConfigError: For anything it cannot take, a name or a value; the message names it.
+    """
     return _finish(get_preset(preset), seed, budget, overrides, scale)
 
 
 def env_config(
     env: str,
-    method: str = DEFAULT_METHOD,
+    method: str = "rp1",
     seed: int | None = None,
     budget: int | None = None,
     overrides: Mapping[str, object] | None = None,
     scale: str | None = None,
 ) -> Config:
-    """:func:`resolve` for ``method`` (algorithm.md §8, or ``modelfree``) on any task ``env`` (a paper
-    task, a Gymnasium id or ``package.module:attribute``, see :func:`rp1.envs.make`), built as the
-    presets are: the paper's settings, preset name ``<env>-<method>``. The horizon is the override
-    ``horizon`` (default 0: the task's own)."""
+    """Build the config of a method on any task, as `rp1 train --env --method` does.
+
+    Built as the presets are (the paper's settings, preset name `<env>-<method>`), then as
+    [`resolve`][rp1.config.resolve] goes on: `scale`, `overrides`, `seed`, `budget`; validated.
+    The horizon is the override `horizon` (default 0: the task's own).
+
+    Args:
+        env: The task: a paper task, a Gymnasium id or `package.module:attribute` (what
+            [`make_env`][rp1.envs.make] takes).
+        method: A method of algorithm.md §8 (`rp1 presets` shows each as `TASK-METHOD`), one
+            added with [`register_method`][rp1.config.register_method], or `"modelfree"`.
+        seed: As for [`resolve`][rp1.config.resolve].
+        budget: As for [`resolve`][rp1.config.resolve].
+        overrides: As for [`resolve`][rp1.config.resolve].
+        scale: As for [`resolve`][rp1.config.resolve].
+
+    Returns:
+        The validated config.
+
+    Raises:
+        ConfigError: For anything it cannot take (an unknown method, a task that is not a
+            name, a bad override); the message names it.
+    """
     if not isinstance(env, str):
         raise ConfigError(f"a task is a name, not {env!r}; `rp1 envs` lists the paper's tasks")
     preset = f"{path_name(env)}-{check_method(method)}"

@@ -44,16 +44,27 @@ MATCHED_PHASE_LENGTH: dict[str, int] = {
 
 @dataclass(frozen=True)
 class Method:
-    """One model-based method: a row of algorithm.md §8 or one's own (:func:`register_method`).
+    """One model-based method: a row of algorithm.md §8, or one's own.
 
-    ``lam``: one of :data:`~rp1.config.schema.LAMBDA_MODES`, the bandit's λ (§6) or λ fixed at
-    ``lam_value``; ``early_stop``: the PCA early stopping of §5 with the paper's α (else α = 0,
-    off); ``bonus``: ``"reward"`` or ``"state"`` variance, or ``package.module:function`` (the
-    config key ``bonus``; unused while λ stays 0); ``matched_phases``: phases of the task's
-    :data:`MATCHED_PHASE_LENGTH` instead of ``collect.phase_cap``'s default (3,000); ``label``: the
-    report's name; ``in_paper``: False for a control beyond the paper, which the report shows
-    beside rp1's controls, not the paper's methods of its kind; ``short_label``: its name as a
-    column of the tables that compare rp1's controls (its label if None).
+    A row of one's own is added with [`register_method`][rp1.config.register_method] or
+    `RP1_METHODS`; build it with keywords:
+    `Method(name="greedy-half", label="Greedy (λ = 0.5)", lam="fixed", lam_value=0.5,
+    early_stop=False)`.
+
+    Attributes:
+        name: Its name: `--method`, and the presets `<task>-<name>`.
+        label: The report's name of it.
+        lam: `"adaptive"`, λ chosen by the bandit (§6), or `"fixed"`, λ fixed at `lam_value`.
+        lam_value: λ in [0, 1] when `lam` is `"fixed"`.
+        early_stop: The PCA early stopping of §5 with the paper's α (else α = 0, off).
+        bonus: `"reward"` or `"state"` variance, or `package.module:function` (the config key
+            `bonus`; unused while λ stays 0).
+        matched_phases: Phases of the task's length in `rp1.config.MATCHED_PHASE_LENGTH` (the
+            median phase of rp1's small-scale runs) instead of `collect.phase_cap`'s default.
+        in_paper: False for a control beyond the paper, which the report shows beside rp1's
+            controls, not the paper's methods of its kind.
+        short_label: Its name as a column of the tables that compare rp1's controls (its label
+            if None).
     """
 
     name: str
@@ -151,13 +162,25 @@ _REGISTERED: dict[str, Method] = {}
 
 
 def register_method(row: Method) -> Method:
-    """Add ``row`` to this process's methods, after rp1's and those added before, and return it:
-    its presets ``<task>-<name>``, ``--method``, validation, the report's label and pooling and,
-    for an adaptive λ, the λ analysis then know it. Registering the same row again changes
-    nothing. ConfigError for a row that is not a :class:`Method`, a name :data:`NAME` does not
-    allow, ``modelfree`` or ``quick``, a name another row has, ``lam`` not ``adaptive`` or
-    ``fixed``, ``lam_value`` outside [0, 1], an empty label or an empty short label. Other processes know it through
-    :data:`METHODS_VARIABLE`."""
+    """Add a method to this process's methods, after rp1's and those added before.
+
+    Its presets `<task>-<name>`, `--method`, validation, the report's label and pooling and, for
+    an adaptive λ, the λ analysis then know it. Registering the same row again changes nothing.
+    Other processes (a sweep's workers, `--resume`, `rp1 report`) know it through the environment
+    variable `RP1_METHODS` (`package.module:ATTRIBUTE[,…]`).
+
+    Args:
+        row: The method.
+
+    Returns:
+        `row`.
+
+    Raises:
+        ConfigError: For a row that is not a [`Method`][rp1.config.Method], a name that is not
+            letters, digits, `.`, `_` and `-` (starting with a letter or digit), `modelfree` or
+            `quick`, a name another row has, `lam` not `"adaptive"` or `"fixed"`, `lam_value`
+            outside [0, 1], an empty label or an empty short label.
+    """
     _REGISTERED[row.name] = _checked(
         row, _rows(METHOD_TABLE, _REGISTERED.values()), "register_method"
     )

@@ -346,11 +346,27 @@ class EvalConfig:
 
 @dataclass(frozen=True)
 class Config:
-    """Everything a run needs; ``config.json`` of a run directory is :meth:`to_dict` of this.
+    """Everything a run needs, frozen; `config.json` of a run directory is `to_dict()` of this.
 
-    ``task``: a name :func:`rp1.envs.make` knows; ``horizon``: steps per episode, 0 for the task's
-    own; ``preset``: the preset's name, or ``<task>-<method>`` for :func:`env_config` (as one
-    path component, :func:`rp1.envs.path_name`).
+    Built by [`resolve`][rp1.config.resolve] or [`env_config`][rp1.config.env_config], which
+    validate it; a changed copy is `dataclasses.replace(cfg, …)`. Each field is a config key
+    (`rp1 config` and the Configuration page list every key with its range); the sections are
+    keys `model.*`, `policy.*`, `collect.*`, `lam.*`, `modelfree.*` and `eval.*`.
+
+    Attributes:
+        preset: The preset's name, or `<task>-<method>` for
+            [`env_config`][rp1.config.env_config] (as one path component).
+        task: A name [`make_env`][rp1.envs.make] knows: a paper task, a Gymnasium id or
+            `package.module:attribute`.
+        method: The method (algorithm.md §8, or `"modelfree"`).
+        scale: `"paper"` or `"small"`: the sizes of networks and batches.
+        seed: The seed every random stream of the run is spawned from.
+        budget: Real samples to collect.
+        horizon: Steps per episode; 0 for the task's own.
+        bonus: The exploration bonus: `"reward"` or `"state"` variance, or
+            `package.module:function`.
+        eval_episodes: Deterministic episodes per evaluation.
+        statistics: The normalisers' statistics over growing data: `"masked"` or `"eager"`.
     """
 
     preset: str = described("the preset's name, or <task>-<method> (set by --preset or --env)")
@@ -387,13 +403,13 @@ class Config:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-serialisable dict (tuples become lists), led by the config schema it is
-        written in (``"schema"``, :data:`rp1.config.migrations.SCHEMA`)."""
+        written in (`"schema"`, `rp1.config.migrations.SCHEMA`)."""
         return {SCHEMA_KEY: SCHEMA, **json.loads(json.dumps(dataclasses.asdict(self)))}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Config:
-        """Inverse of :meth:`to_dict` (``"schema"`` is not a field; read a stored config through
-        :func:`rp1.config.migrations.migrate` first)."""
+        """Inverse of `to_dict` (`"schema"` is not a field; read a stored config through
+        `rp1.config.migrations.migrate` first)."""
         return _from_dict(cls, data)
 
 

@@ -26,12 +26,19 @@ def enable_compilation_cache(
 ) -> Path | None:
     """Point JAX's persistent compilation cache at its directory and return it.
 
-    With ``create``, a missing directory is created (mode 0700); without, the cache stays off
-    unless the directory exists, so nothing is written to disk. Returns ``None`` when the cache is
-    off: disabled (``RP1_JAX_CACHE=""``), missing without ``create``, or not creatable or not
-    writable (a read-only file system, another user's directory): with ``create``, one warning
-    line on stderr says why, JAX is not pointed there (it would warn at every compilation) and the
-    run goes on, compiling afresh.
+    `import rp1` calls it with `create=False`; a run, with `create=True`. When the directory
+    cannot be used with `create`, one warning line on stderr says why, JAX is not pointed there
+    (it would warn at every compilation) and the run goes on, compiling afresh.
+
+    Args:
+        path: The cache directory; `None`: the environment variable `RP1_JAX_CACHE`, or
+            `~/.cache/rp1/jax` (`RP1_JAX_CACHE=""` turns the cache off).
+        create: Create a missing directory (mode 0700); without, the cache stays off unless the
+            directory exists, so nothing is written to disk.
+
+    Returns:
+        The directory, or `None` when the cache is off: disabled, missing without `create`, or
+            not creatable or not writable (a read-only file system, another user's directory).
     """
     if path is None:
         env = os.environ.get("RP1_JAX_CACHE")

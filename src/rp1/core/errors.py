@@ -1,8 +1,10 @@
-"""The errors rp1 reports to a user: one line ``rp1: error: …`` and an exit code, no traceback;
-and :class:`Interrupted`, a stop signal: one line ``rp1: interrupted (…); …``.
+"""The errors rp1 reports to a user: one line `rp1: error: …` and an exit code, no traceback;
+and [`Interrupted`][rp1.core.errors.Interrupted], a stop signal: one line
+`rp1: interrupted (…); …`.
 
-``rp1.cli.main`` is the one place that turns them into that line (``RP1_DEBUG=1`` shows an
-error's traceback instead). Anything else that escapes is a bug and keeps its traceback.
+Each is exported by `rp1` (`rp1.ConfigError`, …). `rp1.cli.main` is the one place that turns
+them into that line (`RP1_DEBUG=1` shows an error's traceback instead). Anything else that
+escapes is a bug and keeps its traceback.
 """
 
 import difflib
@@ -35,7 +37,11 @@ def described(err: BaseException) -> str:
 
 
 class Rp1Error(Exception):
-    """An error a user can act on; its message names the value or file and the cause."""
+    """An error a user can act on; its message names the value or file and the cause.
+
+    Attributes:
+        exit_code: The exit code of the command it stops.
+    """
 
     exit_code = 1
 
@@ -78,7 +84,16 @@ class RenderError(Rp1Error):
 
     @classmethod
     def of(cls, what: str, backend: str, cause: BaseException) -> "RenderError":
-        """``what`` failed with MUJOCO_GL=``backend`` because of ``cause``."""
+        """The error of a rendering that failed, with what to install.
+
+        Args:
+            what: What failed, e.g. `"MuJoCo cannot set up OpenGL"`.
+            backend: The value of `MUJOCO_GL`.
+            cause: The exception that made it fail.
+
+        Returns:
+            The error, its message naming the backend, the cause and what to install.
+        """
         return cls(
             f"{what} with MUJOCO_GL={backend} ({type(cause).__name__}: {cause}); install Mesa's EGL "
             f"(Debian/Ubuntu: apt-get install {cls.EGL_PACKAGES}) and set MUJOCO_GL=egl, or "
@@ -98,8 +113,18 @@ class DivergedError(Rp1Error):
     def of(
         cls, what: str, iteration: int, setting: str, value: object, cause: str = ""
     ) -> "DivergedError":
-        """``what`` became inf or NaN in ``iteration`` (``cause``: the details), likely because the
-        config value ``setting`` is ``value``."""
+        """The error of a value that became inf or NaN, naming the setting that likely caused it.
+
+        Args:
+            what: What diverged, e.g. `"the world model's fit"`.
+            iteration: The iteration it diverged in.
+            setting: The config key that likely caused it.
+            value: Its value.
+            cause: The details, if any.
+
+        Returns:
+            The error.
+        """
         details = f" ({cause})" if cause else ""
         return cls(
             f"{what} diverged in iteration {iteration}{details}; likely cause: {setting} = {value} is too large "
@@ -108,10 +133,16 @@ class DivergedError(Rp1Error):
 
 
 class Interrupted(BaseException):
-    """SIGINT or SIGTERM stopped the command (:func:`rp1.core.signals.raise_on_signals`): one line
-    ``rp1: interrupted (SIGTERM); <message>``, ``message`` saying how to continue, and exit code
-    128 + the signal's number (130, 143). A ``BaseException``, as ``KeyboardInterrupt`` is, so that
-    no ``except Exception`` takes it for a failure."""
+    """SIGINT or SIGTERM stopped the command: one line `rp1: interrupted (SIGTERM); <message>`
+    and exit code 128 + the signal's number (130, 143).
+
+    A `BaseException`, as `KeyboardInterrupt` is, so that no `except Exception` takes it for a
+    failure. Raised by `rp1.core.signals.raise_on_signals` around training.
+
+    Args:
+        signum: The signal's number.
+        message: How to continue (e.g. `"pass --resume to continue the run"`).
+    """
 
     def __init__(self, signum: int, message: str):
         self.signum = signum
@@ -120,4 +151,5 @@ class Interrupted(BaseException):
 
     @property
     def exit_code(self) -> int:
+        """128 + the signal's number."""
         return 128 + self.signum

@@ -33,17 +33,29 @@ def make(
     horizon: int | None = None,
     render: tuple[int, int] | None = None,
 ) -> tuple[gym.Env, Task]:
-    """Build the real environment of task ``name`` (limited to its horizon) and its :class:`Task`.
+    """Build a task's real environment, limited to its horizon, and its pure reward and shapes.
 
-    ``name``: a paper task, a Gymnasium id or ``package.module:attribute`` (a :class:`TaskSpec`).
-    ``horizon`` (``None`` or 0: the task's own; a Gymnasium id's is its time limit) sets the steps
-    per episode. With a ``seed``, the environment's RNG (reset noise) and its action space are
-    seeded, so the first ``env.reset()`` and everything after it are reproducible without passing
-    a seed again. ``render = (width, height)`` makes an environment whose ``render()`` returns
-    ``[height, width, 3]`` frames (``render_mode="rgb_array"``). Raises
-    :class:`~rp1.core.errors.ConfigError` (a ``ValueError``) naming the problem for a name that is no
-    task, a package that is not installed, spaces rp1 cannot handle or, with ``render``, an
-    environment that cannot render.
+    `rp1.make_env` is this function.
+
+    Args:
+        name: A paper task (`"halfcheetah"`, `"ant"`, `"hopper"`, `"swimmer"`), a Gymnasium id
+            or `package.module:attribute` naming a [`TaskSpec`][rp1.envs.TaskSpec].
+        seed: Seeds the environment's RNG (reset noise) and its action space, so the first
+            `env.reset()` and everything after it are reproducible without passing a seed
+            again; `None`: unseeded.
+        horizon: Steps per episode; `None` or 0: the task's own (a Gymnasium id's is its time
+            limit).
+        render: `(width, height)`: an environment whose `render()` returns
+            `[height, width, 3]` frames (`render_mode="rgb_array"`); `None`: no rendering.
+
+    Returns:
+        The Gymnasium environment (in a `TimeLimit` of the horizon) and its
+            [`Task`][rp1.envs.Task].
+
+    Raises:
+        ConfigError: Naming the problem, for a name that is no task, a package that is not
+            installed, spaces rp1 cannot handle or, with `render`, an environment that cannot
+            render.
     """
     return build(name, spec_of(name), seed, horizon, render)
 

@@ -76,5 +76,13 @@ def swimmer_reward(next_obs: ArrayT, action: ArrayT) -> ArrayT:
 
 
 def never_done(next_obs: ArrayT) -> ArrayT:
-    """All-False flags of shape ``[...]`` for tasks that never terminate."""
+    """The termination function of a task that never terminates (a [`TaskSpec`][rp1.envs.TaskSpec]'s
+    `done`).
+
+    Args:
+        next_obs: Observations, `[..., obs_dim]` (NumPy or JAX).
+
+    Returns:
+        All-False flags, `[...]`.
+    """
     return next_obs[..., 0] < float("-inf")  # False for every value, NaN included

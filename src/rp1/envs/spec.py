@@ -19,20 +19,34 @@ from rp1.envs.task import Task
 
 @dataclass(frozen=True)
 class TaskSpec:
-    """An environment factory, its horizon and, where known, its reward and termination.
+    """A task of one's own: an environment factory, its horizon and, where known, its reward and
+    termination.
 
-    - ``make_env() -> gymnasium.Env`` with a 1-D ``Box`` observation space and a bounded 1-D ``Box``
-      action space, resetting from the task's start distribution with ``self.np_random``; rp1
-      limits its episodes to the horizon (``TimeLimit``), so it needs no time limit of its own.
-    - ``horizon``: steps per episode; ``None``: the time limit of the environment ``make_env``
-      returns (``env.spec.max_episode_steps``).
-    - ``reward(next_obs [..., obs_dim], action [..., act_dim]) -> [...]`` and ``done(next_obs) ->
-      [...]`` (bool): written with array operators only, so that they run on NumPy and (under
-      ``jax.jit``) JAX arrays; ``None``: learned by the world model.
+    Named `package.module:attribute`, it is a task for `--env` and
+    [`make_env`][rp1.envs.make]. Defined at module level, so that `--env mypackage.tasks:POINT`
+    finds it in any process:
 
-    Example (at module level, so that ``--env mypackage.tasks:POINT`` finds it in any process)::
+    ```python
+    POINT = TaskSpec(PointEnv, horizon=50, reward=lambda s, a: -(s[..., :2] ** 2).sum(-1))
+    ```
 
-        POINT = TaskSpec(PointEnv, horizon=50, reward=lambda s, a: -(s[..., :2] ** 2).sum(-1))
+    Attributes:
+        make_env: `make_env() -> gymnasium.Env` with a 1-D `Box` observation space and a bounded
+            1-D `Box` action space, resetting from the task's start distribution with
+            `self.np_random`; rp1 limits its episodes to the horizon (`TimeLimit`), so it needs
+            no time limit of its own.
+        horizon: Steps per episode; `None`: the time limit of the environment `make_env`
+            returns (`env.spec.max_episode_steps`).
+        reward: `reward(next_obs [..., obs_dim], action [..., act_dim]) -> [...]`, written with
+            array operators only, so that it runs on NumPy and (under `jax.jit`) JAX arrays;
+            `None`: learned by the world model.
+        done: `done(next_obs [..., obs_dim]) -> [...]` (bool), written as `reward` is;
+            [`never_done`][rp1.envs.never_done] for a task that never terminates; `None`:
+            learned by the world model.
+
+    Raises:
+        ConfigError: If `make_env` is not callable, `reward` or `done` is neither callable
+            nor `None`, or `horizon` is neither an `int` ≥ 1 nor `None`.
     """
 
     make_env: Callable[..., gym.Env]

@@ -26,10 +26,22 @@ function where it has one, else the heads (:meth:`Task.source`)."""
 class Task:
     """Shapes, horizon, action bounds and the pure reward / termination of one task.
 
-    Hashable, so it can be a static argument of ``jax.jit``. ``reward`` and ``done`` accept NumPy or
-    JAX arrays ``next_obs [..., obs_dim]`` and ``action [..., act_dim]`` and return ``[...]``.
-    ``reward_fn`` / ``done_fn`` are ``None`` where the task does not know them (any Gymnasium id):
-    the world model learns them then (:meth:`source`).
+    Hashable, so it can be a static argument of `jax.jit`. `reward(next_obs, action)` and
+    `done(next_obs)` accept NumPy or JAX arrays `next_obs [..., obs_dim]` and
+    `action [..., act_dim]` and return `[...]` (a `TypeError` where the task lacks the
+    function).
+
+    Attributes:
+        name: The task's name, as [`make_env`][rp1.envs.make] took it.
+        obs_dim: Observation size.
+        act_dim: Action size.
+        horizon: Steps per episode.
+        action_low: The action bounds, `[act_dim]`.
+        action_high: The action bounds, `[act_dim]`.
+        dt: Seconds of simulated time per step (0 where the environment does not say).
+        reward_fn: The reward, or `None` where the task does not know it (any Gymnasium id): the
+            world model learns it then.
+        done_fn: The termination, or `None` where the task does not know it.
     """
 
     name: str

@@ -78,16 +78,26 @@ def kept_as(row: dict[str, Any], best: float | None) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How a run logs, beyond ``metrics.csv`` and the policy files, and how often it checkpoints
-    (``rp1 train/sweep`` options)."""
+    """How a run logs, beyond `metrics.csv` and the policy files, and how often it checkpoints
+    (`rp1 train` and `rp1 sweep` options; [`run_training`][rp1.train.run_training]'s `options`).
 
-    video: bool = False  # render one evaluation episode of every new best policy to RUN/videos/
-    tensorboard: bool = False  # write RUN/tensorboard/
-    video_size: tuple[int, int] = DEFAULT_SIZE  # width, height
+    Options of the run rather than of its config: they change no number, are not in
+    `config.json`, and a run may be resumed with others.
+
+    Attributes:
+        video: Render one evaluation episode of every new best policy to `RUN/videos/`.
+        tensorboard: Write `RUN/tensorboard/`.
+        video_size: The videos' `(width, height)` in pixels (320 x 240).
+        checkpoint_every_s: Seconds of wall time between checkpoints: 0 saves one after every
+            iteration; more saves one after the first iteration that ends that long after the
+            last save, and after the last iteration, so a kill loses at most about that much
+            work.
+    """
+
+    video: bool = False
+    tensorboard: bool = False
+    video_size: tuple[int, int] = DEFAULT_SIZE
     checkpoint_every_s: float = 0.0
-    """Seconds of wall time between checkpoints: 0 saves one after every iteration; more saves one
-    after the first iteration that ends that long after the last save, and after the last
-    iteration, so a kill loses at most about that much work (``rp1.train.drive``)."""
 
     def check(self, cfg: Config) -> None:
         """Before anything is written: ConfigError if ``checkpoint_every_s`` is negative or NaN,

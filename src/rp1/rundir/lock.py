@@ -80,7 +80,18 @@ class Holder:
 
 
 class RunInUse(ConfigError):
-    """Another process (or this one, through another :class:`RunLock`) owns the run directory."""
+    """Another process (or this one, through another lock) owns the run directory.
+
+    A [`ConfigError`][rp1.core.errors.ConfigError] (exit code 2), whose message names the owner
+    and says to pass `--resume` once it has ended.
+
+    Args:
+        run_dir: The run directory.
+        holder: Who owns it, as its lock file says (`None`: unknown).
+
+    Attributes:
+        holder: Who owns it (`None`: unknown).
+    """
 
     def __init__(self, run_dir: Path, holder: Holder | None):
         who = holder.describe() if holder else "another process"

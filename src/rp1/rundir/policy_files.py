@@ -68,10 +68,32 @@ def _fresh_policy(obs_dim: int, act_dim: int, hidden: tuple[int, ...]) -> Policy
 
 @dataclass(frozen=True)
 class TrainedPolicy:
-    """A kept policy and what produced it. ``policy(obs)`` acts: the deterministic action of
-    ``obs [obs_dim]`` (``[act_dim]``) or ``[B, obs_dim]`` (``[B, act_dim]``), with the run's
-    normaliser, clipped to the action bounds; observations are taken as float64, as environments
-    return them (the run's evaluation saw the same)."""
+    """A kept policy and what produced it, from [`load_policy`][rp1.evaluation.load_policy].
+
+    `policy(obs)` acts: the deterministic action of `obs [obs_dim]` (`[act_dim]`) or
+    `[B, obs_dim]` (`[B, act_dim]`), with the run's normaliser, clipped to the action bounds;
+    observations are taken as float64, as environments return them (the run's evaluation saw the
+    same). A `ValueError` for an observation of another shape.
+
+    Attributes:
+        snapshot: The actor, its normaliser and its evaluation's episodes.
+        task: The task's name.
+        horizon: Steps per episode.
+        action_low: The action bounds, `[act_dim]`.
+        action_high: The action bounds, `[act_dim]`.
+        method: The run's method.
+        preset: The run's preset.
+        seed: The run's seed.
+        iteration: The iteration (model-free: PPO update) that produced it.
+        samples: Real samples it was trained on.
+        eval_return: Mean return of its evaluation (`None`: not evaluated).
+        eval_std: Standard deviation of its evaluation's returns.
+        config_hash: The hash of the run's config.
+        which: `"best"` or `"last"` (`""` for one not read from a file).
+        kept_since: The first iteration the run's policy files saw (> 0: a run resumed without
+            policy files).
+        path: The file it was read from.
+    """
 
     snapshot: PolicySnapshot
     task: str
