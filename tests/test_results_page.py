@@ -235,8 +235,10 @@ def test_a_returns_table_has_the_return_at_n_and_the_papers_best_beside_the_pape
     assert table == [
         "| task | N | seeds | Greedy | RP1 |",
         "| --- | --- | --- | --- | --- |",
-        "| halfcheetah | 10,000 | 10 | −0.8 [−10.8, 9.2] · −0.1 [−10.1, 9.9] (paper −0.95) "
-        "| 26.0 [16.0, 36.0] · 70.9 [60.9, 80.9] (paper 100.51) |",
+        (
+            "| halfcheetah | 10,000 | 10 | −0.8 [−10.8, 9.2] · −0.1 [−10.1, 9.9] (paper −0.95) "
+            "| 26.0 [16.0, 36.0] · 70.9 [60.9, 80.9] (paper 100.51) |"
+        ),
         "| halfcheetah | 100,000 | 10 | — | 251.9 [241.9, 261.9] · 279.8 [269.8, 289.8] |",
     ]
     only = render("{{returns laptop-scale 100000 methods=rp1}}", reports).splitlines()
