@@ -48,6 +48,8 @@ QUICKSTART_SECTIONS = ("Quickstart", "Use a trained run")
 """README's sections whose shell commands the tests run (each takes seconds at tiny sizes)."""
 QUICK_RUN = "runs/halfcheetah-quick"
 """The run README's first command makes, which later examples use."""
+SHIPPED_RUN = "trained/halfcheetah-quick-seed0"
+"""The trained run a clone holds (tests/test_trained_run.py), which later examples use too."""
 
 
 class Block(NamedTuple):
@@ -139,11 +141,12 @@ def test_readme_starts_with_the_two_commands():
 @pytest.mark.slow
 def test_readme_quickstart_commands_run(quick_run, tiny, tmp_path, monkeypatch, capsys):
     """README's first command made its run (the session's ``quick_run``), and every ``rp1``
-    command of its quickstart sections runs on it, exit code 0: the video only where this
-    machine can render and has the video extra."""
+    command of its quickstart sections runs on it or on the shipped run, exit code 0: the video
+    only where this machine can render and has the video extra."""
     run_dir, printed = quick_run
     assert "best evaluation return" in printed and (run_dir / "learning_curve.png").is_file()
     shutil.copytree(run_dir, tmp_path / QUICK_RUN)
+    shutil.copytree(ROOT / SHIPPED_RUN, tmp_path / SHIPPED_RUN)
     monkeypatch.chdir(tmp_path)
     commands = [
         line.split("#", 1)[0].strip()
@@ -195,8 +198,10 @@ def python_pages() -> list[Path]:
 @pytest.mark.parametrize("page", python_pages(), ids=lambda page: page.name)
 def test_python_examples_run(page, quick_run, tiny, tmp_path, monkeypatch, capsys):
     """Every Python block of ``page`` runs, top to bottom in one namespace, in a fresh directory
-    that holds the quickstart's run; ``# file.py`` blocks are written as modules there."""
+    that holds the quickstart's run and the shipped one; ``# file.py`` blocks are written as
+    modules there."""
     shutil.copytree(quick_run[0], tmp_path / QUICK_RUN)
+    shutil.copytree(ROOT / SHIPPED_RUN, tmp_path / SHIPPED_RUN)
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     namespace: dict = {"__name__": f"docs_example_{page.stem}"}

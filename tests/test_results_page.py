@@ -195,3 +195,57 @@ def test_remake_makes_the_reports_again_from_their_runs_then_the_pages(tmp_path,
     assert results_page.main(["--repository", str(tmp_path), "--remake"]) == 0
     assert (tmp_path / "docs" / "laptop-scale" / "provenance.md").is_file()
     assert (tmp_path / "docs" / "page.md").read_text().startswith("holds, Δ 292 [")  # 296.7 − 5.0
+
+
+def table1_cell(method: str, samples: int, median: float, **extra) -> dict:
+    """A row of a report's table1.csv or table1_fair.csv: HalfCheetah at small scale, 10 seeds,
+    quartiles 10 either side of the median."""
+    return {
+        "task": "halfcheetah",
+        "scale": "small",
+        "samples": samples,
+        "method": method,
+        "n_seeds": 10,
+        "median": median,
+        "q25": median - 10,
+        "q75": median + 10,
+        **extra,
+    }
+
+
+def test_a_returns_table_has_the_return_at_n_and_the_papers_best_beside_the_papers(tmp_path):
+    reports = fake_repository(tmp_path, ("return_at", FELL))
+    report = tmp_path / "docs" / "laptop-scale"
+    pd.DataFrame(
+        [
+            table1_cell("greedy", 10_000, -0.07, paper_median=-0.95),
+            table1_cell("rp1", 10_000, 70.93, paper_median=100.51),
+            table1_cell("rp1", 100_000, 279.8, paper_median=float("nan")),
+        ]
+    ).to_csv(report / "table1.csv", index=False)
+    pd.DataFrame(
+        [
+            table1_cell("greedy", 10_000, -0.83, metric="return_at"),
+            table1_cell("greedy", 10_000, 5.0, metric="grid_best"),
+            table1_cell("rp1", 10_000, 26.04, metric="return_at"),
+            table1_cell("rp1", 100_000, 251.9, metric="return_at"),
+        ]
+    ).to_csv(report / "table1_fair.csv", index=False)
+    table = render("{{returns laptop-scale 10000 laptop-scale 100000}}", reports).splitlines()
+    assert table == [
+        "| task | N | seeds | Greedy | RP1 |",
+        "| --- | --- | --- | --- | --- |",
+        (
+            "| halfcheetah | 10,000 | 10 | −0.8 [−10.8, 9.2] · −0.1 [−10.1, 9.9] (paper −0.95) "
+            "| 26.0 [16.0, 36.0] · 70.9 [60.9, 80.9] (paper 100.51) |"
+        ),
+        "| halfcheetah | 100,000 | 10 | — | 251.9 [241.9, 261.9] · 279.8 [269.8, 289.8] |",
+    ]
+    only = render("{{returns laptop-scale 100000 methods=rp1}}", reports).splitlines()
+    assert only[0] == "| task | N | seeds | RP1 |"
+    with pytest.raises(PlaceholderError, match="no returns of vr"):
+        render("{{returns laptop-scale 10000 methods=rp1,vr}}", reports)
+    with pytest.raises(PlaceholderError, match="no returns at 1000"):
+        render("{{returns laptop-scale 1000}}", reports)
+    with pytest.raises(PlaceholderError, match="returns needs REPORT SAMPLES"):
+        render("{{returns laptop-scale}}", reports)

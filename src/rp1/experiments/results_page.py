@@ -23,6 +23,11 @@ A page is made from a template (:data:`PAGES`): Markdown whose numbers are place
   (``realisations.csv``), after a line counting them.
 - ``provenance REPORT [mixed]``: where each cell's runs come from (``provenance.csv``), only the
   mixed cells with ``mixed``.
+- ``returns REPORT SAMPLES [REPORT SAMPLES …] [methods=M,…] [scale=S]``: the returns of the
+  paper's Table 1 (the report's ``table1_fair.csv`` and ``table1.csv``), a row per task and sample
+  count, a column per method (those of the reports, or ``methods=``): each cell the median
+  [25th, 75th percentile] over seeds of the return at N, then of the paper's best with the paper's
+  median beside it.
 - ``table REPORT FILE COLUMN[,COLUMN…] [COLUMN=VALUE …] [fmt=FORMAT]``: those columns of the rows
   of a report's CSV file that the filters leave, as a table.
 - ``value REPORT FILE [COLUMN=VALUE …] COLUMN [fmt=FORMAT] [agg=sum|count|min|max|median]``: one
@@ -52,7 +57,7 @@ import pandas as pd
 from rp1.config.methods import method_label
 from rp1.core.storage import write_atomically
 from rp1.experiments.claims import value_text, verdict_cell
-from rp1.experiments.markdown import markdown_table, p_text
+from rp1.experiments.markdown import BLANK, markdown_table, p_text
 from rp1.experiments.measures import MEASURES, QUANTITY_MEASURES
 from rp1.experiments.significance import EQUIVALENT, FAILS, HOLDS, qualified, verdict_kind
 
@@ -341,6 +346,84 @@ def learning_placeholder(reports: Reports, words: list[str], options: dict[str, 
     )
 
 
+RETURNS_TABLE = "table1"
+"""The report's table whose returns a ``returns`` placeholder shows: the paper's Table 1 (RP1,
+Greedy, V+R)."""
+
+ReturnsCell = tuple[pd.Series, pd.Series]
+"""A method's cell of a ``returns`` table: its rows of ``table1_fair.csv`` (the return at N) and of
+``table1.csv`` (the paper's best)."""
+
+
+def returns_cells(
+    reports: Reports, report: str, samples: str, options: dict[str, str]
+) -> dict[tuple[str, str], dict[str, ReturnsCell]]:
+    """The cells of a report's Table 1 at ``samples`` (``scale=`` filters), by task and samples,
+    then method; PlaceholderError where there are none, or more than one of a task and method."""
+    filters = {"samples": samples, **({"scale": options["scale"]} if "scale" in options else {})}
+    where = f"{report}/{RETURNS_TABLE}"
+    best = matching(reports.csv(report, f"{RETURNS_TABLE}.csv"), filters, f"{where}.csv")
+    fair = matching(
+        reports.csv(report, f"{RETURNS_TABLE}_fair.csv"),
+        {**filters, "metric": "return_at"},
+        f"{where}_fair.csv",
+    )
+    if best.empty:
+        raise PlaceholderError(f"{where}.csv: no returns at {samples}")
+    key = ["task", "method"]
+    if best.duplicated(key).any() or fair.duplicated(key).any():
+        raise PlaceholderError(f"{where}: several scales at {samples} (give scale=)")
+    fair_of = {(row["task"], row["method"]): row for _, row in fair.iterrows()}
+    cells: dict[tuple[str, str], dict[str, ReturnsCell]] = {}
+    for _, row in best.iterrows():
+        if (row["task"], row["method"]) not in fair_of:
+            raise PlaceholderError(
+                f"{where}_fair.csv: no return at {samples} of {row['task']} and {row['method']}"
+            )
+        cells.setdefault((row["task"], samples), {})[row["method"]] = (
+            fair_of[row["task"], row["method"]],
+            row,
+        )
+    return cells
+
+
+def returns_placeholder(reports: Reports, words: list[str], options: dict[str, str]) -> str:
+    """A ``returns`` placeholder's table (see the module docstring); ``—`` where a method has no
+    runs."""
+    if not words or len(words) % 2:
+        raise PlaceholderError("returns needs REPORT SAMPLES [REPORT SAMPLES …]")
+    cells: dict[tuple[str, str], dict[str, ReturnsCell]] = {}
+    for report, samples in zip(words[::2], words[1::2], strict=True):
+        cells.update(returns_cells(reports, report, samples, options))
+    found = list(dict.fromkeys(m for by_method in cells.values() for m in by_method))
+    methods = options["methods"].split(",") if "methods" in options else found
+    unknown = [m for m in methods if m not in found]
+    if unknown:
+        raise PlaceholderError(f"{RETURNS_TABLE}: no returns of {', '.join(unknown)}")
+    rows = []
+    for (task, samples), by_method in cells.items():
+        seeds = sorted({int(best["n_seeds"]) for _, best in by_method.values()})
+        seeds_text = str(seeds[0]) if len(seeds) == 1 else f"{seeds[0]}–{seeds[-1]}"
+        rows.append(
+            [task, formatted(int(samples), None), seeds_text]
+            + [returns_cell(*by_method[m]) if m in by_method else BLANK for m in methods]
+        )
+    header = ["task", "N", "seeds", *(method_label(m, short=True) for m in methods)]
+    return markdown_table(header, rows)
+
+
+def returns_cell(fair: pd.Series, best: pd.Series) -> str:
+    """A cell of a ``returns`` table: the return at N and the paper's best, each a median
+    [25th, 75th percentile] with one decimal, then the paper's median as the paper writes it."""
+    quartiles = lambda row: (  # noqa: E731
+        f"{formatted(row['median'], '.1f')} "
+        f"[{formatted(row['q25'], '.1f')}, {formatted(row['q75'], '.1f')}]"
+    )
+    paper = best["paper_median"]
+    beside = "" if pd.isna(paper) else f" (paper {formatted(paper, 'g')})"
+    return f"{quartiles(fair)} · {quartiles(best)}{beside}"
+
+
 def realisations_placeholder(reports: Reports, words: list[str], options: dict[str, str]) -> str:
     """A ``realisations`` placeholder's count and table."""
     if len(words) != 1:
@@ -463,6 +546,7 @@ DIRECTIVES: dict[str, Callable[[Reports, list[str], dict[str, str]], str]] = {
     "learning": learning_placeholder,
     "realisations": realisations_placeholder,
     "provenance": provenance_placeholder,
+    "returns": returns_placeholder,
     "table": table_placeholder,
     "value": value_placeholder,
 }

@@ -1,0 +1,76 @@
+"""The trained run shipped in the repository (``trained/halfcheetah-quick-seed0``, README's "Use a
+trained run") works from a fresh clone: it holds a run's result files and its two policies and
+nothing else, no committed report reads it, and ``rp1 evaluate`` replays its best policy's
+recorded evaluation (to the bit where this machine's environment is the one that made it; CPUs
+differ in the last bits of XLA's and MuJoCo's arithmetic, so elsewhere only the protocol)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import pytest
+
+from helpers import ROOT, environment_differences, run_cli_output
+
+SHIPPED = ROOT / "trained" / "halfcheetah-quick-seed0"
+SHIPPED_FILES = {
+    "config.json",
+    "metrics.csv",
+    "evaluations.csv",
+    "environment.json",
+    "finished",
+    "learning_curve.png",
+    "policy/best.msgpack",
+    "policy/last.msgpack",
+}
+"""What the shipped run keeps of its directory: no checkpoint, lock or video."""
+
+
+def best_row() -> dict[str, str]:
+    """The row of the shipped run's metrics.csv whose evaluation of a trained policy (iteration
+    ≥ 1) is the best, the first of equals."""
+    with (SHIPPED / "metrics.csv").open(newline="") as f:
+        rows = [row for row in csv.DictReader(f) if int(row["iteration"]) >= 1]
+    return max(rows, key=lambda row: float(row["eval_return"]))
+
+
+def test_the_shipped_run_is_its_results_and_policies_only():
+    files = {str(path.relative_to(SHIPPED)) for path in SHIPPED.rglob("*") if path.is_file()}
+    assert files == SHIPPED_FILES
+    assert sum((SHIPPED / name).stat().st_size for name in files) < 500_000
+
+
+def test_no_committed_report_reads_the_shipped_run():
+    from rp1.experiments.results_page import REPORTS
+
+    assert [root for root in REPORTS.values() if SHIPPED.is_relative_to(ROOT / root)] == []
+
+
+def test_its_best_policy_is_the_best_evaluation_its_metrics_record():
+    import rp1
+
+    config = json.loads((SHIPPED / "config.json").read_text())
+    assert (config["preset"], config["seed"]) == ("halfcheetah-quick", 0)
+    policy = rp1.load_policy(SHIPPED)
+    row = best_row()
+    assert (policy.iteration, policy.samples) == (int(row["iteration"]), int(row["samples"]))
+    assert policy.eval_return == float(row["eval_return"])
+
+
+@pytest.mark.slow
+def test_rp1_evaluate_replays_its_recorded_evaluation(capsys):
+    from rp1.rundir.provenance import environment
+
+    code, out, err = run_cli_output(["evaluate", str(SHIPPED), "--json"], capsys)
+    assert code == 0, err
+    result = json.loads(out)
+    config = json.loads((SHIPPED / "config.json").read_text())
+    assert result["replayed"] and result["policy"] == "best"
+    assert result["episodes"] == len(result["returns"]) == config["eval_episodes"]
+    assert all(r is not None and math.isfinite(r) for r in result["returns"])
+    assert result["recorded_return"] == float(best_row()["eval_return"])
+    made_in = json.loads((SHIPPED / "environment.json").read_text())["environments"][-1]
+    if not environment_differences(made_in, environment()):
+        assert result["mean"] == result["recorded_return"]
