@@ -273,7 +273,7 @@ BAD = {
         "policy.batch_steps must be >= 400",
     ),
     "env and preset": (["--env", POINT, "--preset", "hopper-rp1"], "exclude each other"),
-    "neither env nor preset": ([], "--preset NAME"),
+    "neither env nor preset": ([], "--preset PRESET"),
     "unknown method": (["--env", POINT, "--method", "rp2"], "valid methods: rp1, greedy"),
     "method with preset": (
         ["--preset", "hopper-rp1", "--method", "greedy"],
