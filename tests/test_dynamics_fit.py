@@ -172,8 +172,8 @@ def test_padding_rows_do_not_affect_the_fit(small_store):
     model = model_for(small_store)
     train, val = small_store.train_set(np.random.default_rng(0)), small_store.val_set()
     garbage = train._replace(obs=train.obs.copy(), next_obs=train.next_obs.copy())
-    garbage.obs[int(train.count) :] = 1e3
-    garbage.next_obs[int(train.count) :] = -1e3
+    garbage.obs[int(train.n_valid) :] = 1e3
+    garbage.next_obs[int(train.n_valid) :] = -1e3
     results = [
         fit(
             model,

@@ -69,7 +69,7 @@ def test_agents_share_one_interface_and_checkpoint_layout(case):
         state = agent.initial_state()
         assert isinstance(state, RunState)
         saved = agent.checkpoint(state)
-        assert set(saved) == {"meta", "device", "host"}
+        assert set(saved) == {"layout", "meta", "device", "appended"}
         restored = agent.restore(saved)
         same = jax.tree_util.tree_map(
             lambda a, b: bool((a == b).all()), state.learner, restored.learner

@@ -64,6 +64,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from rp1.config.migrations import SCHEMA_KEY, check_continuable, continued, migrate
 from rp1.core.errors import ConfigError, DamagedFile
 from rp1.core.storage import (
     check_writable_dir,
@@ -72,7 +73,7 @@ from rp1.core.storage import (
     storage_errors,
     write_atomically,
 )
-from rp1.config.migrations import SCHEMA_KEY, check_continuable, continued, migrate
+from rp1.rundir.layouts import migrate_layout
 from rp1.rundir.sealed import seal, unseal
 
 METRIC_COLUMNS = (
@@ -448,7 +449,12 @@ class RunDir:
             raise ConfigError(
                 f"checkpoint {file} belongs to a run of another config ({config_diff(saved, config)})"
             )
-        return agent
+        try:
+            return migrate_layout(agent, saved, f"checkpoint {file}")
+        except (ValueError, TypeError, KeyError) as err:  # a state no layout describes
+            raise DamagedFile(
+                f"checkpoint {file} is corrupt or not an rp1 checkpoint ({_cause(err)})"
+            ) from None
 
     def mark_finished(self) -> None:
         """Write the ``finished`` marker of the bound config, atomically."""
