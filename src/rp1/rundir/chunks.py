@@ -35,7 +35,7 @@ import numpy as np
 
 from rp1.core.errors import DamagedFile
 from rp1.core.storage import storage_errors, write_atomically
-from rp1.rundir.sealed import seal, unseal
+from rp1.rundir.sealed import sealed_parts, unseal
 
 PATTERN = "rows-[0-9]*.msgpack"
 """The chunk files' names (``fnmatch``)."""
@@ -68,11 +68,14 @@ class Chunks:
         if not any(len(x) for x in new.values()):
             return listed
         name = chunk_name(len(listed))
-        data = seal({"rows": new})
-        write_atomically(self.directory / name, data, "checkpoint rows")
+        parts = sealed_parts({"rows": new})
+        write_atomically(self.directory / name, parts, "checkpoint rows")
+        digest = hashlib.sha256()
+        for part in parts:
+            digest.update(part)
         entry = {
             "file": name,
-            "sha256": hashlib.sha256(data).hexdigest(),
+            "sha256": digest.hexdigest(),
             "rows": {n: len(x) for n, x in new.items()},
         }
         return [*listed, entry]

@@ -77,7 +77,7 @@ from rp1.core.storage import (
 from rp1.rundir.chunks import PATTERN as CHUNKS
 from rp1.rundir.chunks import Chunks
 from rp1.rundir.layouts import migrate_layout
-from rp1.rundir.sealed import seal, unseal
+from rp1.rundir.sealed import sealed_parts, unseal
 
 METRIC_COLUMNS = (
     "iteration",
@@ -439,7 +439,7 @@ class RunDir:
             "agent": {**state, "appended": {}} if appended else state,
             "chunks": listed,
         }
-        write_atomically(self.checkpoint_path, seal(data), "checkpoint")
+        write_atomically(self.checkpoint_path, sealed_parts(data), "checkpoint")
         self._chunks.commit(listed)
         self._chunks.prune()
 

@@ -22,6 +22,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+import msgpack
 from flax import serialization
 
 from rp1.core.errors import DamagedFile
@@ -32,10 +33,26 @@ SEAL = ("sha256", "body")
 
 def seal(payload: dict[str, Any]) -> bytes:
     """The bytes of a sealed file holding ``payload`` (nested maps of arrays, numbers, strings)."""
+    return b"".join(sealed_parts(payload))
+
+
+def sealed_parts(payload: dict[str, Any]) -> tuple[bytes, bytes, bytes]:
+    """The bytes of :func:`seal` in three parts, to be written one after the other: the msgpack of
+    the map (keys in flax's sorted order) up to the body's bytes, the body (not copied again), and
+    the rest, its checksum."""
     body = serialization.msgpack_serialize(payload)
-    return serialization.msgpack_serialize(
-        {"sha256": hashlib.sha256(body).hexdigest(), "body": body}
-    )
+    packer = msgpack.Packer()
+    head = packer.pack_map_header(2) + packer.pack("body") + _bin_header(len(body))
+    tail = packer.pack("sha256") + packer.pack(hashlib.sha256(body).hexdigest())
+    return head, body, tail
+
+
+def _bin_header(size: int) -> bytes:
+    """The msgpack header of a binary string of ``size`` bytes (bin 8, 16 or 32)."""
+    for code, width in ((0xC4, 1), (0xC5, 2), (0xC6, 4)):
+        if size < 1 << (8 * width):
+            return bytes([code]) + size.to_bytes(width, "big")
+    raise ValueError(f"msgpack holds at most 4 GiB in one binary string, not {size:,} bytes")
 
 
 def unseal(data: bytes, path: Path, kind: str) -> tuple[dict[str, Any], bool]:
