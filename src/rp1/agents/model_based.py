@@ -31,6 +31,7 @@ compared or kept.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -117,7 +118,7 @@ class AgentState:
     samples: int
     lam: float
     device: DeviceState
-    rngs: dict[str, dict[str, Any]]
+    rngs: dict[str, Mapping[str, Any]]
     rows: list[dict[str, Any]] = field(default_factory=list)
     evaluations: list[dict[str, Any]] = field(default_factory=list)  # the grid's (rp1.agents.grid)
     evaluated: PolicySnapshot | None = None  # the policy the last step evaluated (not checkpointed)
@@ -307,7 +308,7 @@ class ModelBasedAgent:
         s = replace(s, iteration=s.iteration + 1, rows=s.rows + [row])
         return s, row
 
-    def _to_evaluate(self, learner: Learner, eval_rng: dict[str, Any]) -> PolicySnapshot:
+    def _to_evaluate(self, learner: Learner, eval_rng: Mapping[str, Any]) -> PolicySnapshot:
         """The policy of ``learner`` as it is evaluated now, with the state ``eval_rng`` of the
         evaluation environment's stream from just before, which replays the evaluation
         (:mod:`rp1.realenv.snapshots`)."""

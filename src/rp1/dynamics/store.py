@@ -88,12 +88,11 @@ def transitions_dataset(t: Transitions) -> Dataset:
     return padded_dataset(t.obs, t.act, t.next_obs, t.rew, t.done)
 
 
-def valid_transitions(data: Dataset) -> Transitions:
-    """The valid rows of ``data`` as :class:`Transitions` (views of its arrays; ``done`` as bool)."""
+def valid_columns(data: Dataset) -> tuple[np.ndarray, ...]:
+    """The valid rows of ``data`` in the field order of :class:`Transitions` (``obs, act, rew,
+    next_obs, done``; views of its arrays, ``done`` as bool)."""
     n = int(data.n_valid)
-    return Transitions(
-        data.obs[:n], data.act[:n], data.rew[:n], data.next_obs[:n], data.done[:n] > 0
-    )
+    return (data.obs[:n], data.act[:n], data.rew[:n], data.next_obs[:n], data.done[:n] > 0)
 
 
 def _checked(rows: Mapping[str, Any] | Any, obs_dim: int, act_dim: int) -> Transitions:
@@ -199,12 +198,12 @@ class TransitionStore(struct.PyTreeNode):
     @property
     def train(self) -> Transitions:
         """The training transitions, unpadded."""
-        return valid_transitions(self.train_rows)
+        return Transitions(*valid_columns(self.train_rows))
 
     @property
     def val(self) -> Transitions:
         """The validation transitions, unpadded."""
-        return valid_transitions(self.val_rows)
+        return Transitions(*valid_columns(self.val_rows))
 
     def add_phase(
         self, episodes: Sequence[Mapping[str, Any] | Any], min_val: int = MIN_VAL_ROLLOUTS
@@ -221,9 +220,8 @@ class TransitionStore(struct.PyTreeNode):
 
     def transitions(self) -> Transitions:
         """Every stored transition, training rows first, unpadded."""
-        return Transitions(
-            *(np.concatenate(cols) for cols in zip(self.train, self.val, strict=True))
-        )
+        splits = zip(valid_columns(self.train_rows), valid_columns(self.val_rows), strict=True)
+        return Transitions(*(np.concatenate(cols) for cols in splits))
 
     def train_set(self, rng: np.random.Generator, max_samples: int = MAX_TRAIN_SAMPLES) -> Dataset:
         """The training set, padded; beyond ``max_samples`` rows a uniform subsample without
@@ -231,7 +229,7 @@ class TransitionStore(struct.PyTreeNode):
         if self.n_train <= max_samples:
             return self.train_rows
         rows = np.sort(rng.choice(self.n_train, max_samples, replace=False))
-        return transitions_dataset(Transitions(*(x[rows] for x in self.train)))
+        return transitions_dataset(Transitions(*(x[rows] for x in valid_columns(self.train_rows))))
 
     def val_set(self) -> Dataset:
         """The validation set, padded."""
@@ -240,10 +238,8 @@ class TransitionStore(struct.PyTreeNode):
     def state_dict(self) -> dict[str, np.ndarray]:
         """The valid rows of each split by field (:data:`STATE_FIELDS`), NumPy arrays that
         :meth:`from_state_dict` makes the store of again."""
-        state = {}
-        for split, t in (("train", self.train), ("val", self.val)):
-            state.update({f"{split}_{name}": x for name, x in zip(_FIELDS, t, strict=True)})
-        return state
+        columns = (*valid_columns(self.train_rows), *valid_columns(self.val_rows))
+        return dict(zip(STATE_FIELDS, columns, strict=True))
 
     @classmethod
     def from_state_dict(

@@ -22,7 +22,6 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-import msgpack
 from flax import serialization
 
 from rp1.core.errors import DamagedFile
@@ -41,10 +40,12 @@ def sealed_parts(payload: dict[str, Any]) -> tuple[bytes, bytes, bytes]:
     the map (keys in flax's sorted order) up to the body's bytes, the body (not copied again), and
     the rest, its checksum."""
     body = serialization.msgpack_serialize(payload)
-    packer = msgpack.Packer()
-    head = packer.pack_map_header(2) + packer.pack("body") + _bin_header(len(body))
-    tail = packer.pack("sha256") + packer.pack(hashlib.sha256(body).hexdigest())
-    return head, body, tail
+    pack = serialization.msgpack_serialize
+    head = _MAP_OF_2 + pack("body") + _bin_header(len(body))
+    return head, body, pack("sha256") + pack(hashlib.sha256(body).hexdigest())
+
+
+_MAP_OF_2 = b"\x82"  # msgpack's header of a map of two entries (fixmap)
 
 
 def _bin_header(size: int) -> bytes:
