@@ -236,9 +236,7 @@ class ModelBasedAgent:
         rngs = meta["rngs"]
         if not isinstance(rngs, dict) or not set(rngs) <= set(HOST_STREAMS):
             raise ValueError(f"its random streams are {_names(rngs)}, not of {HOST_STREAMS}")
-        for (
-            state
-        ) in rngs.values():  # a generator is made of each: a state of another form fails here
+        for state in rngs.values():  # a state of another form fails here, not in a step
             generator_from(state)
         store = TransitionStore.from_state_dict(appended, self.task.obs_dim, self.task.act_dim)
         return replace(
@@ -260,8 +258,8 @@ class ModelBasedAgent:
         from its streams' states for this step."""
         cfg = self.cfg
         start = time.perf_counter()
-        rngs = {name: generator_from(state.rngs[name]) for name in ("env", "eval_env", "noise")}
-        rngs["subsample"] = generator_from(state.rngs["subsample"])
+        # the streams a step draws from (the bandit's: feed_bandit)
+        rngs = {n: generator_from(state.rngs[n]) for n in ("env", "eval_env", "noise", "subsample")}
         self.real.use_generators([rngs["env"]])
         self.eval_real.use_generators([rngs["eval_env"]])
         device = state.device
