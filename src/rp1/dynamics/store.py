@@ -6,8 +6,9 @@ least 1,024) and the number of valid rows. The compiled fit takes the splits as 
 reused while the data grows inside a bucket instead of recompiling every outer iteration, and the
 store is one pytree of arrays with the row counts as arrays, like the rest of a run's device state
 (:class:`rp1.agents.model_based.DeviceState`). A store is immutable: :meth:`TransitionStore.add_phase`
-returns a new one and no array is written after it is made, so a state that holds a store can be
-kept and stepped again.
+returns a new one and its arrays are read-only (the training and validation sets the fit gets are
+those arrays: copy one to change it), so a state that holds a store can be kept, stepped again or
+written by another thread.
 
 Example::
 
@@ -129,6 +130,7 @@ def _appended(data: Dataset, parts: Sequence[Transitions]) -> Dataset:
         for t in parts:
             out[start : start + len(t.obs)] = getattr(t, name)
             start += len(t.obs)
+        out.flags.writeable = False  # a store's arrays are never written after they are made
         columns[name] = out
     return Dataset(**columns, n_valid=np.asarray(total, np.int32))
 
