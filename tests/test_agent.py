@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import copy
 import csv
+from dataclasses import replace
 
 import jax
 import numpy as np
@@ -13,6 +13,7 @@ from helpers import TINY
 from rp1.acquisition.bandit import ARMS
 from rp1.agents.model_based import HOST_STREAMS, ModelBasedAgent
 from rp1.config import METHOD_TABLE, env_config, resolve
+from rp1.core.seeding import generator_from
 from rp1.imagination import TrainInfo
 from rp1.policy import PPOMetrics
 from rp1.realenv import STOP_BUDGET, STOP_CAP
@@ -140,11 +141,11 @@ def feedback_run(first_g: float, first_feedback: str = "exclude"):
     later = [0.2, 0.25, 0.15, 0.22, 0.18, 0.2, 0.21, 0.19, 0.24, 0.16, 0.2]
     lams, g_hats = [], []
     for k, g in enumerate([first_g] + later):
-        g_hat = agent.feed_bandit(s, g, None if k == 0 else 0.1)
-        s.iteration += 1
+        s, g_hat = agent.feed_bandit(s, g, None if k == 0 else 0.1)
+        s = replace(s, iteration=s.iteration + 1)
         lams.append(s.lam)
         g_hats.append(g_hat)
-    return lams, g_hats, s.bandit.scores.copy()
+    return lams, g_hats, s.device.bandit.scores.copy()
 
 
 def test_untrained_models_feedback_does_not_drive_the_bandit():
@@ -169,20 +170,20 @@ def test_every_stream_lives_in_the_state_and_survives_a_checkpoint():
     cfg = resolve("halfcheetah-rp1", seed=7, overrides={**TINY, "collect.alpha": "0"})
     agent = ModelBasedAgent(cfg)
     s = agent.initial_state()
-    assert set(s.rngs) == set(HOST_STREAMS) and s.bandit.rng is s.rngs["bandit"]
-    draws = {name: copy.deepcopy(g).random(4).tolist() for name, g in s.rngs.items()}
+    assert set(s.rngs) == set(HOST_STREAMS)
+    draws = {name: generator_from(state).random(4).tolist() for name, state in s.rngs.items()}
     draws["seed"] = np.random.default_rng(7).random(4).tolist()
     assert len({tuple(d) for d in draws.values()}) == len(draws)  # no two streams coincide
 
     s1, _ = agent.step(s)
-    # the environments drew their resets from the state's generators: evaluation and collection
+    # the environments drew their resets from the state's streams: evaluation and collection
     for name in ("env", "eval_env", "noise"):  # the bandit draws from iteration 1 on
-        assert copy.deepcopy(s1.rngs[name]).random() != copy.deepcopy(s.rngs[name]).random(), name
+        assert s1.rngs[name] != s.rngs[name], name
+    s2, _ = agent.step(s1)
+    assert s2.rngs["bandit"] != s1.rngs["bandit"]
     again = ModelBasedAgent(cfg)
-    r = again.restore(agent.checkpoint(s1))
-    assert r.bandit.rng is r.rngs["bandit"]
-    for name, g in r.rngs.items():
-        assert g.random(3).tolist() == s1.rngs[name].random(3).tolist(), name
+    r = again.restore(agent.checkpoint(s2))
+    assert r.rngs == s2.rngs
     agent.close()
     again.close()
 
@@ -271,7 +272,8 @@ def test_g_is_measured_with_the_refreshed_delta_normalizer(g_normalizers):
     biases = np.array([[0.3], [-0.2], [0.05]]) * np.ones(18)  # members differ: G is not one MSE
     params = jax.tree_util.tree_map(np.zeros_like, s.learner.model.params)
     params = (*params[:-1], (params[-1][0], biases.astype(np.float32)))
-    s.learner = s.learner.replace(model=s.learner.model.replace(params=params))
+    learner = s.learner.replace(model=s.learner.model.replace(params=params))
+    s = replace(s, device=s.device.replace(learner=learner))
     s, row = agent.step(s)
     data = s.store.transitions()  # iteration 0: exactly the phase, three whole episodes (α = 0)
     horizon = agent.task.horizon

@@ -46,8 +46,8 @@ def linear_episodes(rng: np.random.Generator, n: int, noise: float) -> list[dict
 
 
 def linear_store(episodes: int, noise: float = 0.01, seed: int = 0) -> TransitionStore:
-    store = TransitionStore(OBS, ACT)
-    store.add_phase(linear_episodes(np.random.default_rng(seed), episodes, noise))
+    store = TransitionStore.empty(OBS, ACT)
+    store = store.add_phase(linear_episodes(np.random.default_rng(seed), episodes, noise))
     return store
 
 
@@ -116,8 +116,8 @@ def test_stop_on_dynamics_ends_a_fit_with_heads_by_the_dynamics_history_alone():
     episodes = linear_episodes(np.random.default_rng(0), 30, noise=0.3)
     for e in episodes:
         e["rew"] = np.sin(3 * e["next_obs"][:, 0]) * np.cos(2 * e["act"][:, 0])
-    store = TransitionStore(OBS, ACT)
-    store.add_phase(episodes)
+    store = TransitionStore.empty(OBS, ACT)
+    store = store.add_phase(episodes)
     model = with_heads(model_for(store), jax.random.key(2), (32,))
     model = refresh_reward_normalizer(model, store.transitions().rew)
     patience, cap = 3, 300
@@ -172,8 +172,8 @@ def test_padding_rows_do_not_affect_the_fit(small_store):
     model = model_for(small_store)
     train, val = small_store.train_set(np.random.default_rng(0)), small_store.val_set()
     garbage = train._replace(obs=train.obs.copy(), next_obs=train.next_obs.copy())
-    garbage.obs[int(train.count) :] = 1e3
-    garbage.next_obs[int(train.count) :] = -1e3
+    garbage.obs[int(train.n_valid) :] = 1e3
+    garbage.next_obs[int(train.n_valid) :] = -1e3
     results = [
         fit(
             model,
@@ -285,6 +285,8 @@ def test_non_finite_predictions_raise_naming_member_and_epoch(small_store):
 def test_non_finite_training_data_raises_naming_member_and_epoch(small_store):
     model = model_for(small_store)
     train = small_store.train_set(np.random.default_rng(0))
+    assert not train.obs.flags.writeable  # the store's own arrays
+    train = train._replace(obs=train.obs.copy())
     train.obs[5, 0] = np.nan
     with pytest.raises(
         FloatingPointError, match=r"member 0 has a non-finite training loss .* at epoch 1"
@@ -300,8 +302,10 @@ def test_non_finite_training_data_raises_naming_member_and_epoch(small_store):
 
 
 def test_rejects_empty_validation_set():
-    store = TransitionStore(OBS, ACT)
-    store.add_phase(linear_episodes(np.random.default_rng(0), 2, 0.0), min_val=0)  # ⌊2/3⌋ = 0
+    store = TransitionStore.empty(OBS, ACT)
+    store = store.add_phase(
+        linear_episodes(np.random.default_rng(0), 2, 0.0), min_val=0
+    )  # ⌊2/3⌋ = 0
     with pytest.raises(ValueError, match="validation set is empty"):
         run_fit(store, max_epochs=5)
 

@@ -26,19 +26,19 @@ def tags(t: Transitions) -> list[float]:
 
 
 def test_phase_puts_first_third_of_rollouts_into_validation():
-    store = TransitionStore(OBS, ACT)
-    store.add_phase([episode(i) for i in range(8)])  # ⌊8/3⌋ = 2
+    store = TransitionStore.empty(OBS, ACT)
+    store = store.add_phase([episode(i) for i in range(8)])  # ⌊8/3⌋ = 2
     assert tags(store.val) == [0, 1]
     assert tags(store.train) == [2, 3, 4, 5, 6, 7]
-    store.add_phase([episode(10 + i, steps=5) for i in range(3)])  # ⌊3/3⌋ = 1
+    store = store.add_phase([episode(10 + i, steps=5) for i in range(3)])  # ⌊3/3⌋ = 1
     assert tags(store.val) == [0, 1, 10]
     assert tags(store.train) == [2, 3, 4, 5, 6, 7, 11, 12]
     assert (store.n_train, store.n_val) == (70, 25)
 
 
 def test_literal_rule_gives_a_phase_of_two_rollouts_no_validation_and_accepts_namedtuples():
-    store = TransitionStore(OBS, ACT)
-    store.add_phase([Transitions(**episode(1)), Transitions(**episode(2))], min_val=0)
+    store = TransitionStore.empty(OBS, ACT)
+    store = store.add_phase([Transitions(**episode(1)), Transitions(**episode(2))], min_val=0)
     assert store.n_val == 0 and tags(store.train) == [1, 2]
     assert tags(store.transitions()) == [1, 2]
 
@@ -51,8 +51,8 @@ def test_validation_rollouts(n, min_val, expected):
 
 
 def test_min_val_gives_a_two_rollout_phase_one_validation_rollout():
-    store = TransitionStore(OBS, ACT)
-    store.add_phase([episode(1), episode(2)])  # min_val = MIN_VAL_ROLLOUTS = 1
+    store = TransitionStore.empty(OBS, ACT)
+    store = store.add_phase([episode(1), episode(2)])  # min_val = MIN_VAL_ROLLOUTS = 1
     assert tags(store.val) == [1] and tags(store.train) == [2]
 
 
@@ -60,7 +60,7 @@ def test_rejects_inconsistent_shapes():
     bad = episode(0)
     bad["act"] = bad["act"][:-1]
     with pytest.raises(ValueError, match="'act'"):
-        TransitionStore(OBS, ACT).add_phase([bad])
+        TransitionStore.empty(OBS, ACT).add_phase([bad])
 
 
 @pytest.mark.parametrize(
@@ -78,21 +78,21 @@ def test_padded_dataset_pads_with_zero_rows_and_counts_valid_rows():
         rng.normal(size=(1500, OBS)),
     )
     d = padded_dataset(obs, act, nxt)
-    assert d.obs.shape == (2048, OBS) and d.act.shape == (2048, ACT) and int(d.count) == 1500
+    assert d.obs.shape == (2048, OBS) and d.act.shape == (2048, ACT) and int(d.n_valid) == 1500
     np.testing.assert_allclose(d.next_obs[:1500], nxt.astype(np.float32))
     assert not d.obs[1500:].any() and d.obs.dtype == np.float32
 
 
 def test_train_set_subsamples_uniformly_beyond_the_cap():
-    store = TransitionStore(OBS, ACT)
-    store.add_phase([episode(i) for i in range(30)])  # 200 training rows
+    store = TransitionStore.empty(OBS, ACT)
+    store = store.add_phase([episode(i) for i in range(30)])  # 200 training rows
     small = store.train_set(np.random.default_rng(0), max_samples=50)
     again = store.train_set(np.random.default_rng(0), max_samples=50)
-    assert int(small.count) == 50 and small.obs.shape[0] == 1024
+    assert int(small.n_valid) == 50 and small.obs.shape[0] == 1024
     np.testing.assert_array_equal(small.obs, again.obs)
     assert set(small.obs[:50, 0]) <= set(store.train.obs[:, 0])
     full = store.train_set(np.random.default_rng(0))
-    assert int(full.count) == 200
+    assert int(full.n_valid) == 200
 
 
 def test_state_dict_round_trip_through_npz_is_exact_and_keeps_growing_identically(tmp_path):
@@ -100,15 +100,14 @@ def test_state_dict_round_trip_through_npz_is_exact_and_keeps_growing_identicall
     phase = [
         {k: rng.normal(size=v.shape) for k, v in episode(0, steps=7).items()} for _ in range(5)
     ]
-    store = TransitionStore(OBS, ACT)
-    store.add_phase(phase)
+    store = TransitionStore.empty(OBS, ACT)
+    store = store.add_phase(phase)
     state = store.state_dict()
-    assert all(isinstance(v, (int, np.ndarray)) for v in state.values())
+    assert all(isinstance(v, np.ndarray) for v in state.values())
     np.savez(tmp_path / "store.npz", **state)
     with np.load(tmp_path / "store.npz") as saved:
-        restored = TransitionStore.from_state_dict(saved)
-    for s in (store, restored):
-        s.add_phase(phase[:3])
+        restored = TransitionStore.from_state_dict(saved, OBS, ACT)
+    store, restored = (s.add_phase(phase[:3]) for s in (store, restored))
     for a, b in zip(store.transitions(), restored.transitions(), strict=True):
         np.testing.assert_array_equal(a, b)
     assert (restored.n_train, restored.n_val) == (store.n_train, store.n_val)
@@ -116,8 +115,10 @@ def test_state_dict_round_trip_through_npz_is_exact_and_keeps_growing_identicall
 
 def test_done_flags_are_kept_padded_and_round_trip_and_default_to_false(tmp_path):
     terminal = {**episode(1, steps=4), "done": np.array([0, 0, 0, 1], bool)}
-    store = TransitionStore(OBS, ACT)
-    store.add_phase([terminal, episode(2, steps=3)], min_val=0)  # the second has no done flags
+    store = TransitionStore.empty(OBS, ACT)
+    store = store.add_phase(
+        [terminal, episode(2, steps=3)], min_val=0
+    )  # the second has no done flags
     np.testing.assert_array_equal(store.train.done, [0, 0, 0, 1, 0, 0, 0])
     assert store.train.done.dtype == bool
     train = store.train_set(np.random.default_rng(0))
@@ -125,7 +126,9 @@ def test_done_flags_are_kept_padded_and_round_trip_and_default_to_false(tmp_path
     np.testing.assert_array_equal(train.rew[:7], store.train.rew)
     np.savez(tmp_path / "store.npz", **store.state_dict())
     with np.load(tmp_path / "store.npz") as saved:
-        restored = TransitionStore.from_state_dict(saved)
+        restored = TransitionStore.from_state_dict(saved, OBS, ACT)
     np.testing.assert_array_equal(restored.train.done, store.train.done)
     old = {k: v for k, v in store.state_dict().items() if not k.endswith("_done")}
-    assert not TransitionStore.from_state_dict(old).train.done.any()  # saved before done flags
+    assert not TransitionStore.from_state_dict(
+        old, OBS, ACT
+    ).train.done.any()  # saved before done flags

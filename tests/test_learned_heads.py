@@ -73,9 +73,9 @@ def fitted_model(store: TransitionStore, obs_dim: int, act_dim: int, key: int = 
 def test_reward_head_predicts_halfcheetahs_reward_on_held_out_transitions():
     env, task = envs.make("halfcheetah")
     env.close()
-    store = TransitionStore(task.obs_dim, task.act_dim)
+    store = TransitionStore.empty(task.obs_dim, task.act_dim)
     # 3,000 transitions, 10 rollouts for validation
-    store.add_phase(real_transitions("halfcheetah", 30, seed=0))
+    store = store.add_phase(real_transitions("halfcheetah", 30, seed=0))
     model = fitted_model(store, task.obs_dim, task.act_dim)
     test = Transitions(
         *(np.concatenate(x) for x in zip(*real_transitions("halfcheetah", 10, seed=1), strict=True))
@@ -122,8 +122,8 @@ def test_termination_head_separates_terminal_from_healthy_ant_transitions():
     env, task = envs.make("ant")
     env.close()
     rng = np.random.default_rng(0)
-    store = TransitionStore(task.obs_dim, task.act_dim)
-    store.add_phase(balanced(real_transitions("ant", 40, seed=0), rng))  # 2 × 40 rollouts
+    store = TransitionStore.empty(task.obs_dim, task.act_dim)
+    store = store.add_phase(balanced(real_transitions("ant", 40, seed=0), rng))  # 2 × 40 rollouts
     assert 0.45 < store.train.done.mean() < 0.55
     model = fitted_model(store, task.obs_dim, task.act_dim)
     test = Transitions(

@@ -69,7 +69,7 @@ def test_agents_share_one_interface_and_checkpoint_layout(case):
         state = agent.initial_state()
         assert isinstance(state, RunState)
         saved = agent.checkpoint(state)
-        assert set(saved) == {"meta", "device", "host"}
+        assert set(saved) == {"layout", "meta", "device", "appended"}
         restored = agent.restore(saved)
         same = jax.tree_util.tree_map(
             lambda a, b: bool((a == b).all()), state.learner, restored.learner
@@ -157,3 +157,43 @@ def test_checkpoint_interval_must_not_be_negative():
     for bad in (-1.0, float("nan")):
         with pytest.raises(ConfigError, match="checkpoint interval"):
             RunOptions(checkpoint_every_s=bad).check(cfg)
+
+
+@pytest.mark.slow
+def test_a_kill_between_a_chunk_and_its_head_resumes_exactly(tmp_path, monkeypatch):
+    """Each save writes the store's new rows as a chunk (rp1.rundir.chunks), then the head that
+    lists it. Killed after the third save's chunk, before its head: the run resumes from the
+    second save's head, writes the chunk of that number again, and ends as the uninterrupted run
+    did, with exactly the chunks its head lists."""
+    import rp1.rundir.files
+    from rp1.rundir.chunks import chunk_name
+    from rp1.rundir.files import CHECKPOINT
+
+    preset, budget, sets = CASES["rp1"]
+    cfg = resolve(preset, seed=3, budget=budget, overrides=sets)
+    run_training(cfg, tmp_path / "reference", progress=False)
+
+    heads: list[int] = []
+    write = rp1.rundir.files.write_atomically
+
+    def dying(path, data, what):
+        if what == "checkpoint":
+            heads.append(1)
+            if len(heads) == 3:
+                raise Crash
+        write(path, data, what)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(rp1.rundir.files, "write_atomically", dying)
+        with pytest.raises(Crash):
+            run_training(cfg, tmp_path / "resumed", progress=False)
+    folder = tmp_path / "resumed" / CHECKPOINT.parent
+    assert sorted(p.name for p in folder.glob("rows-*")) == [chunk_name(i) for i in range(3)]
+    run_training(cfg, tmp_path / "resumed", resume=True, progress=False)
+
+    assert metrics_without_timing(tmp_path / "resumed") == metrics_without_timing(
+        tmp_path / "reference"
+    )
+    for folder in ("reference", "resumed"):
+        chunks = sorted(p.name for p in (tmp_path / folder / CHECKPOINT.parent).glob("rows-*"))
+        assert chunks == [chunk_name(i) for i in range(4)], folder  # one a save, none left over

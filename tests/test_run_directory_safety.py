@@ -21,6 +21,7 @@ from flax import serialization
 
 from helpers import (
     PRESET,
+    before_each_save,
     fill_disk,
     metrics_without_timing,
     one_error,
@@ -35,6 +36,7 @@ from rp1.cli import main
 from rp1.config import resolve
 from rp1.core.errors import ConfigError, StorageError
 from rp1.experiments.sweep_plan import SweepRequest, plan_sweep
+from rp1.rundir.chunks import chunk_name
 from rp1.rundir.files import (
     CHECKPOINT,
     CONFIG,
@@ -182,25 +184,24 @@ def test_metrics_that_cannot_be_written_is_one_line_exit_1_and_keeps_the_checkpo
 def test_full_disk_during_a_checkpoint_is_one_line_and_keeps_the_last_checkpoint(
     finished_run, tmp_path, monkeypatch, capsys
 ):
-    from rp1.agents.model_based import ModelBasedAgent
-
     out = tmp_path / "run"
     checkpoint = out / CHECKPOINT
     saved = {}
-    step = ModelBasedAgent.step
 
-    def step_then_fill_disk(self, state):
-        """The second iteration's checkpoint goes to /dev/full (ENOSPC, as on a full disk)."""
-        if state.iteration == 1:
+    def fill_disk_from_the_second_save(state):
+        """The second checkpoint goes to /dev/full (ENOSPC, as on a full disk)."""
+        if "bytes" not in saved and checkpoint.exists():
             saved["bytes"] = checkpoint.read_bytes()
             fill_disk(patch, CHECKPOINT.name)
-        return step(self, state)
 
     with monkeypatch.context() as patch:
-        patch.setattr(ModelBasedAgent, "step", step_then_fill_disk)
+        before_each_save(patch, fill_disk_from_the_second_save)
         one_error(*run_cli(train_args(out), capsys), 1, str(checkpoint), "No space left on device")
-    assert checkpoint.read_bytes() == saved["bytes"] and os.listdir(checkpoint.parent) == [
-        CHECKPOINT.name
+    # no temporary file left; the second save's chunk of rows stays unlisted until a save replaces it
+    assert checkpoint.read_bytes() == saved["bytes"] and sorted(os.listdir(checkpoint.parent)) == [
+        chunk_name(0),
+        chunk_name(1),
+        CHECKPOINT.name,
     ]
     assert main(train_args(out, "--resume")) == 0
     assert metrics_without_timing(out) == metrics_without_timing(finished_run)
@@ -285,7 +286,7 @@ def resealed(change):
 
 
 def first_actor_weight(agent: dict) -> dict:
-    return agent["device"]["policy"]["actor"]["0"]
+    return agent["device"]["learner"]["policy"]["actor"]["0"]
 
 
 DAMAGED = {
@@ -301,6 +302,11 @@ DAMAGED = {
         CHECKPOINT,
         resealed(lambda a, m: first_actor_weight(a).update({"0": np.zeros((18, 5), np.float32)})),
         "is float32[18, 5], expected float32[18, 16]",
+    ),
+    "a flipped bit in stored transitions": (
+        CHECKPOINT.parent / chunk_name(0),
+        flip_a_bit,
+        "SHA-256 differs",
     ),
     "rows that are not rows": (CHECKPOINT, resealed(lambda a, m: m.update(rows=[1, 2])), "rows"),
     "a negative sample count": (CHECKPOINT, resealed(lambda a, m: m.update(samples=-5)), "samples"),

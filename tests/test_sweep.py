@@ -31,6 +31,7 @@ from rp1.experiments.sweep_plan import FAIL, SweepRequest, plan_sweep
 from rp1.experiments.sweep_worker import SINGLE_THREAD_XLA_FLAG, STOPPED, worker_env
 from rp1.rundir.files import RunDir
 from rp1.rundir.lock import LOCK, RunLock, read_holder
+from rp1.rundir.saves import BackgroundSaves
 from rp1.train import run_training
 
 PRESETS = ["halfcheetah-greedy", "halfcheetah-vr"]
@@ -53,15 +54,17 @@ class Killed(Exception):
 
 
 def killed_after_first_checkpoint(run: Path, monkeypatch) -> None:
-    """Leave in ``run`` a tiny greedy run (seed 1) that stopped right after its first checkpoint."""
-    save_checkpoint = RunDir.save_checkpoint
+    """Leave in ``run`` a tiny greedy run (seed 1) that stopped right after its first checkpoint
+    (written beside the run: the run dies once it is written)."""
+    submit = BackgroundSaves.submit
 
     def save_then_die(self, state):
-        save_checkpoint(self, state)
+        submit(self, state)
+        self.wait()
         raise Killed
 
     with monkeypatch.context() as patch:
-        patch.setattr(RunDir, "save_checkpoint", save_then_die)
+        patch.setattr(BackgroundSaves, "submit", save_then_die)
         with pytest.raises(Killed):
             run_training(tiny_config("halfcheetah-greedy", 1), run, progress=False)
 

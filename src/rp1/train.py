@@ -27,6 +27,7 @@ from rp1.outputs.writer import RunOptions, RunOutputs
 from rp1.rundir.files import RunDir
 from rp1.rundir.lock import RunLock, owning
 from rp1.rundir.provenance import record as record_environment
+from rp1.rundir.saves import BackgroundSaves
 
 
 def make_agent(cfg: Config) -> Agent:
@@ -167,7 +168,9 @@ def drive(
     run's outputs (:class:`~rp1.outputs.writer.RunOutputs`: policy files, ``options``) and the
     checkpoint to ``run`` as it goes, in that order, with a progress bar unless ``progress`` is False.
     The checkpoint is saved after every iteration, or, with ``options.checkpoint_every_s``, after
-    the first iteration that ends that long after the last save, and after the last iteration.
+    the first iteration that ends that long after the last save, and after the last iteration;
+    each save is written while the next iteration runs (:mod:`rp1.rundir.saves`), and the last
+    one before this returns.
     Records where it runs (:func:`rp1.rundir.provenance.record`); a warning from there goes to stderr."""
     state = agent.initial_state() if restored is None else restored
     warning = record_environment(run.path, len(state.rows))
@@ -181,6 +184,7 @@ def drive(
     outputs = RunOutputs(run.path, cfg, agent.task, state.rows, options)
     clock = RunClock(state.samples, state.rows)
     saved_at = time.monotonic()
+    saves = BackgroundSaves(run)
     with (
         contextlib.closing(outputs),
         Progress(
@@ -205,27 +209,32 @@ def drive(
             rate=rate,
             eta=eta,
         )
-        while state.samples < cfg.budget:
-            evaluated = len(state.evaluations)
-            state, row = agent.step(state)
-            run.append_metrics(row)
-            run.append_evaluations(state.evaluations[evaluated:])
-            outputs.after_step(agent.policy_snapshot(state), row)
-            now = time.monotonic()
-            if now - saved_at >= options.checkpoint_every_s or state.samples >= cfg.budget:
-                run.save_checkpoint(agent.checkpoint(state))
-                saved_at = now
-            # the latest evaluation
-            ret = _fmt(row["eval_return"], ".1f") if row.get("eval_return") is not None else ret
-            rate, eta = clock.shown(state.samples, cfg.budget)
-            bar.update(
-                task,
-                completed=min(state.samples, cfg.budget),
-                lam=_fmt(row.get("lambda"), ".1f"),
-                ret=ret,
-                rate=rate,
-                eta=eta,
-            )
+        try:
+            while state.samples < cfg.budget:
+                evaluated = len(state.evaluations)
+                state, row = agent.step(state)
+                run.append_metrics(row)
+                run.append_evaluations(state.evaluations[evaluated:])
+                outputs.after_step(agent.policy_snapshot(state), row)
+                now = time.monotonic()
+                if now - saved_at >= options.checkpoint_every_s or state.samples >= cfg.budget:
+                    saves.submit(agent.checkpoint(state))
+                    saved_at = now
+                # the latest evaluation
+                ret = _fmt(row["eval_return"], ".1f") if row.get("eval_return") is not None else ret
+                rate, eta = clock.shown(state.samples, cfg.budget)
+                bar.update(
+                    task,
+                    completed=min(state.samples, cfg.budget),
+                    lam=_fmt(row.get("lambda"), ".1f"),
+                    ret=ret,
+                    rate=rate,
+                    eta=eta,
+                )
+        except BaseException:
+            saves.wait(raise_error=False)  # the save under way ends; the run's error is reported
+            raise
+        saves.wait()
 
 
 class RunClock:

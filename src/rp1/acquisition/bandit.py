@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Literal, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -77,6 +77,37 @@ RunningMean = Callable[[deque[float], float], float | None]
 ``ĝ = 0``)."""
 BASELINES: dict[Baseline, RunningMean] = {"previous": previous_mean, "including": including_mean}
 """The running mean each value of ``lam.baseline`` selects."""
+
+
+class BanditWeights(NamedTuple):
+    """What an :class:`ExpWeights` learns, as arrays of fixed shapes (part of a run's device state,
+    :class:`rp1.agents.model_based.DeviceState`): ``scores [k]`` (float64), ``history [window]``
+    (float64, the feedbacks in the window, oldest first, its first ``seen`` entries valid),
+    ``seen []`` (int64), ``played []`` (int64, the arm last played and not yet credited, −1: none)
+    and ``played_prob []`` (float64, its probability then; 0 when none). NumPy arrays: the bandit's
+    arithmetic is float64, on the host."""
+
+    scores: np.ndarray
+    history: np.ndarray
+    seen: np.ndarray
+    played: np.ndarray
+    played_prob: np.ndarray
+
+    @classmethod
+    def from_state_dict(cls, state: dict[str, Any], window: int) -> BanditWeights:
+        """The weights of an :meth:`ExpWeights.state_dict` (its ``rng`` aside) of a bandit of
+        ``window`` feedbacks."""
+        history = np.zeros(window)
+        seen = len(state["history"])
+        history[:seen] = state["history"]
+        played, prob = state["played"], state["played_prob"]
+        return cls(
+            np.asarray(state["scores"], np.float64),
+            history,
+            np.asarray(seen, np.int64),
+            np.asarray(-1 if played is None else played, np.int64),
+            np.asarray(0.0 if prob is None else prob, np.float64),
+        )
 
 
 class ExpWeights:
@@ -209,6 +240,28 @@ class ExpWeights:
             self.scores[i] = decayed + self.lr * g_hat / self.weighting(self.played_prob, decayed)
             self.played = self.played_prob = None
         return g_hat
+
+    @property
+    def weights(self) -> BanditWeights:
+        """What the bandit has learned, as fresh arrays (:class:`BanditWeights`)."""
+        history = np.zeros(self.history.maxlen or 0)
+        history[: len(self.history)] = list(self.history)
+        return BanditWeights(
+            self.scores.copy(),
+            history,
+            np.asarray(len(self.history), np.int64),
+            np.asarray(-1 if self.played is None else self.played, np.int64),
+            np.asarray(self.played_prob or 0.0, np.float64),
+        )
+
+    def load_weights(self, weights: BanditWeights) -> None:
+        """Continue from ``weights`` (copied: the bandit never writes into them)."""
+        self.scores = np.array(weights.scores, np.float64)
+        self.history.clear()
+        self.history.extend(float(g) for g in weights.history[: int(weights.seen)])
+        played = int(weights.played)
+        self.played = None if played < 0 else played
+        self.played_prob = None if self.played is None else float(weights.played_prob)
 
     def state_dict(self) -> dict:
         """Everything needed to continue identically.

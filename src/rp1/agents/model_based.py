@@ -15,18 +15,23 @@ is also evaluated at every point of the evaluation grid the phase covers (:mod:`
 
 Randomness: one ``SeedSequence(cfg.seed)`` spawns an independent stream per consumer
 (:data:`STREAMS`, :mod:`rp1.core.seeding`). The JAX key lives in the :class:`Learner`; every NumPy
-stream lives in :attr:`AgentState.rngs` (the environments and the bandit draw from those very
-generators), so the state holds all of a run's randomness and the checkpoint keeps it.
+stream is the state of its generator in :attr:`AgentState.rngs` (the environments and the bandit
+draw from generators made from those states for one step), so the state holds all of a run's
+randomness and the checkpoint keeps it.
 
-:meth:`ModelBasedAgent.step` is pure on the host side too: it returns a new state and leaves the
-one it was given as it was (:meth:`AgentState.copy`), so a state can be stepped twice, compared or
-kept.
+A run's state (:class:`AgentState`) is one pytree of arrays, :class:`DeviceState` (the networks and
+optimiser states, the normalisers, the transition store as padded arrays with its row counts, the
+start states and the bandit's weights; its shapes depend on the config and the store's size
+buckets, never on the seed), beside a few host values (counters, λ, the generators' states, the
+metric rows). :meth:`ModelBasedAgent.step` is pure: it returns a new state and leaves the one it was
+given as it was (nothing in a state is changed after it is made), so a state can be stepped twice,
+compared or kept.
 """
 
 from __future__ import annotations
 
-import copy
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -36,7 +41,7 @@ import optax
 from flax import struct
 
 from rp1 import envs
-from rp1.acquisition import ExpWeights
+from rp1.acquisition.bandit import BanditWeights, ExpWeights
 from rp1.agents.grid import evaluate_on_grid
 from rp1.config import Config
 from rp1.config.settings import (
@@ -44,11 +49,11 @@ from rp1.config.settings import (
     fit_settings,
     lambda_start,
     outcome_sources,
-    policy_training,
+    policy_training_settings,
     resolved,
 )
 from rp1.core.errors import DivergedError
-from rp1.core.seeding import int_seed, spawn_streams
+from rp1.core.seeding import generator_from, int_seed, spawn_streams
 from rp1.dynamics import Ensemble, ensemble_init, with_heads
 from rp1.dynamics.fit import NonFiniteLossError, fit, init_model_opt_state
 from rp1.dynamics.losses import model_error
@@ -71,7 +76,8 @@ STREAMS = ("env", "eval_env", "start_states", "noise", "subsample", "bandit", "j
 
 
 class Learner(struct.PyTreeNode):
-    """The JAX side of a model-based run: what the compiled fit and policy training read and write."""
+    """The networks of a model-based run and their optimisers' states: what the compiled fit and
+    policy training read and write."""
 
     key: jax.Array  # the run's key; each fit and each policy training splits one off
     model: Ensemble
@@ -80,46 +86,50 @@ class Learner(struct.PyTreeNode):
     policy_opt: optax.OptState
 
 
+class DeviceState(struct.PyTreeNode):
+    """Every array a model-based run changes, one pytree: the :class:`Learner` (JAX arrays), the
+    transition store (padded NumPy arrays with their row counts, :class:`TransitionStore`), the
+    start states of imagined rollouts (``[N, obs_dim]``) and the λ bandit's weights
+    (:class:`~rp1.acquisition.bandit.BanditWeights`, float64 NumPy arrays; ``None`` for a fixed λ).
+    Its shapes depend on the config and the store's size buckets, not on the seed."""
+
+    learner: Learner
+    store: TransitionStore
+    start_obs: np.ndarray
+    bandit: BanditWeights | None
+
+
 HOST_STREAMS = ("env", "eval_env", "noise", "subsample", "bandit")
-"""The streams of :data:`STREAMS` that are NumPy generators in :attr:`AgentState.rngs`."""
+"""The streams of :data:`STREAMS` that are NumPy generators, whose states are :attr:`AgentState.rngs`."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class AgentState:
     """Everything that changes during a run; :meth:`ModelBasedAgent.checkpoint` saves all of it.
 
-    ``rngs``: the generator of every stream of :data:`HOST_STREAMS`: the real and evaluation
-    environments' resets (``env``, ``eval_env``), collection noise, subsampling and the bandit
-    (which draws from ``rngs["bandit"]`` itself).
+    ``device``: the arrays (:class:`DeviceState`). Beside it the host's part: the counters, λ, the
+    metric rows, and ``rngs``, the state (``bit_generator.state``) of the generator of every
+    stream of :data:`HOST_STREAMS`: the real and evaluation environments' resets (``env``,
+    ``eval_env``), collection noise, subsampling and the bandit's draws. Nothing in a state is
+    changed after it is made.
     """
 
     iteration: int
     samples: int
     lam: float
-    learner: Learner
-    store: TransitionStore
-    start_obs: np.ndarray
-    rngs: dict[str, np.random.Generator]
-    bandit: ExpWeights | None
+    device: DeviceState
+    rngs: dict[str, Mapping[str, Any]]
     rows: list[dict[str, Any]] = field(default_factory=list)
     evaluations: list[dict[str, Any]] = field(default_factory=list)  # the grid's (rp1.agents.grid)
     evaluated: PolicySnapshot | None = None  # the policy the last step evaluated (not checkpointed)
 
-    def copy(self) -> AgentState:
-        """A copy whose host-side parts (generators, bandit, store, rows) can change without
-        touching this state; the JAX parts (learner, start states) are immutable and shared. The
-        copy's bandit draws from the copy's ``rngs["bandit"]``."""
-        # one memo: the generator stays shared
-        rngs, bandit = copy.deepcopy((self.rngs, self.bandit))
-        # the store replaces its arrays when it grows, never writes into them: a shallow copy will do
-        return replace(
-            self,
-            store=copy.copy(self.store),
-            rngs=rngs,
-            bandit=bandit,
-            rows=list(self.rows),
-            evaluations=list(self.evaluations),
-        )
+    @property
+    def learner(self) -> Learner:
+        return self.device.learner
+
+    @property
+    def store(self) -> TransitionStore:
+        return self.device.store
 
 
 class ModelBasedAgent:
@@ -135,16 +145,15 @@ class ModelBasedAgent:
         )
         # the grid's episodes are all seeded (rp1.agents.grid): its environments' streams stay unused
         self.grid_real = RealEnvs(cfg.task, 1, horizon=cfg.horizon)
-        # the environments' generators as seeded; a state's copies of them drive the environments
-        self._seeded = {
-            "env": self.real.generators()[0],
-            "eval_env": self.eval_real.generators()[0],
+        # the environments' streams as seeded, read before any reset draws from them
+        self.seeded_envs = {
+            "env": self.real.generators()[0].bit_generator.state,
+            "eval_env": self.eval_real.generators()[0].bit_generator.state,
         }
-        self._seeded = copy.deepcopy(self._seeded)
         self.task = self.real.task
         self.rollouts = max(1, cfg.policy.batch_steps // self.task.horizon)
         self.fitting = fit_settings(cfg)
-        self.training = policy_training(cfg, self.task)
+        self.training = policy_training_settings(cfg, self.task)
         self.collecting = collect_settings(cfg)
         self.first_feedback = resolved(cfg.lam, "first_feedback")
         self.g_model = resolved(cfg.lam, "g_normalizers")
@@ -179,174 +188,191 @@ class ModelBasedAgent:
         )
         start_env.close()
         rngs = {
-            name: np.random.default_rng(streams[name]) for name in ("noise", "subsample", "bandit")
+            name: np.random.default_rng(streams[name]).bit_generator.state
+            for name in ("noise", "subsample", "bandit")
         }
-        rngs |= copy.deepcopy(self._seeded)
-        bandit, lam = lambda_start(cfg, rngs["bandit"])
+        bandit, lam = lambda_start(cfg, generator_from(rngs["bandit"]))
+        learner = Learner(
+            key=key,
+            model=model,
+            model_opt=init_model_opt_state(model),
+            policy=policy,
+            policy_opt=make_policy_optimizer(cfg.policy.lr).init(policy),
+        )
         return AgentState(
             iteration=0,
             samples=0,
             lam=lam,
-            learner=Learner(
-                key=key,
-                model=model,
-                model_opt=init_model_opt_state(model),
-                policy=policy,
-                policy_opt=make_policy_optimizer(cfg.policy.lr).init(policy),
+            device=DeviceState(
+                learner=learner,
+                store=TransitionStore.empty(task.obs_dim, task.act_dim),
+                start_obs=start_obs,
+                bandit=bandit.weights if bandit is not None else None,
             ),
-            store=TransitionStore(task.obs_dim, task.act_dim),
-            start_obs=start_obs,
-            rngs=rngs,
-            bandit=bandit,
+            rngs={**rngs, **self.seeded_envs},
         )
 
     def checkpoint(self, s: AgentState) -> dict[str, Any]:
-        """``s`` as nested dicts of arrays and strings (:func:`~rp1.rundir.checkpoints.pack_checkpoint`)."""
+        """``s`` as nested dicts of arrays and strings (:func:`~rp1.rundir.checkpoints.pack_checkpoint`):
+        the store's rows, which only grow, as its appended arrays."""
         meta = {
             "iteration": s.iteration,
             "samples": s.samples,
             "lam": s.lam,
-            "rngs": {k: g.bit_generator.state for k, g in s.rngs.items()},
-            "bandit": s.bandit.state_dict() if s.bandit else None,
+            "rngs": s.rngs,
             "rows": s.rows,
             "evaluations": s.evaluations,
         }
-        return pack_checkpoint(
-            meta, s.learner, {"store": s.store.state_dict(), "start_obs": s.start_obs}
-        )
+        return pack_checkpoint(meta, s.device.replace(store=None), s.store.state_dict())
 
     def restore(self, data: dict[str, Any]) -> AgentState:
-        """The state saved by :meth:`checkpoint`, including a checkpoint that keeps the environments'
-        streams apart and the bandit's in the bandit alone."""
-        s = self.initial_state()
-        meta, s.learner, host = unpack_checkpoint(data, s.learner)
-        saved = {"env": meta.get("env_rng"), "eval_env": meta.get("eval_env_rng"), **meta["rngs"]}
-        for name, gen in s.rngs.items():
-            if name in saved:  # an older checkpoint's bandit stream: in the bandit's state below
-                gen.bit_generator.state = saved[name]
-        if s.bandit is not None:
-            s.bandit.load_state_dict(meta["bandit"])
-        s.iteration, s.samples, s.lam, s.rows = (
-            meta["iteration"],
-            meta["samples"],
-            meta["lam"],
-            meta["rows"],
+        """The state saved by :meth:`checkpoint` (a checkpoint of an earlier layout is migrated when
+        it is read, :mod:`rp1.rundir.layouts`)."""
+        fresh = self.initial_state()
+        meta, device, appended = unpack_checkpoint(data, fresh.device.replace(store=None))
+        lam = meta["lam"]
+        if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not 0 <= lam <= 1:
+            raise ValueError(f"its λ = {lam!r:.60} is not a number in [0, 1]")
+        rngs = meta["rngs"]
+        if not isinstance(rngs, dict) or not set(rngs) <= set(HOST_STREAMS):
+            raise ValueError(f"its random streams are {_names(rngs)}, not of {HOST_STREAMS}")
+        for state in rngs.values():  # a state of another form fails here, not in a step
+            generator_from(state)
+        store = TransitionStore.from_state_dict(appended, self.task.obs_dim, self.task.act_dim)
+        return replace(
+            fresh,
+            iteration=meta["iteration"],
+            samples=meta["samples"],
+            lam=lam,
+            device=device.replace(store=store),
+            rngs={**fresh.rngs, **rngs},
+            rows=meta["rows"],
+            evaluations=meta["evaluations"],
         )
-        s.evaluations = meta.get("evaluations", [])  # none in a checkpoint from before the grid
-        if isinstance(s.lam, bool) or not isinstance(s.lam, (int, float)) or not 0 <= s.lam <= 1:
-            raise ValueError(f"its λ = {s.lam!r:.60} is not a number in [0, 1]")
-        store = TransitionStore.from_state_dict(host["store"])
-        if (store.obs_dim, store.act_dim) != (self.task.obs_dim, self.task.act_dim):
-            raise ValueError(
-                f"its transitions have {store.obs_dim} and {store.act_dim} values, the task's "
-                f"observations and actions {self.task.obs_dim} and {self.task.act_dim}"
-            )
-        start_obs = np.asarray(host["start_obs"])
-        if (start_obs.shape, start_obs.dtype) != (s.start_obs.shape, s.start_obs.dtype):
-            raise ValueError(
-                f"its start states are {start_obs.dtype}{list(start_obs.shape)}, "
-                f"expected {s.start_obs.dtype}{list(s.start_obs.shape)}"
-            )
-        s.store, s.start_obs = store, start_obs
-        return s
 
     # --- one outer iteration -------------------------------------------------------------------
 
     def step(self, state: AgentState) -> tuple[AgentState, dict[str, Any]]:
         """One iteration of Algorithm 3: the new state and its metrics row (also appended to the new
-        state's ``rows``). ``state`` is left as it was: the iteration works on its copy, and the
-        environments draw from the copy's generators."""
+        state's ``rows``). ``state`` is left as it was: the environments draw from generators made
+        from its streams' states for this step."""
         cfg = self.cfg
         start = time.perf_counter()
-        s = state.copy()
-        self.real.use_generators([s.rngs["env"]])
-        self.eval_real.use_generators([s.rngs["eval_env"]])
-        row: dict[str, Any] = {"iteration": s.iteration, "samples": s.samples}
-        if s.iteration > 0:
-            row |= self._fit(s)
-            row |= self._train_policy(s)
-        s.evaluated = self._to_evaluate(s)
-        row["eval_return"], row["eval_std"] = returns_summary(s.evaluated.evaluate(self.eval_real))
-        mean_action = host_actor(s.learner.policy, s.learner.model.obs_norm)
+        # the streams a step draws from (the bandit's: feed_bandit)
+        rngs = {n: generator_from(state.rngs[n]) for n in ("env", "eval_env", "noise", "subsample")}
+        self.real.use_generators([rngs["env"]])
+        self.eval_real.use_generators([rngs["eval_env"]])
+        device = state.device
+        row: dict[str, Any] = {"iteration": state.iteration, "samples": state.samples}
+        if state.iteration > 0:
+            device, fitted = self._fit(device, rngs["subsample"], state.iteration)
+            device, trained = self._train_policy(device, state.lam, state.iteration)
+            row |= fitted | trained
+        evaluated = self._to_evaluate(device.learner, rngs["eval_env"].bit_generator.state)
+        row["eval_return"], row["eval_std"] = returns_summary(evaluated.evaluate(self.eval_real))
+        mean_action = host_actor(device.learner.policy, device.learner.model.obs_norm)
         t = time.perf_counter()
         phase = collect_phase(
-            self.real, mean_action, s.rngs["noise"], self.collecting, budget=cfg.budget - s.samples
+            self.real,
+            mean_action,
+            rngs["noise"],
+            self.collecting,
+            budget=cfg.budget - state.samples,
         )
         row["collect_s"] = time.perf_counter() - t
-        s.evaluations = s.evaluations + evaluate_on_grid(
-            s.evaluated,
+        evaluations = state.evaluations + evaluate_on_grid(
+            evaluated,
             self.grid_real,
             cfg.seed,
             cfg.eval.every,
             cfg.eval_episodes,
-            (s.samples, s.samples + phase.samples),
-            s.iteration,
+            (state.samples, state.samples + phase.samples),
+            state.iteration,
         )
-        row |= self._absorb(s, phase)
-        row["g_hat"] = self.feed_bandit(s, row["model_error"], row.get("val_loss"))
-        if s.bandit is not None:  # the probabilities the next λ was drawn from
-            row |= s.bandit.metrics()
+        device, absorbed = self._absorb(device, phase)
+        row |= absorbed
+        s = replace(
+            state,
+            samples=state.samples + phase.samples,
+            device=device,
+            rngs={**state.rngs, **{name: g.bit_generator.state for name, g in rngs.items()}},
+            evaluations=evaluations,
+            evaluated=evaluated,
+        )
+        s, row["g_hat"] = self.feed_bandit(s, row["model_error"], row.get("val_loss"))
+        if s.device.bandit is not None:  # the probabilities the next λ was drawn from
+            row |= self._bandit(s).metrics()
         row["wall_s"] = time.perf_counter() - start
-        s.iteration += 1
-        s.rows = s.rows + [row]
+        s = replace(s, iteration=s.iteration + 1, rows=s.rows + [row])
         return s, row
 
-    def _to_evaluate(self, s: AgentState) -> PolicySnapshot:
-        """The policy of ``s`` as it is evaluated now, with the state of the evaluation
-        environment's stream from just before, which replays the evaluation (:mod:`rp1.realenv.snapshots`)."""
-        replay = EvaluationEpisodes(
-            1, self.cfg.eval_episodes, rng_states=(s.rngs["eval_env"].bit_generator.state,)
-        )
-        return PolicySnapshot(s.learner.policy, s.learner.model.obs_norm, EVALUATOR, replay)
+    def _to_evaluate(self, learner: Learner, eval_rng: Mapping[str, Any]) -> PolicySnapshot:
+        """The policy of ``learner`` as it is evaluated now, with the state ``eval_rng`` of the
+        evaluation environment's stream from just before, which replays the evaluation
+        (:mod:`rp1.realenv.snapshots`)."""
+        replay = EvaluationEpisodes(1, self.cfg.eval_episodes, rng_states=(eval_rng,))
+        return PolicySnapshot(learner.policy, learner.model.obs_norm, EVALUATOR, replay)
 
     def policy_snapshot(self, s: AgentState) -> PolicySnapshot:
         """The policy the last step evaluated, with its replay. In a state that no step made (a
         restored checkpoint): the current policy with the current normaliser, which has already
         absorbed the last phase (so it is not the policy evaluated last), and the episodes the next
         evaluation would run."""
-        return s.evaluated or self._to_evaluate(s)
+        return s.evaluated or self._to_evaluate(s.learner, s.rngs["eval_env"])
 
-    # The helpers below change the step's own copy of the state in place and return row entries.
+    # The helpers below return the step's new device state and row entries.
 
-    def _fit(self, s: AgentState) -> dict[str, Any]:
+    def _fit(
+        self, device: DeviceState, subsample: np.random.Generator, iteration: int
+    ) -> tuple[DeviceState, dict[str, Any]]:
         t = time.perf_counter()
-        key, k = jax.random.split(s.learner.key)
-        train = s.store.train_set(s.rngs["subsample"], self.cfg.model.max_train_samples)
+        learner, store = device.learner, device.store
+        key, k = jax.random.split(learner.key)
+        train = store.train_set(subsample, self.cfg.model.max_train_samples)
         # a first phase of a single rollout leaves no validation data: then validate on training data
-        val = s.store.val_set() if s.store.n_val else train
+        val = store.val_set() if store.n_val else train
         try:
             model, model_opt, result = fit(
-                s.learner.model, s.learner.model_opt, train, val, k, self.fitting
+                learner.model, learner.model_opt, train, val, k, self.fitting
             )
         except NonFiniteLossError as err:
             raise DivergedError.of(
-                "the world model's fit", s.iteration, "model.lr", self.fitting.lr, str(err)
+                "the world model's fit", iteration, "model.lr", self.fitting.lr, str(err)
             ) from err
-        s.learner = s.learner.replace(key=key, model=model, model_opt=model_opt)
+        learner = learner.replace(key=key, model=model, model_opt=model_opt)
         row = {**result.metrics(), "fit_s": time.perf_counter() - t}
         if self.test_set is not None:  # draws nothing: every other metric stays as it was
             row |= errors_on_test_set(model, self.test_set, self.test_scale)
-        return row
+        return device.replace(learner=learner), row
 
-    def _train_policy(self, s: AgentState) -> dict[str, Any]:
+    def _train_policy(
+        self, device: DeviceState, lam: float, iteration: int
+    ) -> tuple[DeviceState, dict[str, Any]]:
         t = time.perf_counter()
-        key, k = jax.random.split(s.learner.key)
-        learner = s.learner
+        learner = device.learner
+        key, k = jax.random.split(learner.key)
         policy, policy_opt, info = train_policy(
-            self.training, learner.model, learner.policy, learner.policy_opt, s.start_obs, k, s.lam
+            self.training,
+            learner.model,
+            learner.policy,
+            learner.policy_opt,
+            device.start_obs,
+            k,
+            lam,
         )
         if not is_finite(policy):  # before its actions reach the real environment
             raise DivergedError.of(
                 "policy training in the model",
-                s.iteration,
+                iteration,
                 "policy.lr",
                 self.cfg.policy.lr,
                 "its parameters became inf or NaN",
             )
-        s.learner = s.learner.replace(key=key, policy=policy, policy_opt=policy_opt)
-        return {"lambda": s.lam, **info.metrics(), "policy_s": time.perf_counter() - t}
+        learner = learner.replace(key=key, policy=policy, policy_opt=policy_opt)
+        row = {"lambda": lam, **info.metrics(), "policy_s": time.perf_counter() - t}
+        return device.replace(learner=learner), row
 
-    def _absorb(self, s: AgentState, phase: Phase) -> dict[str, Any]:
+    def _absorb(self, device: DeviceState, phase: Phase) -> tuple[DeviceState, dict[str, Any]]:
         """Fold the phase into the input normalisers, store it, refresh the delta (and reward)
         normaliser from all stored data (as ``statistics`` says, :mod:`rp1.dynamics.refreshes`),
         and measure G on the phase with the model weights as they were before the refit
@@ -358,13 +384,12 @@ class ModelBasedAgent:
             for f in ("obs", "act", "next_obs")
         )
         finals = np.stack([e.next_obs[-1] for e in phase.episodes])
-        model = self.refresh.inputs(s.learner.model, np.concatenate([obs, finals]), act)
-        s.store.add_phase(phase.episodes, min_val=self.cfg.collect.min_val_rollouts)
-        refreshed = self.refresh.outputs(model, s.store.transitions())
+        model = self.refresh.inputs(device.learner.model, np.concatenate([obs, finals]), act)
+        store = device.store.add_phase(phase.episodes, min_val=self.cfg.collect.min_val_rollouts)
+        refreshed = self.refresh.outputs(model, store.transitions())
         g = model_error(self.g_model(model, refreshed), obs, act, next_obs)
-        s.learner = s.learner.replace(model=refreshed)
-        s.samples += phase.samples
-        return {
+        device = device.replace(learner=device.learner.replace(model=refreshed), store=store)
+        return device, {
             "model_error": g,
             "phase_samples": phase.samples,
             "residual": phase.residual,
@@ -372,18 +397,40 @@ class ModelBasedAgent:
             "phase_stop": phase.stop,
         }
 
-    def feed_bandit(self, s: AgentState, g: float, val_loss: float | None) -> float | None:
-        """Feed a phase's G to the bandit of ``s`` and draw the next λ into ``s.lam`` (algorithm.md §6),
-        changing ``s`` in place; returns ``Ĝ`` (``None`` in iteration 0 and for fixed-λ methods,
-        which keep their λ). Iteration 0's G was measured on the untrained model; it enters the
-        bandit's window only with ``lam.first_feedback = "include"`` (the reference), and λ = 0 is
-        played next."""
-        if s.bandit is None:
-            return None
+    def _bandit(self, s: AgentState) -> ExpWeights:
+        """The bandit of ``s`` (its weights, drawing from a generator in the state of its
+        stream): a new object, which changes nothing in ``s``."""
+        bandit, _ = lambda_start(self.cfg, generator_from(s.rngs["bandit"]))
+        assert bandit is not None and s.device.bandit is not None  # an adaptive λ
+        bandit.load_weights(s.device.bandit)
+        return bandit
+
+    def feed_bandit(
+        self, s: AgentState, g: float, val_loss: float | None
+    ) -> tuple[AgentState, float | None]:
+        """Feed a phase's G to the bandit of ``s`` and draw the next λ (algorithm.md §6): the state
+        with the bandit's new weights, stream and λ, and ``Ĝ`` (``None`` in iteration 0 and for
+        fixed-λ methods, which keep their λ and state). Iteration 0's G was measured on the
+        untrained model; it enters the bandit's window only with ``lam.first_feedback =
+        "include"`` (the reference), and λ = 0 is played next."""
+        if s.device.bandit is None:
+            return s, None
+        bandit = self._bandit(s)
+        g_hat: float | None
         if s.iteration == 0:
-            self.first_feedback(s.bandit, g)
-            s.lam = s.bandit.choose(0.0)
-            return None
-        g_hat = s.bandit.update(g, norm=val_loss if val_loss else 1.0)
-        s.lam = s.bandit.sample()
-        return g_hat
+            self.first_feedback(bandit, g)
+            lam, g_hat = bandit.choose(0.0), None
+        else:
+            g_hat = bandit.update(g, norm=val_loss if val_loss else 1.0)
+            lam = bandit.sample()
+        return replace(
+            s,
+            lam=lam,
+            device=s.device.replace(bandit=bandit.weights),
+            rngs={**s.rngs, "bandit": bandit.rng.bit_generator.state},
+        ), g_hat
+
+
+def _names(value: Any) -> str:
+    """The keys of ``value`` if it is a map, else its type."""
+    return str(sorted(value)) if isinstance(value, dict) else type(value).__name__

@@ -170,12 +170,18 @@ class ModelFreeAgent:
         )
 
     def restore(self, data: dict[str, Any]) -> ModelFreeState:
-        """The state saved by :meth:`checkpoint`, with device-array leaves as in an unbroken run."""
+        """The state saved by :meth:`checkpoint`, with device-array leaves as in an unbroken run (a
+        checkpoint of an earlier layout is migrated when it is read, :mod:`rp1.rundir.layouts`)."""
         s = self.initial_state()
-        meta, s.learner, _ = unpack_checkpoint(data, s.learner)
-        s.update, s.samples, s.rows = meta["update"], meta["samples"], meta["rows"]
-        s.evaluations = meta.get("evaluations", [])  # none in a checkpoint from before the grid
-        return s
+        meta, learner, _ = unpack_checkpoint(data, s.learner)
+        return replace(
+            s,
+            update=meta["update"],
+            samples=meta["samples"],
+            learner=learner,
+            rows=meta["rows"],
+            evaluations=meta["evaluations"],
+        )
 
     # --- one update ----------------------------------------------------------------------------
 

@@ -75,7 +75,7 @@ def outcome_sources(cfg: Config, task: Task) -> dict[str, str]:
     return {what: task.source(what, getattr(cfg.model, what)) for what in ("reward", "done")}
 
 
-def policy_training(cfg: Config, task: Task) -> PolicyTraining:
+def policy_training_settings(cfg: Config, task: Task) -> PolicyTraining:
     """How the policy is trained in the model on ``task`` (``policy.*``, ``bonus``, the sources)."""
     p, sources = cfg.policy, outcome_sources(cfg, task)
     return PolicyTraining(

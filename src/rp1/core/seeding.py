@@ -20,8 +20,8 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -53,3 +53,11 @@ def episode_seeds(seed: int, stream: int, index: int, count: int) -> np.ndarray:
     run seed ``seed``; independent of how the episodes are spread over environments."""
     seq = np.random.SeedSequence([seed, stream, index])
     return np.array([int(s) for s in seq.generate_state(count, np.uint32) % (2**31 - 1)], np.int64)
+
+
+def generator_from(state: Mapping[str, Any]) -> np.random.Generator:
+    """A new generator whose bit generator is in ``state`` (a ``bit_generator.state``): the
+    generator that state was read from, continuing where it was."""
+    bits = getattr(np.random, state["bit_generator"])()
+    bits.state = state
+    return np.random.Generator(bits)

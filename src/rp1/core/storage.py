@@ -15,7 +15,7 @@ import contextlib
 import fnmatch
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from rp1.core.errors import ConfigError, LinkOutside, StorageError
@@ -50,9 +50,10 @@ def read_inside(directory: Path, path: Path, what: str) -> bytes:
     return read_bytes(path, what)
 
 
-def write_atomically(path: Path, data: bytes, what: str) -> None:
-    """Replace the file ``path`` (``what`` it is, for the error) by ``data`` atomically, creating its
-    directory; StorageError naming the file if the machine fails."""
+def write_atomically(path: Path, data: bytes | Sequence[bytes], what: str) -> None:
+    """Replace the file ``path`` (``what`` it is, for the error) by ``data`` (or its parts, one
+    after the other) atomically, creating its directory; StorageError naming the file if the
+    machine fails."""
     with storage_errors(f"write {what}", path):
         path.parent.mkdir(parents=True, exist_ok=True)
         _atomic_write(path, data)
@@ -89,7 +90,7 @@ _UMASK = os.umask(0o022)
 os.umask(_UMASK)  # read once: the mode a file created as usual would get is 0o666 & ~umask
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def _atomic_write(path: Path, data: bytes | Sequence[bytes]) -> None:
     """Replace ``path`` by ``data`` through a temporary file of a new, unique name in its directory
     (created exclusively, so no file or link planted there is followed): ``path`` is either the old
     or the new content, never a mix; the temporary file is removed if writing it fails."""
@@ -98,7 +99,8 @@ def _atomic_write(path: Path, data: bytes) -> None:
     try:
         with open(fd, "wb") as f:
             os.fchmod(f.fileno(), 0o666 & ~_UMASK)
-            f.write(data)
+            for part in [data] if isinstance(data, bytes) else data:
+                f.write(part)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

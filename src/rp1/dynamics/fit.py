@@ -183,7 +183,7 @@ def _shuffles(key: jax.Array, members: int, data: Dataset, length: int) -> jax.A
 
     def one(k: jax.Array) -> jax.Array:
         rows = jnp.arange(data.obs.shape[0])
-        return jnp.argsort(jnp.where(rows < data.count, jax.random.uniform(k, rows.shape), 2.0))
+        return jnp.argsort(jnp.where(rows < data.n_valid, jax.random.uniform(k, rows.shape), 2.0))
 
     order = jax.vmap(one)(jax.random.split(key, members))
     return jnp.pad(order, ((0, 0), (0, length - order.shape[1])))
@@ -232,12 +232,12 @@ def _minibatch_update(
 ) -> tuple[tuple[ModelParts, optax.OptState], jax.Array]:
     """One Adam step per member on its minibatch; ``batch = (start position, rows [M, B])``.
 
-    Positions ``>= data.count`` are padding and weigh nothing; a minibatch with no valid position
+    Positions ``>= data.n_valid`` are padding and weigh nothing; a minibatch with no valid position
     is skipped entirely (weights and Adam state untouched). Returns the summed training loss
     (:func:`_row_losses`) per member ``[M]``.
     """
     start, rows = batch
-    mask = start + jnp.arange(rows.shape[1]) < data.count
+    mask = start + jnp.arange(rows.shape[1]) < data.n_valid
     member_step = functools.partial(_member_step, optimizer, model, data)
 
     def step(
@@ -253,7 +253,7 @@ def _minibatch_update(
     ) -> tuple[tuple[ModelParts, optax.OptState], jax.Array]:
         return carry, jnp.zeros((rows.shape[0],))
 
-    return jax.lax.cond(start < data.count, step, skip, carry)
+    return jax.lax.cond(start < data.n_valid, step, skip, carry)
 
 
 def _round_update(
@@ -279,7 +279,7 @@ def _round_update(
     dealt = (minibatch >= 0) & (minibatch < count)
     index = jnp.clip(minibatch, 0, n_batches - 1)
     positions = index[:, None] * size + jnp.arange(size)  # [M, B] positions in the shuffle
-    masks = dealt[:, None] & (positions < data.count)
+    masks = dealt[:, None] & (positions < data.n_valid)
     member_step = functools.partial(_member_step, optimizer, model, data)
 
     def step(
@@ -329,7 +329,7 @@ def shuffled_epochs(
         rows = rows.reshape(members, n_batches, batch_size).swapaxes(0, 1)
         update = functools.partial(_minibatch_update, optimizer, model, train)
         (weights, opt_state), err_sums = jax.lax.scan(update, (weights, opt_state), (starts, rows))
-        return (weights, opt_state, key, next_member), err_sums.sum(0) / train.count
+        return (weights, opt_state, key, next_member), err_sums.sum(0) / train.n_valid
 
     return epoch
 
@@ -349,7 +349,7 @@ def dealt_epochs(
         weights, opt_state, key, first = carry
         key, sub = jax.random.split(key)
         order = _shuffles(sub, 1, train, n_batches * batch_size)[0]
-        count = (jnp.asarray(train.count) + batch_size - 1) // batch_size  # minibatches with data
+        count = (jnp.asarray(train.n_valid) + batch_size - 1) // batch_size  # minibatches with data
         batches = order.reshape(n_batches, batch_size)
         update = functools.partial(_round_update, optimizer, model, train, batches, count, first)
         rounds = jnp.arange(-(-(n_batches + members - 1) // members))
@@ -414,10 +414,10 @@ def improved_dynamics(improved: ModelParts) -> jax.Array:
     return jnp.any(improved.dynamics)
 
 
-StopRule = Callable[[ModelParts], jax.Array]
+ImprovementRule = Callable[[ModelParts], jax.Array]
 """Whether a check's improvements (per part, ``[M]`` bools) reset the fit's patience (``[]``
 bool, decided on the device)."""
-STOP_RULES: dict[StopOn, StopRule] = {"any": improved_any, "dynamics": improved_dynamics}
+STOP_RULES: dict[StopOn, ImprovementRule] = {"any": improved_any, "dynamics": improved_dynamics}
 """The stop rule each value of ``model.stop_on`` selects."""
 
 
@@ -434,7 +434,7 @@ class FitSettings:
     check_every: int = CHECK_EVERY
     patience: int = PATIENCE
     max_epochs: int = MAX_EPOCHS
-    stop_on: StopRule = STOP_RULES[STOP_ON]
+    stop_on: ImprovementRule = STOP_RULES[STOP_ON]
     dealing: Dealer = DEALINGS[SHUFFLE]
 
 
@@ -515,7 +515,7 @@ class FitProgram:
     check_every: int
     max_checks: int
     dealing: Dealer
-    stop_on: StopRule
+    stop_on: ImprovementRule
 
     @classmethod
     def of(cls, settings: FitSettings) -> FitProgram:
@@ -630,7 +630,7 @@ def _raise_if_stopped_by_a_non_finite_loss(loop: FitLoop) -> None:
 def _check_data(train: Dataset, val: Dataset) -> None:
     """``ValueError`` for an empty training or validation set."""
     for name, data in (("training", train), ("validation", val)):
-        if int(data.count) < 1:
+        if int(data.n_valid) < 1:
             raise ValueError(
                 f"the {name} set is empty; the fit needs at least one {name} transition"
             )

@@ -53,7 +53,7 @@ def masked_member_losses(weights: ModelParts, model: Ensemble, data: Dataset) ->
         return jnp.reshape(x, (-1, chunk, *x.shape[1:]))
 
     def masked_sum(err: jax.Array, row: jax.Array) -> jax.Array:
-        return jnp.sum(jnp.where(row < data.count, err, 0.0), axis=-1)
+        return jnp.sum(jnp.where(row < data.n_valid, err, 0.0), axis=-1)
 
     def add_chunk(totals: ModelParts, xs: tuple[jax.Array, ...]) -> tuple[ModelParts, None]:
         obs, act, next_obs, rew, done, row = xs
@@ -75,7 +75,7 @@ def masked_member_losses(weights: ModelParts, model: Ensemble, data: Dataset) ->
         for x in (data.obs, data.act, data.next_obs, data.rew, data.done, jnp.arange(capacity))
     )
     totals, _ = jax.lax.scan(add_chunk, ModelParts(zeros, None if heads is None else zeros), xs)
-    return jax.tree_util.tree_map(lambda t: t / jnp.maximum(data.count, 1), totals)
+    return jax.tree_util.tree_map(lambda t: t / jnp.maximum(data.n_valid, 1), totals)
 
 
 @jax.jit

@@ -16,7 +16,7 @@ Example::
 
     refresh = REFRESHES["masked"]
     model = refresh.inputs(model, phase_obs, phase_act)     # [N, obs_dim], [N', act_dim]
-    store.add_phase(episodes)
+    store = store.add_phase(episodes)
     model = refresh.outputs(model, store.transitions())
 """
 

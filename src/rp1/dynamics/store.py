@@ -1,13 +1,19 @@
-"""Host-side (NumPy) store of real transitions, split into training and validation (algorithm.md §2).
+"""The store of a run's real transitions, split into training and validation (algorithm.md §2), as
+padded arrays: a pytree of NumPy arrays whose shapes depend only on the size buckets.
 
-The fit receives fixed-capacity arrays (:class:`Dataset`): the rows are padded with zeros up to a
-size bucket (a power of two, at least 1,024) and carry the number of valid rows, so the compiled
-fit is reused while the data grows inside a bucket instead of recompiling every outer iteration.
+Each split is a :class:`Dataset`: its rows padded with zeros up to a size bucket (a power of two, at
+least 1,024) and the number of valid rows. The compiled fit takes the splits as they are, so it is
+reused while the data grows inside a bucket instead of recompiling every outer iteration, and the
+store is one pytree of arrays with the row counts as arrays, like the rest of a run's device state
+(:class:`rp1.agents.model_based.DeviceState`). A store is immutable: :meth:`TransitionStore.add_phase`
+returns a new one and its arrays are read-only (the training and validation sets the fit gets are
+those arrays: copy one to change it), so a state that holds a store can be kept, stepped again or
+written by another thread.
 
 Example::
 
-    store = TransitionStore(obs_dim=18, act_dim=6)
-    store.add_phase(episodes)       # first ⌊n/3⌋ episodes (at least one) -> validation
+    store = TransitionStore.empty(obs_dim=18, act_dim=6)
+    store = store.add_phase(episodes)       # first ⌊n/3⌋ episodes (at least one) -> validation
     train = store.train_set(np.random.default_rng(0))
     val = store.val_set()
 """
@@ -18,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
+from flax import struct
 
 from rp1.core.transitions import Transitions
 
@@ -28,11 +35,11 @@ _FIELDS = ("obs", "act", "rew", "next_obs", "done")
 
 
 class Dataset(NamedTuple):
-    """Padded transitions for the compiled fit: rows ``>= count`` are zeros and never used.
+    """Padded transitions for the compiled fit: rows ``>= n_valid`` are zeros and never used.
 
     ``obs [C, obs_dim]``, ``act [C, act_dim]``, ``next_obs [C, obs_dim]``, ``rew [C]`` (float32),
-    ``done [C]`` (float32, 1 where the episode terminated), ``count []`` (int32, valid rows), with
-    ``C = bucket_capacity(count)``. Only a model with learned heads reads ``rew`` and ``done``.
+    ``done [C]`` (float32, 1 where the episode terminated), ``n_valid []`` (int32, valid rows), with
+    ``C = bucket_capacity(n_valid)``. Only a model with learned heads reads ``rew`` and ``done``.
     """
 
     obs: np.ndarray
@@ -40,7 +47,7 @@ class Dataset(NamedTuple):
     next_obs: np.ndarray
     rew: np.ndarray
     done: np.ndarray
-    count: np.ndarray  # type: ignore[assignment]  # a field named count shadows tuple.count (public name)
+    n_valid: np.ndarray
 
 
 def bucket_capacity(n: int) -> int:
@@ -48,9 +55,10 @@ def bucket_capacity(n: int) -> int:
     return max(MIN_CAPACITY, 1 << max(n - 1, 0).bit_length())
 
 
-def padded_rows(x: np.ndarray) -> np.ndarray:
-    """``x [N, ...]`` as float32, padded with zero rows to ``bucket_capacity(N)`` rows."""
-    out = np.zeros((bucket_capacity(len(x)), *x.shape[1:]), np.float32)
+def padded_rows(x: np.ndarray, capacity: int | None = None) -> np.ndarray:
+    """``x [N, ...]`` as float32, padded with zero rows to ``capacity`` rows (by default
+    ``bucket_capacity(N)``)."""
+    out = np.zeros((capacity or bucket_capacity(len(x)), *x.shape[1:]), np.float32)
     out[: len(x)] = x
     return out
 
@@ -81,6 +89,13 @@ def transitions_dataset(t: Transitions) -> Dataset:
     return padded_dataset(t.obs, t.act, t.next_obs, t.rew, t.done)
 
 
+def valid_columns(data: Dataset) -> tuple[np.ndarray, ...]:
+    """The valid rows of ``data`` in the field order of :class:`Transitions` (``obs, act, rew,
+    next_obs, done``; views of its arrays, ``done`` as bool)."""
+    n = int(data.n_valid)
+    return (data.obs[:n], data.act[:n], data.rew[:n], data.next_obs[:n], data.done[:n] > 0)
+
+
 def _checked(rows: Mapping[str, Any] | Any, obs_dim: int, act_dim: int) -> Transitions:
     """Transitions from a mapping or an object with ``obs, act, rew, next_obs`` and optionally
     ``done`` (missing or ``None``: all False), cast to float32 (``done`` to bool); raises
@@ -100,22 +115,39 @@ def _checked(rows: Mapping[str, Any] | Any, obs_dim: int, act_dim: int) -> Trans
     return Transitions(*columns)
 
 
-def _columns(t: Transitions) -> tuple[np.ndarray, ...]:
-    """``t``'s arrays in field order, ``done`` set (the store's transitions come from :func:`_checked`)."""
-    assert t.done is not None
-    return (t.obs, t.act, t.rew, t.next_obs, t.done)
+def _appended(data: Dataset, parts: Sequence[Transitions]) -> Dataset:
+    """A new :class:`Dataset` holding the valid rows of ``data`` and then those of ``parts``,
+    padded to the bucket of their number; ``data`` is left as it is."""
+    n = int(data.n_valid)
+    total = n + sum(len(t.obs) for t in parts)
+    capacity = bucket_capacity(total)
+    columns = {}
+    for name in ("obs", "act", "next_obs", "rew", "done"):
+        old = getattr(data, name)
+        out = np.zeros((capacity, *old.shape[1:]), np.float32)
+        out[:n] = old[:n]
+        start = n
+        for t in parts:
+            out[start : start + len(t.obs)] = getattr(t, name)
+            start += len(t.obs)
+        out.flags.writeable = False  # a store's arrays are never written after they are made
+        columns[name] = out
+    return Dataset(**columns, n_valid=np.asarray(total, np.int32))
 
 
-def _concat(parts: Sequence[Transitions], obs_dim: int, act_dim: int) -> Transitions:
-    """Row-wise concatenation; an empty sequence gives zero-row arrays of the right widths."""
-    empty = Transitions(
-        np.zeros((0, obs_dim), np.float32),
-        np.zeros((0, act_dim), np.float32),
-        np.zeros((0,), np.float32),
-        np.zeros((0, obs_dim), np.float32),
-        np.zeros((0,), bool),
+def _empty(obs_dim: int, act_dim: int) -> Dataset:
+    """A :class:`Dataset` of no valid rows, :data:`MIN_CAPACITY` rows of padding."""
+    return _appended(
+        Dataset(
+            np.zeros((0, obs_dim), np.float32),
+            np.zeros((0, act_dim), np.float32),
+            np.zeros((0, obs_dim), np.float32),
+            np.zeros((0,), np.float32),
+            np.zeros((0,), np.float32),
+            np.asarray(0, np.int32),
+        ),
+        [],
     )
-    return Transitions(*(np.concatenate(cols) for cols in zip(empty, *parts, strict=True)))
 
 
 def validation_rollouts(n: int, min_val: int) -> int:
@@ -125,72 +157,103 @@ def validation_rollouts(n: int, min_val: int) -> int:
     return max(n // 3, min(min_val, n - 1))
 
 
-class TransitionStore:
+STATE_FIELDS = tuple(f"{split}_{name}" for split in ("train", "val") for name in _FIELDS)
+"""The arrays of :meth:`TransitionStore.state_dict`: each split's valid rows, field by field. They
+only grow, by rows appended at the end (what an incremental checkpoint relies on)."""
+
+
+class TransitionStore(struct.PyTreeNode):
     """All real transitions of a run, in a training and a validation set that only grow.
 
-    Each call to :meth:`add_phase` puts the first ``⌊n/3⌋`` of its ``n`` rollouts into validation
-    and the rest into training (algorithm.md §2), but at least ``min_val`` of them while one rollout is
-    left for training (:func:`validation_rollouts`).
+    ``train_rows`` and ``val_rows`` are the splits, padded (:class:`Dataset`). Each
+    :meth:`add_phase` puts the first ``⌊n/3⌋`` of its ``n`` rollouts into validation and the rest
+    into training (algorithm.md §2), but at least ``min_val`` of them while one rollout is left for
+    training (:func:`validation_rollouts`).
     """
 
-    def __init__(self, obs_dim: int, act_dim: int) -> None:
-        self.obs_dim = obs_dim
-        self.act_dim = act_dim
-        self.train = _concat([], obs_dim, act_dim)
-        self.val = _concat([], obs_dim, act_dim)
+    train_rows: Dataset
+    val_rows: Dataset
+
+    @classmethod
+    def empty(cls, obs_dim: int, act_dim: int) -> TransitionStore:
+        """A store of no transitions of ``obs_dim`` and ``act_dim`` values."""
+        return cls(_empty(obs_dim, act_dim), _empty(obs_dim, act_dim))
+
+    @property
+    def obs_dim(self) -> int:
+        return int(self.train_rows.obs.shape[1])
+
+    @property
+    def act_dim(self) -> int:
+        return int(self.train_rows.act.shape[1])
 
     @property
     def n_train(self) -> int:
         """Training transitions stored."""
-        return len(self.train.obs)
+        return int(self.train_rows.n_valid)
 
     @property
     def n_val(self) -> int:
         """Validation transitions stored."""
-        return len(self.val.obs)
+        return int(self.val_rows.n_valid)
+
+    @property
+    def train(self) -> Transitions:
+        """The training transitions, unpadded."""
+        return Transitions(*valid_columns(self.train_rows))
+
+    @property
+    def val(self) -> Transitions:
+        """The validation transitions, unpadded."""
+        return Transitions(*valid_columns(self.val_rows))
 
     def add_phase(
         self, episodes: Sequence[Mapping[str, Any] | Any], min_val: int = MIN_VAL_ROLLOUTS
-    ) -> None:
-        """Add one collection phase: a list of rollouts, each with ``obs [T, obs_dim]``,
-        ``act [T, act_dim]``, ``rew [T]``, ``next_obs [T, obs_dim]`` and optionally ``done [T]``."""
+    ) -> TransitionStore:
+        """The store with one collection phase added: a list of rollouts, each with ``obs [T,
+        obs_dim]``, ``act [T, act_dim]``, ``rew [T]``, ``next_obs [T, obs_dim]`` and optionally
+        ``done [T]``."""
         parts = [_checked(e, self.obs_dim, self.act_dim) for e in episodes]
         n_val = validation_rollouts(len(parts), min_val)
-        self.val = _concat([self.val, *parts[:n_val]], self.obs_dim, self.act_dim)
-        self.train = _concat([self.train, *parts[n_val:]], self.obs_dim, self.act_dim)
+        return self.replace(
+            train_rows=_appended(self.train_rows, parts[n_val:]),
+            val_rows=_appended(self.val_rows, parts[:n_val]),
+        )
 
     def transitions(self) -> Transitions:
-        """Every stored transition, training rows first."""
-        return _concat([self.train, self.val], self.obs_dim, self.act_dim)
+        """Every stored transition, training rows first, unpadded."""
+        splits = zip(valid_columns(self.train_rows), valid_columns(self.val_rows), strict=True)
+        return Transitions(*(np.concatenate(cols) for cols in splits))
 
     def train_set(self, rng: np.random.Generator, max_samples: int = MAX_TRAIN_SAMPLES) -> Dataset:
         """The training set, padded; beyond ``max_samples`` rows a uniform subsample without
         replacement drawn with ``rng`` (algorithm.md §3), which is left untouched otherwise."""
-        t = self.train
-        if self.n_train > max_samples:
-            rows = np.sort(rng.choice(self.n_train, max_samples, replace=False))
-            t = Transitions(*(x[rows] for x in _columns(t)))
-        return transitions_dataset(t)
+        if self.n_train <= max_samples:
+            return self.train_rows
+        rows = np.sort(rng.choice(self.n_train, max_samples, replace=False))
+        return transitions_dataset(Transitions(*(x[rows] for x in valid_columns(self.train_rows))))
 
     def val_set(self) -> Dataset:
         """The validation set, padded."""
-        return transitions_dataset(self.val)
+        return self.val_rows
 
-    def state_dict(self) -> dict[str, np.ndarray | int]:
-        """Everything needed to rebuild the store exactly: plain NumPy arrays and ints."""
-        state: dict[str, np.ndarray | int] = {"obs_dim": self.obs_dim, "act_dim": self.act_dim}
-        for split, t in (("train", self.train), ("val", self.val)):
-            state.update(
-                {f"{split}_{name}": x.copy() for name, x in zip(_FIELDS, _columns(t), strict=True)}
-            )
-        return state
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """The valid rows of each split by field (:data:`STATE_FIELDS`), NumPy arrays that
+        :meth:`from_state_dict` makes the store of again."""
+        columns = (*valid_columns(self.train_rows), *valid_columns(self.val_rows))
+        return dict(zip(STATE_FIELDS, columns, strict=True))
 
     @classmethod
-    def from_state_dict(cls, state: Mapping[str, Any]) -> TransitionStore:
-        """The store that :meth:`state_dict` described (one saved without done flags reads them
-        as all False)."""
-        store = cls(int(state["obs_dim"]), int(state["act_dim"]))
+    def from_state_dict(
+        cls, state: Mapping[str, Any], obs_dim: int, act_dim: int
+    ) -> TransitionStore:
+        """The store of ``obs_dim`` and ``act_dim`` values that :meth:`state_dict` described (one
+        saved without done flags reads them as all False); ``ValueError`` on other shapes."""
+        empty = cls.empty(obs_dim, act_dim)
+        splits = {}
         for split in ("train", "val"):
             rows = {n: state[f"{split}_{n}"] for n in _FIELDS if f"{split}_{n}" in state}
-            setattr(store, split, _checked(rows, store.obs_dim, store.act_dim))
-        return store
+            splits[f"{split}_rows"] = _appended(
+                getattr(empty, f"{split}_rows"), [_checked(rows, obs_dim, act_dim)]
+            )
+        return cls(**splits)

@@ -19,7 +19,7 @@ when, over the last 6 checks, the oldest improved and the 5 later did not, or af
 ``max_updates``; the best weights are restored (the optimiser state continues as it is), or, with
 ``restore_best=False``, the last weights are kept (what the authors' code did in effect).
 
-The stop rule is a pure pytree (:class:`StopRule`) with pure functions (:func:`stop_rule_init`,
+The stop rule is a pure pytree (:class:`StopRuleState`) with pure functions (:func:`stop_rule_init`,
 :func:`stop_rule_update`, :func:`restore_best`), testable on scripted improvement flags. All the
 updates of a phase are one compiled ``lax.while_loop`` (:func:`train_updates`) whose condition is
 the stop rule's flag, decided on the device; every update's PPO diagnostics stay there in a record
@@ -61,7 +61,7 @@ STOP_WINDOW = 6
 BATCH_STEPS = 50_000
 
 
-class StopRule(struct.PyTreeNode):
+class StopRuleState(struct.PyTreeNode):
     """State of ME-TRPO's stop rule over ``M`` members."""
 
     best_returns: jax.Array  # [M] best return of each member so far (−inf before any check)
@@ -71,9 +71,9 @@ class StopRule(struct.PyTreeNode):
     stop: jax.Array  # [] bool, the rule says stop
 
 
-def stop_rule_init(policy: Policy, members: int, window: int = STOP_WINDOW) -> StopRule:
+def stop_rule_init(policy: Policy, members: int, window: int = STOP_WINDOW) -> StopRuleState:
     """No checks yet; bests at −inf, so the first finite check always improves."""
-    return StopRule(
+    return StopRuleState(
         best_returns=jnp.full((members,), -jnp.inf),
         recent=jnp.zeros((window,), bool),
         checks=jnp.zeros((), jnp.int32),
@@ -90,15 +90,15 @@ def improved(
 
 
 def stop_rule_update(
-    rule: StopRule, improvement: jax.Array, returns: jax.Array, policy: Policy
-) -> StopRule:
+    rule: StopRuleState, improvement: jax.Array, returns: jax.Array, policy: Policy
+) -> StopRuleState:
     """Record one check with flag ``improvement`` (see :func:`improved`) of ``policy`` whose member
     returns are ``returns [M]``. On improvement the bests become ``max(best, returns)`` and
     ``policy`` is saved. ``stop`` is set when the oldest flag of the window is True and all later
     ones are False (the window starts all False, so never before ``window`` checks)."""
     keep = lambda new, old: jnp.where(improvement, new, old)  # noqa: E731
     recent = jnp.append(rule.recent[1:], improvement)
-    return StopRule(
+    return StopRuleState(
         best_returns=keep(jnp.maximum(rule.best_returns, returns), rule.best_returns),
         recent=recent,
         checks=rule.checks + 1,
@@ -107,7 +107,7 @@ def stop_rule_update(
     )
 
 
-def restore_best(rule: StopRule, policy: Policy) -> Policy:
+def restore_best(rule: StopRuleState, policy: Policy) -> Policy:
     """The saved best weights, or ``policy`` itself if no check was ever made."""
     return jax.tree_util.tree_map(
         lambda b, p: jnp.where(rule.checks > 0, b, p), rule.best_policy, policy
@@ -158,7 +158,7 @@ class TrainState(struct.PyTreeNode):
 
     policy: Policy
     opt_state: optax.OptState
-    rule: StopRule
+    rule: StopRuleState
     key: jax.Array
     updates: jax.Array  # [] int, updates done
 
@@ -223,7 +223,7 @@ def _train_step(
     )
     updates = state.updates + 1
 
-    def check(rule: StopRule) -> StopRule:
+    def check(rule: StopRuleState) -> StopRuleState:
         returns = member_returns(imagination, model, policy, start_obs)
         return stop_rule_update(rule, improved(rule.best_returns, returns), returns, policy)
 

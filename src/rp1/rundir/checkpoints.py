@@ -2,14 +2,16 @@
 
 A checkpoint is the dict :meth:`rp1.rundir.files.RunDir.save_checkpoint` writes as msgpack::
 
-    {"meta": JSON text    counters, random-stream states, the bandit, the metric rows
-     "device": {...}      the JAX state (a flax.struct pytree) as nested dicts of arrays
-     "host": {...}}       NumPy state that stays on the host (transition store, start states)
+    {"layout": LAYOUT     the layout's version (rp1.rundir.layouts, which reads earlier ones)
+     "meta": JSON text    the host's part: counters, random-stream states, the metric rows
+     "device": {...}      the state's arrays (a flax.struct pytree) as nested dicts of arrays
+     "appended": {...}}   arrays that only grow by rows appended at the end (the transition
+                          store's), by name: what an incremental checkpoint writes once
 
 Example::
 
-    data = pack_checkpoint({"samples": 600, "rows": rows}, learner, {"start_obs": start_obs})
-    meta, learner, host = unpack_checkpoint(data, fresh_learner)
+    data = pack_checkpoint({"samples": 600, "rows": rows}, device, store.state_dict())
+    meta, device, appended = unpack_checkpoint(data, fresh_device)
 """
 
 from __future__ import annotations
@@ -23,32 +25,43 @@ from flax import serialization
 
 T = TypeVar("T")
 
+LAYOUT = 2
+"""The checkpoint layout this rp1 writes (:mod:`rp1.rundir.layouts`)."""
+
 
 def pack_checkpoint(
-    meta: dict[str, Any], device: Any, host: dict[str, Any] | None = None
+    meta: dict[str, Any], device: Any, appended: dict[str, np.ndarray] | None = None
 ) -> dict[str, Any]:
     """The checkpoint of a state: ``meta`` (JSON-serialisable), the ``device`` pytree and the
-    ``host`` arrays (nested dicts of NumPy arrays and numbers)."""
+    ``appended`` arrays (by name; each only ever grows by rows at its end)."""
     return {
+        "layout": LAYOUT,
         "meta": json.dumps(meta),
         "device": serialization.to_state_dict(device),
-        "host": host or {},
+        "appended": appended or {},
     }
 
 
 def unpack_checkpoint(
     data: dict[str, Any], template: T
 ) -> tuple[dict[str, Any], T, dict[str, Any]]:
-    """``(meta, device, host)`` of a :func:`pack_checkpoint` dict; ``device`` takes ``template``'s
-    structure (a state built the same way). Missing entries raise ``KeyError``; metadata of the
-    wrong type (:func:`check_progress`), arrays of another shape or dtype than the template's, and
-    inf or NaN in them (:func:`restore_pytree`) raise ``ValueError`` naming what is wrong."""
+    """``(meta, device, appended)`` of a :func:`pack_checkpoint` dict; ``device`` takes
+    ``template``'s structure (a state built the same way). Missing entries raise ``KeyError``;
+    another layout, metadata of the wrong type (:func:`check_progress`), arrays of another shape
+    or dtype than the template's, and inf or NaN in them (:func:`restore_pytree`) raise
+    ``ValueError`` naming what is wrong."""
+    if data.get("layout") != LAYOUT:
+        raise ValueError(f"its layout is {data.get('layout')!r}, not {LAYOUT}")
     meta = json.loads(data["meta"])
     check_progress(meta)
-    host = data["host"]
-    if not isinstance(host, dict):
-        raise ValueError(f"its host state is a {type(host).__name__}, not a map")
-    return meta, restore_pytree(template, data["device"]), host
+    appended = data["appended"]
+    if not isinstance(appended, dict) or not all(
+        isinstance(x, np.ndarray) for x in appended.values()
+    ):
+        raise ValueError(
+            f"its appended arrays are a {type(appended).__name__}, not a map of arrays"
+        )
+    return meta, restore_pytree(template, data["device"]), appended
 
 
 COUNTERS = ("iteration", "update", "samples")
@@ -87,11 +100,11 @@ def _short(value: Any, limit: int = 60) -> str:
 
 
 def restore_pytree(target: T, saved: dict[str, Any]) -> T:
-    """``saved`` (a ``flax.serialization.to_state_dict``) restored into ``target``'s structure, as
-    device arrays: NumPy leaves would make eager arithmetic run in NumPy, whose last bits differ
-    from XLA's, and a resumed run would drift from an uninterrupted one. ``target``'s leaves may be
-    arrays or ``jax.ShapeDtypeStruct`` s (:func:`jax.eval_shape`: nothing of its size is
-    allocated). ``ValueError`` naming the leaf if a saved array has another shape or dtype than
+    """``saved`` (a ``flax.serialization.to_state_dict``) restored into ``target``'s structure, each
+    leaf of the kind of ``target``'s: a NumPy array where it holds one, else a device array (NumPy
+    leaves would make eager arithmetic run in NumPy, whose last bits differ from XLA's, and a
+    resumed run would drift from an uninterrupted one). ``target``'s leaves may be arrays or
+    ``jax.ShapeDtypeStruct`` s (:func:`jax.eval_shape`: nothing of its size is allocated). ``ValueError`` naming the leaf if a saved array has another shape or dtype than
     ``target``'s, or holds inf or NaN (no state rp1 saves does)."""
     restored = serialization.from_state_dict(target, saved)
     wanted = jax.tree_util.tree_leaves_with_path(target)
@@ -107,4 +120,8 @@ def restore_pytree(target: T, saved: dict[str, Any]) -> T:
             )
         if np.issubdtype(array.dtype, np.inexact) and not np.isfinite(array).all():
             raise ValueError(f"its array {name} holds inf or NaN")
-    return jax.device_put(restored)
+    return jax.tree_util.tree_map(
+        lambda want, got: np.asarray(got) if isinstance(want, np.ndarray) else jax.device_put(got),
+        target,
+        restored,
+    )

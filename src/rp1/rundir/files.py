@@ -6,7 +6,8 @@ Layout::
       config.json            the full resolved config
       metrics.csv            one row per outer iteration, flushed as it goes
       evaluations.csv        one row per point of the evaluation grid (rp1.agents.grid), likewise
-      checkpoint/state.msgpack   the config and everything needed to continue identically
+      checkpoint/state.msgpack   the config and everything needed to continue identically, but
+      checkpoint/rows-*.msgpack  the transition store's rows, in chunks written once (rp1.rundir.chunks)
       finished               written when the run reached its budget; holds the config's hash
       learning_curve.png     drawn at the end
       policy/                the kept policies, best and last (rp1.rundir.policy_files)
@@ -73,7 +74,10 @@ from rp1.core.storage import (
     storage_errors,
     write_atomically,
 )
-from rp1.rundir.sealed import seal, unseal
+from rp1.rundir.chunks import PATTERN as CHUNKS
+from rp1.rundir.chunks import Chunks
+from rp1.rundir.layouts import migrate_layout
+from rp1.rundir.sealed import sealed_parts, unseal
 
 METRIC_COLUMNS = (
     "iteration",
@@ -139,7 +143,7 @@ OUTPUT_DIRS = (POLICY_DIR, VIDEO_DIR, TENSORBOARD_DIR)
 ENVIRONMENT = "environment.json"
 RUN_FILES = {
     ".": (CONFIG, METRICS, EVALUATIONS, FINISHED, CURVE, ENVIRONMENT),
-    str(CHECKPOINT.parent): (CHECKPOINT.name,),
+    str(CHECKPOINT.parent): (CHECKPOINT.name, CHUNKS),
     POLICY_DIR: tuple(f"{name}.msgpack" for name in RUN_POLICIES),
     VIDEO_DIR: ("best_[0-9]*.mp4",),
     TENSORBOARD_DIR: ("events.out.tfevents.*",),
@@ -181,6 +185,7 @@ class RunDir:
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self._config: dict[str, Any] | None = None
+        self._chunks = Chunks(self.path / CHECKPOINT.parent)  # as the last head lists them
 
     @property
     def checkpoint_path(self) -> Path:
@@ -357,6 +362,7 @@ class RunDir:
     def clear(self) -> None:
         """Delete the files rp1 wrote here (:data:`RUN_FILES`, with temporary files a kill left) and
         the folders of :data:`RUN_FILES` they leave empty; any other file stays."""
+        self._chunks = Chunks(self.path / CHECKPOINT.parent)
         with storage_errors("delete", self.path):
             for folder, patterns in RUN_FILES.items():
                 directory = self.path / folder
@@ -423,9 +429,19 @@ class RunDir:
     def save_checkpoint(self, state: dict[str, Any]) -> None:
         """Write ``state`` (nested dicts of arrays, numbers, strings) with the config it belongs
         to, sealed with its checksum (:mod:`rp1.rundir.sealed`), atomically: on any failure the
-        previous checkpoint stays as it was."""
-        data = {"config": _canonical(self._bound_config()), "agent": state}
-        write_atomically(self.checkpoint_path, seal(data), "checkpoint")
+        previous checkpoint stays as it was. Its ``appended`` arrays (:mod:`rp1.rundir.checkpoints`)
+        are written in chunks of the rows new since the last save (:mod:`rp1.rundir.chunks`),
+        before the head that lists them."""
+        appended = state.get("appended", {})
+        listed = self._chunks.write(appended)
+        data = {
+            "config": _canonical(self._bound_config()),
+            "agent": {**state, "appended": {}} if appended else state,
+            "chunks": listed,
+        }
+        write_atomically(self.checkpoint_path, sealed_parts(data), "checkpoint")
+        self._chunks.commit(listed)
+        self._chunks.prune()
 
     def load_checkpoint(self, config: dict[str, Any]) -> dict[str, Any]:
         """The agent state saved by :meth:`save_checkpoint` under ``config`` (its checksum
@@ -448,7 +464,15 @@ class RunDir:
             raise ConfigError(
                 f"checkpoint {file} belongs to a run of another config ({config_diff(saved, config)})"
             )
-        return agent
+        if "chunks" in data:  # before incremental checkpoints: none
+            read = lambda path: self.read_file(path.relative_to(self.path), "checkpoint rows")  # noqa: E731
+            agent = {**agent, "appended": self._chunks.read(data["chunks"], read, file)}
+        try:
+            return migrate_layout(agent, saved, f"checkpoint {file}")
+        except (ValueError, TypeError, KeyError) as err:  # a state no layout describes
+            raise DamagedFile(
+                f"checkpoint {file} is corrupt or not an rp1 checkpoint ({_cause(err)})"
+            ) from None
 
     def mark_finished(self) -> None:
         """Write the ``finished`` marker of the bound config, atomically."""

@@ -32,10 +32,28 @@ SEAL = ("sha256", "body")
 
 def seal(payload: dict[str, Any]) -> bytes:
     """The bytes of a sealed file holding ``payload`` (nested maps of arrays, numbers, strings)."""
+    return b"".join(sealed_parts(payload))
+
+
+def sealed_parts(payload: dict[str, Any]) -> tuple[bytes, bytes, bytes]:
+    """The bytes of :func:`seal` in three parts, to be written one after the other: the msgpack of
+    the map (keys in flax's sorted order) up to the body's bytes, the body (not copied again), and
+    the rest, its checksum."""
     body = serialization.msgpack_serialize(payload)
-    return serialization.msgpack_serialize(
-        {"sha256": hashlib.sha256(body).hexdigest(), "body": body}
-    )
+    pack = serialization.msgpack_serialize
+    head = _MAP_OF_2 + pack("body") + _bin_header(len(body))
+    return head, body, pack("sha256") + pack(hashlib.sha256(body).hexdigest())
+
+
+_MAP_OF_2 = b"\x82"  # msgpack's header of a map of two entries (fixmap)
+
+
+def _bin_header(size: int) -> bytes:
+    """The msgpack header of a binary string of ``size`` bytes (bin 8, 16 or 32)."""
+    for code, width in ((0xC4, 1), (0xC5, 2), (0xC6, 4)):
+        if size < 1 << (8 * width):
+            return bytes([code]) + size.to_bytes(width, "big")
+    raise ValueError(f"msgpack holds at most 4 GiB in one binary string, not {size:,} bytes")
 
 
 def unseal(data: bytes, path: Path, kind: str) -> tuple[dict[str, Any], bool]:
