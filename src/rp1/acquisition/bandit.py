@@ -80,12 +80,12 @@ BASELINES: dict[Baseline, RunningMean] = {"previous": previous_mean, "including"
 
 
 class BanditWeights(NamedTuple):
-    """What an :class:`ExpWeights` learns, as arrays of fixed shapes (part of a run's device state,
-    :class:`rp1.agents.model_based.DeviceState`): ``scores [k]`` (float64), ``history [window]``
-    (float64, the feedbacks in the window, oldest first, its first ``seen`` entries valid),
-    ``seen []`` (int64), ``played []`` (int64, the arm last played and not yet credited, −1: none)
-    and ``played_prob []`` (float64, its probability then; 0 when none). NumPy arrays: the bandit's
-    arithmetic is float64, on the host."""
+    """What an [`ExpWeights`][rp1.acquisition.bandit.ExpWeights] learns, as arrays of fixed shapes
+    (part of a run's device state, `rp1.agents.model_based.DeviceState`): `scores [k]` (float64),
+    `history [window]` (float64, the feedbacks in the window, oldest first, its first `seen` entries
+    valid), `seen []` (int64), `played []` (int64, the arm last played and not yet credited, −1:
+    none) and `played_prob []` (float64, its probability then; 0 when none). NumPy arrays: the
+    bandit's arithmetic is float64, on the host."""
 
     scores: np.ndarray
     history: np.ndarray
@@ -243,7 +243,11 @@ class ExpWeights:
 
     @property
     def weights(self) -> BanditWeights:
-        """What the bandit has learned, as fresh arrays (:class:`BanditWeights`)."""
+        """What the bandit has learned, as fresh arrays.
+
+        Returns:
+            A `BanditWeights` of copies.
+        """
         history = np.zeros(self.history.maxlen or 0)
         history[: len(self.history)] = list(self.history)
         return BanditWeights(
@@ -255,7 +259,11 @@ class ExpWeights:
         )
 
     def load_weights(self, weights: BanditWeights) -> None:
-        """Continue from ``weights`` (copied: the bandit never writes into them)."""
+        """Continue from `weights` (copied: the bandit never writes into them).
+
+        Args:
+            weights: What [`weights`][rp1.acquisition.bandit.ExpWeights.weights] returned.
+        """
         self.scores = np.array(weights.scores, np.float64)
         self.history.clear()
         self.history.extend(float(g) for g in weights.history[: int(weights.seen)])
