@@ -221,7 +221,8 @@ def test_another_process_knows_the_methods_rp1_methods_names():
     assert done.returncode == 0, done.stderr
     assert (
         "ant-rp1-range" in done.stdout
-        and "(a method of one's own: RP1 (reward range))" in done.stdout
+        and "RP1 (reward range): " in done.stdout
+        and "(a method of one's own)" in done.stdout
     )
 
 
