@@ -54,13 +54,14 @@ import optax
 from flax import struct
 from jax.typing import ArrayLike
 
+from rp1.core.batching import entries, program_batch, stacked
 from rp1.core.nn import Params, member_count
 from rp1.core.normalizer import normalize, normalizer_fit, normalizer_update
 from rp1.dynamics.ensemble import Ensemble
 from rp1.dynamics.heads import head_row_errors
 from rp1.dynamics.losses import masked_member_losses, row_errors
 from rp1.dynamics.parts import ModelParts
-from rp1.dynamics.store import Dataset
+from rp1.dynamics.store import Dataset, padded_to
 
 LEARNING_RATE = 1e-3  # algorithm.md §3
 BATCH_SIZE = 1024
@@ -636,6 +637,40 @@ def _check_data(train: Dataset, val: Dataset) -> None:
             )
 
 
+class FitInput(NamedTuple):
+    """One seed's fit (:func:`fit_seeds`): the ensemble and its Adam state to start from, the
+    padded training and validation sets and the fit's key."""
+
+    model: Ensemble
+    opt_state: optax.OptState
+    train: Dataset
+    val: Dataset
+    key: jax.Array
+
+
+FitOutcome = tuple[Ensemble, optax.OptState, FitResult] | NonFiniteLossError
+"""What :func:`fit_seeds` gives a seed: its fitted ensemble, Adam state and :class:`FitResult`, or
+the error its fit stopped on."""
+
+
+@functools.partial(jax.jit, static_argnames=("program",))
+def fit_loops(
+    model: Ensemble,
+    opt_state: optax.OptState,
+    key: jax.Array,
+    train: Dataset,
+    val: Dataset,
+    limits: FitLimits,
+    program: FitProgram,
+) -> FitLoop:
+    """:func:`fit_loop` of every seed of a batch: each argument but ``limits`` and ``program``
+    stacked along a leading seed axis ``[B, ...]`` (:func:`rp1.core.batching.stacked`), the result
+    too. A seed whose fit has stopped keeps its loop's state while the others go on. Compiled once
+    per batch size, dataset bucket and ``program``."""
+    one = functools.partial(fit_loop, limits=limits, program=program)
+    return jax.vmap(one)(model, opt_state, key, train, val)
+
+
 def fit(
     model: Ensemble,
     opt_state: optax.OptState,
@@ -659,17 +694,68 @@ def fit(
     Raises :class:`NonFiniteLossError` (a ``FloatingPointError``) naming the member and epoch
     (0 = before training) when a loss becomes inf or NaN, and ``ValueError`` on empty data.
     """
-    _check_data(train, val)
-    train, val = jax.device_put((train, val))
+    (outcome,) = fit_seeds([FitInput(model, opt_state, train, val, key)], settings)
+    if isinstance(outcome, NonFiniteLossError):
+        raise outcome
+    return outcome
+
+
+def fit_seeds(
+    inputs: list[FitInput], settings: FitSettings = FitSettings(), batch: int | None = None
+) -> list[FitOutcome]:
+    """:func:`fit` of several seeds of one config, in one program: each seed's outcome, in order
+    (its error, not raised, where its fit stopped on a loss that is not finite).
+
+    ``batch`` (default: :func:`~rp1.core.batching.program_batch` of the seeds) ``≥ 2`` runs the
+    seeds' loops as one vmapped program (:func:`fit_loops`) of ``batch`` entries, their datasets
+    padded to the batch's largest buckets (which changes no seed's arithmetic); ``1`` runs one
+    seed's loop alone (:func:`fit_loop`). The two compute the same fit with other kernels, so their
+    last bits differ. Either way the host reads the outcome once. Raises ``ValueError`` on empty
+    data or seeds that do not fit ``batch``.
+    """
+    batch = program_batch(len(inputs)) if batch is None else batch
+    if not 1 <= len(inputs) <= batch:
+        raise ValueError(f"{len(inputs)} seeds do not fit a batch of {batch}")
+    for x in inputs:
+        _check_data(x.train, x.val)
     # traced: a new learning rate, patience or (within the history's rows) cap reuses the loop
     limits = FitLimits(
         np.float32(settings.lr), np.int32(settings.max_epochs), np.int32(settings.patience)
     )
-    loop = fit_loop(model, opt_state, key, train, val, limits, program=FitProgram.of(settings))
-    state = loop.state
-    # the fit's one read from the device: everything but the weights and Adam's state
-    seen, best = jax.device_get((loop.replace(state=None), state.best_losses))
-    _raise_if_stopped_by_a_non_finite_loss(seen)
+    program = FitProgram.of(settings)
+    if batch == 1:
+        (x,) = inputs
+        train, val = jax.device_put((x.train, x.val))
+        loops = [fit_loop(x.model, x.opt_state, x.key, train, val, limits, program=program)]
+    else:
+        capacity = {
+            split: max(getattr(x, split).obs.shape[0] for x in inputs) for split in ("train", "val")
+        }
+        batched = fit_loops(
+            stacked([x.model for x in inputs], batch),
+            stacked([x.opt_state for x in inputs], batch),
+            stacked([x.key for x in inputs], batch),
+            stacked([padded_to(x.train, capacity["train"]) for x in inputs], batch),
+            stacked([padded_to(x.val, capacity["val"]) for x in inputs], batch),
+            limits,
+            program=program,
+        )
+        loops = entries(batched, len(inputs))
+    # the fits' one read from the device: everything but the weights and Adam's states
+    seen = jax.device_get([(loop.replace(state=None), loop.state.best_losses) for loop in loops])
+    return [
+        _outcome(x.model, loop.state, *read)
+        for x, loop, read in zip(inputs, loops, seen, strict=True)
+    ]
+
+
+def _outcome(model: Ensemble, state: FitState, seen: FitLoop, best: ModelParts) -> FitOutcome:
+    """One seed's :data:`FitOutcome` from its loop's final ``state`` (on the device) and what the
+    host read of it (``seen``, ``best``: the best validation losses)."""
+    try:
+        _raise_if_stopped_by_a_non_finite_loss(seen)
+    except NonFiniteLossError as error:
+        return error
     checks, trained = int(seen.checks), int(seen.trained)
     result = FitResult(
         float(best.dynamics.min()),
