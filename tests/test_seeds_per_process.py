@@ -66,6 +66,7 @@ def _fit_inputs(seeds):
     return inputs
 
 
+@pytest.mark.slow
 def test_a_seed_fits_as_it_fits_beside_any_other_seeds_of_a_batch_of_its_size():
     from rp1.dynamics.fit import FitSettings, fit_seeds
 
@@ -79,6 +80,7 @@ def test_a_seed_fits_as_it_fits_beside_any_other_seeds_of_a_batch_of_its_size():
         fit_seeds(inputs, settings, batch=2)
 
 
+@pytest.mark.slow
 def test_a_failed_fit_is_its_seeds_outcome_and_the_others_fit():
     from rp1.dynamics.fit import FitSettings, NonFiniteLossError, fit_seeds
 
@@ -202,6 +204,7 @@ def test_a_program_holds_one_config_but_the_seed_and_model_based_methods_only(tm
     assert not any(tmp_path.iterdir())  # refused before anything was written
 
 
+@pytest.mark.slow
 def test_a_sweep_groups_the_seeds_of_each_config_into_programs(tmp_path):
     from rp1.experiments.sweep_plan import SweepRequest, plan_sweep, programs
 
@@ -228,3 +231,31 @@ def test_a_sweep_groups_the_seeds_of_each_config_into_programs(tmp_path):
     ):
         with pytest.raises(ConfigError, match=match):
             plan_sweep(bad)
+
+
+@pytest.mark.slow
+def test_a_sweep_runs_its_seeds_in_programs_and_resumes_them_in_programs(tmp_path, capsys):
+    from rp1.experiments.executors import Backend
+    from rp1.experiments.sweep import run_sweep
+    from rp1.experiments.sweep_plan import SweepRequest
+
+    request = SweepRequest(
+        ["halfcheetah-greedy"],
+        [0, 1, 2],
+        tmp_path,
+        budget=600,
+        overrides={**TINY},
+        seeds_per_process=2,
+    )
+    assert run_sweep(request, Backend(workers=2)) == 0
+    for seed in (0, 1, 2):
+        run = tmp_path / "halfcheetah-greedy" / f"seed{seed}"
+        assert (run / FINISHED).exists()
+        log = (run / "log.txt").read_text()
+        assert f"=== rp1 sweep: start halfcheetah-greedy seed {seed}" in log
+        assert f"=== rp1 sweep: finished halfcheetah-greedy seed {seed}" in log
+        # seed 2's program holds it alone, in a batch of 2 as the others
+        (entry,) = json.loads((run / ENVIRONMENT).read_text())["environments"]
+        assert entry["seeds_per_process"] == 2
+    assert "3 of 3 runs finished" in " ".join(capsys.readouterr().out.split())
+    assert run_sweep(request, Backend(workers=2)) == 0  # all skipped
