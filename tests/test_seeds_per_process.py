@@ -1,6 +1,5 @@
 """Many seeds in one program (``rp1 sweep --seeds-per-process N``, :func:`rp1.train.run_seeds`):
-the batched fit and policy training compute each seed as the same seed in any other batch of the
-program's size, the seeds' run directories are what single runs write, a failing seed stops alone,
+the batched fit computes each seed as the same seed in any other batch of its size, the seeds' run directories are what single runs write, a failing seed stops alone,
 a killed program resumes every seed exactly, and a run resumes only in a program of its batch
 size."""
 
@@ -14,7 +13,7 @@ import pytest
 
 from helpers import TINY, Crash, metrics_without_timing
 from rp1.config import resolve
-from rp1.core.batching import entries, program_batch, stacked
+from rp1.core.batching import entries, stacked
 from rp1.core.errors import ConfigError, DivergedError
 from rp1.rundir.files import CHECKPOINT, CONFIG, ENVIRONMENT, EVALUATIONS, FINISHED, METRICS
 
@@ -30,12 +29,6 @@ def configs(*seeds: int, budget: int = CASE[1]):
 def same_tree(a, b) -> bool:
     leaves = zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True)
     return all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in leaves)
-
-
-def test_program_batch_is_one_alone_else_a_power_of_two_of_at_least_two():
-    assert [program_batch(n) for n in (1, 2, 3, 4, 5, 8, 9)] == [1, 2, 4, 4, 8, 8, 16]
-    with pytest.raises(ValueError, match="at least one seed"):
-        program_batch(0)
 
 
 def test_stacked_pads_with_the_first_entry_and_entries_takes_the_seeds_back():
@@ -154,8 +147,7 @@ def test_a_killed_program_resumes_every_seed_exactly(tmp_path, monkeypatch):
     with pytest.raises(Crash):
         run_seeds(configs(*seeds), resumed, progress=False)
     monkeypatch.undo()
-    # seed 3 resumes in a program of its own size with another seed beside it: a batch of 4 still
-    run_seeds(configs(*seeds), resumed, resume=True, progress=False, seeds_per_process=4)
+    run_seeds(configs(*seeds), resumed, resume=True, progress=False)
     for ref, res in zip(reference, resumed, strict=True):
         assert len(metrics_without_timing(ref)) > 2
         assert metrics_without_timing(res) == metrics_without_timing(ref)
@@ -175,8 +167,8 @@ def test_a_run_resumes_only_in_a_program_of_its_batch_size(tmp_path, monkeypatch
     with pytest.raises(ConfigError, match="resume it with --seeds-per-process 2,"):
         run_training(cfg, batched, resume=True, progress=False)
     # in a program of several seeds, a seed's refusal is its outcome
-    (outcome,) = run_seeds([cfg], [batched], resume=True, progress=False, seeds_per_process=8)
-    assert isinstance(outcome, ConfigError) and "batches of 2" in str(outcome)
+    (outcome,) = run_seeds([cfg], [batched], resume=True, progress=False, seeds_per_process=3)
+    assert isinstance(outcome, ConfigError) and "ran with 2 seeds in one program" in str(outcome)
     assert {p.name: p.read_bytes() for p in batched.iterdir() if p.is_file()} == before
 
     alone = tmp_path / "alone"
@@ -201,6 +193,8 @@ def test_a_program_holds_one_config_but_the_seed_and_model_based_methods_only(tm
     ):
         with pytest.raises(ConfigError, match=match):
             run_seeds(cfgs, [tmp_path / out for out in outs], progress=False)
+    with pytest.raises(ConfigError, match="2 seeds do not fit a program of 1"):
+        run_seeds([one, two], [tmp_path / "a", tmp_path / "b"], seeds_per_process=1)
     assert not any(tmp_path.iterdir())  # refused before anything was written
 
 

@@ -24,7 +24,6 @@ from rp1.agents.modelfree import ModelFreeAgent
 from rp1.agents.protocol import Agent, RunState, S
 from rp1.config import MODEL_FREE, SCALES, Config, validate
 from rp1.config.migrations import continued_note
-from rp1.core.batching import program_batch
 from rp1.core.compilation import enable_compilation_cache
 from rp1.core.errors import ConfigError, DamagedFile
 from rp1.core.storage import check_writable_dir
@@ -116,10 +115,11 @@ def run_seeds(
     seed's fit and policy training one compiled call for all of them (many seeds on one GPU).
 
     Each run directory is written as [`run_training`][rp1.train.run_training] writes it, and
-    records `seeds_per_process` in its `environment.json`. Seeds in a batch compute with other
-    kernels than a run alone, so their last bits differ from it (and not from one another's in
-    batches of other sizes): a run made batched resumes only batched and a run made alone only
-    alone; the other refuses with a `ConfigError` before anything is written.
+    records `seeds_per_process` in its `environment.json`. The seeds are computed in batches of
+    `seeds_per_process` entries throughout (padded with copies while fewer take part), which use
+    other kernels than a run alone or a batch of another size: their last bits differ. So a run
+    resumes only in a program of the size it was made in, and is refused with a `ConfigError`
+    before anything is written otherwise.
 
     Args:
         cfgs: The seeds' configs: one config but the seed (a model-based method).
@@ -128,7 +128,8 @@ def run_seeds(
             per seed.
         progress, overwrite, options: As [`run_training`][rp1.train.run_training] takes them.
         locks: Each run directory's held `RunLock`, or `None` (then one of its own).
-        seeds_per_process: The batch size recorded (default: `len(cfgs)`); 1 runs one seed alone.
+        seeds_per_process: The program's batch size (default: `len(cfgs)`; at least that), which
+            each run records; 1 runs one seed alone.
 
     Returns:
         Each seed's outcome, in order: its run directory, or the error it stopped on (a diverged
@@ -160,7 +161,7 @@ def run_seeds(
                     raise
                 outcomes[i] = error
         try:
-            errors = drive_runs(runs, progress, options, program_batch(n))
+            errors = drive_runs(runs, progress, options, n)
         finally:
             for run in runs:
                 run.agent.close()
@@ -179,8 +180,8 @@ def batch_check(cfgs: Sequence[Config], outs: Sequence[str | Path], seeds_per_pr
         raise ConfigError(f"{len(cfgs)} configs need as many run directories, got {len(outs)}")
     if seeds_per_process < 1:
         raise ConfigError(f"seeds per process must be at least 1, got {seeds_per_process}")
-    if len(cfgs) > 1 and seeds_per_process == 1:
-        raise ConfigError(f"{len(cfgs)} seeds cannot run alone in one program")
+    if len(cfgs) > seeds_per_process:
+        raise ConfigError(f"{len(cfgs)} seeds do not fit a program of {seeds_per_process}")
     first = cfgs[0].to_dict()
     for cfg in cfgs[1:]:
         if {**cfg.to_dict(), "seed": first["seed"]} != first:

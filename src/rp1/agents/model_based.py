@@ -52,7 +52,6 @@ from rp1.config.settings import (
     policy_training_settings,
     resolved,
 )
-from rp1.core.batching import program_batch
 from rp1.core.errors import DivergedError
 from rp1.core.seeding import generator_from, int_seed, spawn_streams
 from rp1.dynamics import Ensemble, ensemble_init, with_heads
@@ -483,10 +482,10 @@ def step_seeds(
     normalisers, the bandit) run seed by seed; each seed's fit, then each seed's policy training,
     are one compiled call for all the seeds past iteration 0 (:func:`~rp1.dynamics.fit.fit_seeds`,
     :func:`~rp1.imagination.train_policies`, with ``batch`` entries as they take it; default:
-    :func:`~rp1.core.batching.program_batch` of the seeds). A seed's failure (a diverged fit or policy, an environment's error) is its outcome and
+    the seeds). A seed's failure (a diverged fit or policy, an environment's error) is its outcome and
     the others go on. :meth:`ModelBasedAgent.step` is the batch of one."""
     steps = [agent._begin(state) for agent, state in zip(agents, states, strict=True)]
-    batch = program_batch(len(steps)) if batch is None else batch
+    batch = len(steps) if batch is None else batch
     learning = [s for s in steps if s.state.iteration > 0]
     if learning:
         lead = learning[0].agent

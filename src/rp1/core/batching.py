@@ -1,12 +1,13 @@
 """Pytrees of several runs stacked along a leading seed axis, for the compiled phases that advance
 many seeds of one config in one program (``rp1 sweep --seeds-per-process N``).
 
-A program of ``N > 1`` seeds runs its vmapped phases with :func:`program_batch` ``(N)`` entries
-(a power of two, at least 2) in every iteration: the seeds that take part, then copies of the
-first of them. The batch's size never changes during a program, so a seed's arithmetic does not
-depend on how many seeds are still running or where in the batch it sits (a vmapped program
-computes each entry alike; its entries share nothing). A program of one seed is never vmapped: a
-run alone computes what it always has, with other kernels than a batch (its last bits differ).
+A program of ``N > 1`` seeds runs its vmapped phases with ``N`` entries in every iteration: the
+seeds that take part, then copies of the first of them (:func:`stacked`). The batch's size never
+changes during a program, so a seed's arithmetic does not depend on how many seeds are still
+running or where in the batch it sits (a vmapped program computes each entry alike; its entries
+share nothing). A program of one seed is never vmapped: a run alone computes what it always has,
+with other kernels than a batch (its last bits differ, as they differ between batches of two
+sizes).
 """
 
 from __future__ import annotations
@@ -18,19 +19,6 @@ import jax
 import jax.numpy as jnp
 
 T = TypeVar("T")
-
-MIN_BATCH = 2
-"""The smallest batch a vmapped program is run with (:func:`program_batch`)."""
-
-
-def program_batch(seeds_per_process: int) -> int:
-    """The batch size of a program of ``seeds_per_process ≥ 1`` seeds: 1 (not batched) for one
-    seed, else the smallest power of two ``≥`` it, at least :data:`MIN_BATCH`."""
-    if seeds_per_process < 1:
-        raise ValueError(f"a program needs at least one seed, got {seeds_per_process}")
-    if seeds_per_process == 1:
-        return 1
-    return max(MIN_BATCH, 1 << (seeds_per_process - 1).bit_length())
 
 
 def stacked(trees: Sequence[T], batch: int) -> T:

@@ -54,7 +54,7 @@ import optax
 from flax import struct
 from jax.typing import ArrayLike
 
-from rp1.core.batching import entries, program_batch, stacked
+from rp1.core.batching import entries, stacked
 from rp1.core.nn import Params, member_count
 from rp1.core.normalizer import normalize, normalizer_fit, normalizer_update
 from rp1.dynamics.ensemble import Ensemble
@@ -706,14 +706,14 @@ def fit_seeds(
     """:func:`fit` of several seeds of one config, in one program: each seed's outcome, in order
     (its error, not raised, where its fit stopped on a loss that is not finite).
 
-    ``batch`` (default: :func:`~rp1.core.batching.program_batch` of the seeds) ``≥ 2`` runs the
-    seeds' loops as one vmapped program (:func:`fit_loops`) of ``batch`` entries, their datasets
+    ``batch`` (default: the seeds) ``≥ 2`` runs the seeds' loops as one vmapped program
+    (:func:`fit_loops`) of ``batch`` entries (:func:`~rp1.core.batching.stacked`), their datasets
     padded to the batch's largest buckets (which changes no seed's arithmetic); ``1`` runs one
     seed's loop alone (:func:`fit_loop`). The two compute the same fit with other kernels, so their
     last bits differ. Either way the host reads the outcome once. Raises ``ValueError`` on empty
     data or seeds that do not fit ``batch``.
     """
-    batch = program_batch(len(inputs)) if batch is None else batch
+    batch = len(inputs) if batch is None else batch
     if not 1 <= len(inputs) <= batch:
         raise ValueError(f"{len(inputs)} seeds do not fit a batch of {batch}")
     for x in inputs:

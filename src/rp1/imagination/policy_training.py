@@ -48,7 +48,7 @@ import numpy as np
 import optax
 from flax import struct
 
-from rp1.core.batching import entries, program_batch, stacked
+from rp1.core.batching import entries, stacked
 from rp1.core.errors import ConfigError
 from rp1.core.nn import member_count
 from rp1.imagination.rollouts import Imagination, WorldModel, imagine, member_returns
@@ -389,12 +389,12 @@ def train_policies(
 ) -> list[tuple[Policy, optax.OptState, TrainInfo]]:
     """:func:`train_policy` of several seeds of one config, in one program, in order.
 
-    ``batch`` (default: :func:`~rp1.core.batching.program_batch` of the seeds) ``≥ 2`` trains the
-    seeds as one vmapped program (:func:`_trained_seeds`) of ``batch`` entries; ``1`` trains one
+    ``batch`` (default: the seeds) ``≥ 2`` trains the seeds as one vmapped program
+    (:func:`_trained_seeds`) of ``batch`` entries (:func:`~rp1.core.batching.stacked`); ``1`` trains one
     seed alone. The two compute the same training with other kernels, so their last bits differ.
     Either way the host reads the outcome once.
     """
-    batch = program_batch(len(inputs)) if batch is None else batch
+    batch = len(inputs) if batch is None else batch
     n = training.rollouts
     for x in inputs:
         if n < 1 or x.start_obs.shape[0] < n:

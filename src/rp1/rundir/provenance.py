@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import Any
 
 from rp1._version import __version__
-from rp1.core.batching import program_batch
 from rp1.core.storage import write_atomically
 from rp1.rundir.files import ENVIRONMENT, RunDir
 
@@ -59,9 +58,9 @@ CPU_EXTENSIONS = {
 NOT_COMPARED = ("from_iteration", "host", "recorded")
 """Fields of a record entry that say when and where, not what the numbers depend on."""
 SEEDS_PER_PROCESS = "seeds_per_process"
-"""The field of a record entry that says how many seeds the program held
-(:func:`rp1.train.run_seeds`): 1, a run alone (an entry without it: 1); more, a run in a batch,
-whose last bits differ from a run alone's and not from a run's in a batch of another size."""
+"""The field of a record entry that says the size of the run's program (:func:`rp1.train.run_seeds`):
+1, a run alone (an entry without it: 1); ``N`` more, a run computed in batches of ``N``, whose last
+bits differ from a run alone's and from a run's in batches of another size."""
 
 
 def environment() -> dict[str, Any]:
@@ -122,7 +121,7 @@ def cpu_features(cpuinfo: str | os.PathLike = "/proc/cpuinfo") -> str:
 def record(run_dir: str | os.PathLike, iteration: int, seeds_per_process: int = 1) -> str | None:
     """Record in ``run_dir`` that it runs here, in a program of ``seeds_per_process`` seeds, from
     ``iteration`` on; a one-line warning if that continues a run recorded elsewhere, or one that
-    has no record of where it ran (another number of seeds in a batch is recorded, not warned of).
+    has no record of where it ran (:func:`batched_mismatch` refuses another program size first).
 
     ``iteration`` 0 starts the record afresh. Otherwise entries from ``iteration`` on are dropped
     (a resume that died before its next checkpoint wrote no row under them), and this environment
@@ -164,9 +163,7 @@ def record(run_dir: str | os.PathLike, iteration: int, seeds_per_process: int = 
         for key, value in here.items()
         if compared.get(key) != value and key != SEEDS_PER_PROCESS
     )
-    if (
-        not changed
-    ):  # only the batch's size: the same arithmetic (batched_mismatch refuses the rest)
+    if not changed:  # only the program's size (a run rp1.train.run_seeds was told to continue)
         return None
     return (
         f"rp1: warning: {run_dir} continues from iteration {iteration} in another environment than it ran in "
@@ -202,30 +199,24 @@ def _compared(entry: dict[str, Any]) -> dict[str, Any]:
 
 def batched_mismatch(run_dir: str | os.PathLike, seeds_per_process: int) -> str:
     """Why the run in ``run_dir`` may not continue in a program of ``seeds_per_process`` seeds
-    (``""`` if it may): its record's last entry says it ran in a program of another batch size
-    (:func:`~rp1.core.batching.program_batch`: alone, or a batch of 2, 4, 8, … entries). Another
-    batch computes with other kernels (a run alone and a batch differ in the last bits of every
-    number), so such a continuation would not be the run it continues. A run without a record,
-    or with a damaged one, may continue."""
+    (``""`` if it may): its record's last entry says it ran in a program of another size (a
+    program of ``N`` seeds computes in batches of ``N``; one seed, alone). Another batch size
+    computes with other kernels (the last bits of every number differ), so such a continuation
+    would not be the run it continues. A run without a record, or with a damaged one, may
+    continue."""
     entries, _ = _read(RunDir(run_dir))
     if not entries:
         return ""
     was = _compared(entries[-1])[SEEDS_PER_PROCESS]
-    if not isinstance(was, int) or was < 1:
+    if not isinstance(was, int) or was < 1 or was == seeds_per_process:
         return ""
-    batch = program_batch(was)
-    if batch == program_batch(seeds_per_process):
-        return ""
-    if batch == 1:
-        how = "ran alone: resume it alone (rp1 train, or rp1 sweep with --seeds-per-process 1)"
-    else:
-        low = batch // 2 + 1 if batch > 2 else 2
-        how = (
-            f"ran with {was} seeds in one program (batches of {batch}): resume it with "
-            f"--seeds-per-process {low}" + (f" to {batch}" if batch > low else "")
-        )
+    how = (
+        "ran alone: resume it alone (rp1 train, or rp1 sweep with --seeds-per-process 1)"
+        if was == 1
+        else f"ran with {was} seeds in one program: resume it with --seeds-per-process {was}"
+    )
     return (
-        f"{run_dir} {how}, since another batch computes every number with other kernels and "
+        f"{run_dir} {how}, since another batch size computes every number with other kernels and "
         f"would not continue it exactly ({Path(run_dir) / ENVIRONMENT})"
     )
 
