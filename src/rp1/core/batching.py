@@ -12,13 +12,14 @@ sizes).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import jax
 import jax.numpy as jnp
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 def stacked(trees: Sequence[T], batch: int) -> T:
@@ -39,3 +40,27 @@ def entry(tree: Any, i: int) -> Any:
 def entries(tree: T, k: int) -> list[T]:
     """The first ``k`` entries of a stacked pytree (:func:`entry`): the seeds, without padding."""
     return [entry(tree, i) for i in range(k)]
+
+
+SEEDS_AXIS = "seeds"
+"""The name of the seed axis in a vmapped program, for :func:`cond_any`."""
+
+
+def cond_any(
+    pred: jax.Array,
+    true_fn: Callable[[T], R],
+    false_fn: Callable[[T], R],
+    operand: T,
+    seeds_axis: str | None = None,
+) -> R:
+    """``lax.cond(pred, true_fn, false_fn, operand)``, and under a vmap over ``seeds_axis`` its
+    equal at a lower cost: vmapped, a cond whose ``pred`` differs between seeds runs both branches
+    for every seed (a select); here ``true_fn`` runs once for the batch when any seed's ``pred``
+    holds, and each seed keeps the branch its own ``pred`` chose. ``false_fn`` must be cheap (it
+    runs for every seed). ``seeds_axis=None``: the plain cond, for a run alone."""
+    if seeds_axis is None:
+        return jax.lax.cond(pred, true_fn, false_fn, operand)
+    pred = jnp.asarray(pred)
+    anywhere = jax.lax.pmax(pred.astype(jnp.int32), seeds_axis) > 0
+    taken, skipped = jax.lax.cond(anywhere, true_fn, false_fn, operand), false_fn(operand)
+    return jax.tree_util.tree_map(lambda t, f: jnp.where(pred, t, f), taken, skipped)

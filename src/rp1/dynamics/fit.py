@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple
 
 import jax
@@ -54,7 +54,7 @@ import optax
 from flax import struct
 from jax.typing import ArrayLike
 
-from rp1.core.batching import entries, stacked
+from rp1.core.batching import SEEDS_AXIS, cond_any, entries, stacked
 from rp1.core.nn import Params, member_count
 from rp1.core.normalizer import normalize, normalizer_fit, normalizer_update
 from rp1.dynamics.ensemble import Ensemble
@@ -228,6 +228,7 @@ def _minibatch_update(
     optimizer: optax.GradientTransformation,
     model: Ensemble,
     data: Dataset,
+    seeds_axis: str | None,
     carry: tuple[ModelParts, optax.OptState],
     batch: tuple[jax.Array, jax.Array],
 ) -> tuple[tuple[ModelParts, optax.OptState], jax.Array]:
@@ -254,13 +255,14 @@ def _minibatch_update(
     ) -> tuple[tuple[ModelParts, optax.OptState], jax.Array]:
         return carry, jnp.zeros((rows.shape[0],))
 
-    return jax.lax.cond(start < data.n_valid, step, skip, carry)
+    return cond_any(start < data.n_valid, step, skip, carry, seeds_axis)
 
 
 def _round_update(
     optimizer: optax.GradientTransformation,
     model: Ensemble,
     data: Dataset,
+    seeds_axis: str | None,
     batches: jax.Array,
     count: jax.Array,
     first: jax.Array,
@@ -296,7 +298,7 @@ def _round_update(
         return carry, (zeros, zeros.astype(jnp.int32))
 
     complete = (round_index + 1) * members <= first + count
-    return jax.lax.cond(complete, step, skip, carry)
+    return cond_any(complete, step, skip, carry, seeds_axis)
 
 
 EpochCarry = tuple[ModelParts, optax.OptState, jax.Array, jax.Array]
@@ -317,6 +319,7 @@ def shuffled_epochs(
     train: Dataset,
     batch_size: int,
     members: int,
+    seeds_axis: str | None = None,
 ) -> Epoch:
     """The ``shuffle`` dealing's epoch: every member trains on every row of ``train``, in its own
     shuffle, one Adam step per minibatch of ``batch_size`` rows."""
@@ -328,7 +331,7 @@ def shuffled_epochs(
         key, sub = jax.random.split(key)
         rows = _shuffles(sub, members, train, n_batches * batch_size)
         rows = rows.reshape(members, n_batches, batch_size).swapaxes(0, 1)
-        update = functools.partial(_minibatch_update, optimizer, model, train)
+        update = functools.partial(_minibatch_update, optimizer, model, train, seeds_axis)
         (weights, opt_state), err_sums = jax.lax.scan(update, (weights, opt_state), (starts, rows))
         return (weights, opt_state, key, next_member), err_sums.sum(0) / train.n_valid
 
@@ -341,6 +344,7 @@ def dealt_epochs(
     train: Dataset,
     batch_size: int,
     members: int,
+    seeds_axis: str | None = None,
 ) -> Epoch:
     """The ``round-robin`` dealing's epoch: one shared shuffle of ``train``, its minibatches of
     ``batch_size`` rows dealt to the ``members`` in turn (:func:`_round_update`)."""
@@ -352,7 +356,9 @@ def dealt_epochs(
         order = _shuffles(sub, 1, train, n_batches * batch_size)[0]
         count = (jnp.asarray(train.n_valid) + batch_size - 1) // batch_size  # minibatches with data
         batches = order.reshape(n_batches, batch_size)
-        update = functools.partial(_round_update, optimizer, model, train, batches, count, first)
+        update = functools.partial(
+            _round_update, optimizer, model, train, seeds_axis, batches, count, first
+        )
         rounds = jnp.arange(-(-(n_batches + members - 1) // members))
         (weights, opt_state), (err_sums, rows) = jax.lax.scan(update, (weights, opt_state), rounds)
         losses = err_sums.sum(0) / jnp.maximum(rows.sum(0), 1)
@@ -361,13 +367,15 @@ def dealt_epochs(
     return epoch
 
 
-Dealer = Callable[[optax.GradientTransformation, Ensemble, Dataset, int, int], Epoch]
-"""A dealing: ``(optimizer, model, train, batch_size, members)`` -> its :data:`Epoch`."""
+Dealer = Callable[[optax.GradientTransformation, Ensemble, Dataset, int, int, str | None], Epoch]
+"""A dealing: ``(optimizer, model, train, batch_size, members, seeds_axis)`` -> its :data:`Epoch`
+(``seeds_axis``: the seed axis of a vmapped program, :func:`~rp1.core.batching.cond_any`; ``None``
+for a run alone)."""
 DEALINGS: dict[Dealing, Dealer] = {SHUFFLE: shuffled_epochs, ROUND_ROBIN: dealt_epochs}
 """The dealing each value of ``model.dealing`` selects (the module docstring)."""
 
 
-@functools.partial(jax.jit, static_argnames=("batch_size", "epochs", "dealing"))
+@functools.partial(jax.jit, static_argnames=("batch_size", "epochs", "dealing", "seeds_axis"))
 def train_epochs(
     state: FitState,
     model: Ensemble,
@@ -378,6 +386,7 @@ def train_epochs(
     batch_size: int,
     epochs: int,
     dealing: Dealer = DEALINGS[SHUFFLE],
+    seeds_axis: str | None = None,
 ) -> tuple[FitState, jax.Array]:
     """The fit's compiled call: train every member for ``n_epochs <= epochs`` epochs over ``train``
     (the rest of the compiled ``epochs`` are skipped), minibatches of ``batch_size`` rows dealt to
@@ -385,16 +394,18 @@ def train_epochs(
     scalar, traced). Returns the new state and each epoch's mean training loss per member
     ``[epochs, M]`` over the rows it trained on (zeros for skipped epochs, and for a member that
     trained on no row in an epoch). Compiled once per dataset bucket, ``batch_size``, ``epochs``
-    and ``dealing``."""
+    and ``dealing``. Vmapped over the seeds of a program (``seeds_axis``, the axis's name), an
+    epoch or minibatch that some seed skips runs once for all and each seed keeps its own outcome
+    (:func:`~rp1.core.batching.cond_any`)."""
     optimizer = make_model_optimizer(lr)
     members = member_count(state.weights.dynamics)
-    epoch = dealing(optimizer, model, train, batch_size, members)
+    epoch = dealing(optimizer, model, train, batch_size, members, seeds_axis)
 
     def skip(carry: EpochCarry) -> tuple[EpochCarry, jax.Array]:
         return carry, jnp.zeros((members,))
 
     def maybe_epoch(carry: EpochCarry, index: jax.Array) -> tuple[EpochCarry, jax.Array]:
-        return jax.lax.cond(index < n_epochs, epoch, skip, carry)
+        return cond_any(index < n_epochs, epoch, skip, carry, seeds_axis)
 
     init = (state.weights, state.opt_state, state.key, state.next_member)
     (weights, opt_state, key, next_member), losses = jax.lax.scan(
@@ -510,13 +521,16 @@ class FitLimits(NamedTuple):
 class FitProgram:
     """What is compiled into :func:`fit_loop` (a static argument, hashable): minibatches of
     ``batch_size`` rows, a check every ``check_every`` epochs, a history of ``max_checks + 1`` rows
-    (``max_checks ≥ ⌈max_epochs / check_every⌉``), the ``dealing`` and the ``stop_on`` rule."""
+    (``max_checks ≥ ⌈max_epochs / check_every⌉``), the ``dealing`` and the ``stop_on`` rule;
+    ``seeds_axis``, the seed axis's name where the loop is vmapped over a program's seeds
+    (:func:`fit_loops`), else ``None``."""
 
     batch_size: int
     check_every: int
     max_checks: int
     dealing: Dealer
     stop_on: ImprovementRule
+    seeds_axis: str | None = None
 
     @classmethod
     def of(cls, settings: FitSettings) -> FitProgram:
@@ -577,6 +591,7 @@ def fit_loop(
             batch_size=program.batch_size,
             epochs=check_every,
             dealing=program.dealing,
+            seeds_axis=program.seeds_axis,
         )
         state, losses, improved = _check(state, model, val)
         trained = jnp.arange(check_every)[:, None] < n
@@ -667,8 +682,10 @@ def fit_loops(
     stacked along a leading seed axis ``[B, ...]`` (:func:`rp1.core.batching.stacked`), the result
     too. A seed whose fit has stopped keeps its loop's state while the others go on. Compiled once
     per batch size, dataset bucket and ``program``."""
-    one = functools.partial(fit_loop, limits=limits, program=program)
-    return jax.vmap(one)(model, opt_state, key, train, val)
+    one = functools.partial(
+        fit_loop, limits=limits, program=replace(program, seeds_axis=SEEDS_AXIS)
+    )
+    return jax.vmap(one, axis_name=SEEDS_AXIS)(model, opt_state, key, train, val)
 
 
 def fit(

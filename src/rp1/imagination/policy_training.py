@@ -38,7 +38,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import NamedTuple
 
@@ -48,7 +48,7 @@ import numpy as np
 import optax
 from flax import struct
 
-from rp1.core.batching import entries, stacked
+from rp1.core.batching import SEEDS_AXIS, cond_any, entries, stacked
 from rp1.core.errors import ConfigError
 from rp1.core.nn import member_count
 from rp1.imagination.rollouts import Imagination, WorldModel, imagine, member_returns
@@ -118,10 +118,13 @@ def restore_best(rule: StopRuleState, policy: Policy) -> Policy:
 @dataclass(frozen=True)
 class PolicyStepSettings:
     """What is compiled into one policy update (a static argument of its ``jax.jit``, hashable):
-    ``imagination``, how rollouts are made, and ``ppo``, PPO's settings."""
+    ``imagination``, how rollouts are made, ``ppo``, PPO's settings, and ``seeds_axis``, the seed
+    axis's name where the update is vmapped over a program's seeds (:func:`_trained_seeds`), else
+    ``None``."""
 
     imagination: Imagination
     ppo: PPOSettings = PPOSettings()
+    seeds_axis: str | None = None
 
 
 @dataclass(frozen=True)
@@ -228,7 +231,7 @@ def _train_step(
         returns = member_returns(imagination, model, policy, start_obs)
         return stop_rule_update(rule, improved(rule.best_returns, returns), returns, policy)
 
-    rule = jax.lax.cond(updates >= first_check, check, lambda r: r, state.rule)
+    rule = cond_any(updates >= first_check, check, lambda r: r, state.rule, settings.seeds_axis)
     new_state = TrainState(policy=policy, opt_state=opt_state, rule=rule, key=key, updates=updates)
     return new_state, StepMetrics(stats.model_return, stats.bonus, ppo)
 
@@ -355,8 +358,8 @@ def _trained_seeds(
     """:func:`_trained` of every seed of a batch, vmapped: ``state``, ``model``, ``start`` and
     ``lam`` stacked along a leading seed axis (:func:`rp1.core.batching.stacked`), the result too.
     A seed whose stop rule has fired keeps its state while the others train on."""
-    one = partial(_trained, settings, max_updates, keep_best)
-    return jax.vmap(one, in_axes=(0, 0, 0, 0, None, None))(
+    one = partial(_trained, replace(settings, seeds_axis=SEEDS_AXIS), max_updates, keep_best)
+    return jax.vmap(one, in_axes=(0, 0, 0, 0, None, None), axis_name=SEEDS_AXIS)(
         state, model, start, lam, first_check, action_std
     )
 
