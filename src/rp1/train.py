@@ -126,7 +126,9 @@ def run_seeds(
         outs: Their run directories, one each.
         resume: As [`run_training`][rp1.train.run_training] takes it, for every seed or one
             per seed.
-        progress, overwrite, options: As [`run_training`][rp1.train.run_training] takes them.
+        progress: Print each seed's progress on stderr.
+        overwrite: Replace the runs in `outs`.
+        options: As [`run_training`][rp1.train.run_training] takes them, for every seed.
         locks: Each run directory's held `RunLock`, or `None` (then one of its own).
         seeds_per_process: The program's batch size (default: `len(cfgs)`; at least that), which
             each run records; 1 runs one seed alone.

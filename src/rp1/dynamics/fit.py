@@ -258,23 +258,31 @@ def _minibatch_update(
     return cond_any(start < data.n_valid, step, skip, carry, seeds_axis)
 
 
+class Deal(NamedTuple):
+    """An epoch's dealing of minibatches by the round-robin dealing: ``batches [n_batches, B]``
+    (the epoch's shared shuffle, data rows first), ``filled``, how many of them hold data, and
+    ``first``, the member its first minibatch goes to (``[]`` int32 each)."""
+
+    batches: jax.Array
+    filled: jax.Array
+    first: jax.Array
+
+
 def _round_update(
     optimizer: optax.GradientTransformation,
     model: Ensemble,
     data: Dataset,
     seeds_axis: str | None,
-    batches: jax.Array,
-    count: jax.Array,
-    first: jax.Array,
+    deal: Deal,
     carry: tuple[ModelParts, optax.OptState],
     round_index: jax.Array,
 ) -> tuple[tuple[ModelParts, optax.OptState], tuple[jax.Array, jax.Array]]:
     """One round of the round-robin dealing: member ``j`` trains on minibatch ``round · M + j −
-    first`` of the ``count`` minibatches that hold data in ``batches [n_batches, B]`` (an epoch's
-    shared shuffle, data rows first; ``first``: the member its first minibatch goes to), one Adam
-    step of every member. A member without a minibatch in the round steps with a zero gradient; a
-    round the epoch does not complete is skipped (its minibatches dropped). Returns the summed
-    training loss and the rows trained on, per member ``[M]``."""
+    first`` of the ``filled`` minibatches of ``deal`` that hold data, one Adam step of every
+    member. A member without a minibatch in the round steps with a zero gradient; a round the
+    epoch does not complete is skipped (its minibatches dropped). Returns the summed training loss
+    and the rows trained on, per member ``[M]``."""
+    batches, count, first = deal
     weights, _ = carry
     members = member_count(weights.dynamics)
     n_batches, size = batches.shape
@@ -356,9 +364,8 @@ def dealt_epochs(
         order = _shuffles(sub, 1, train, n_batches * batch_size)[0]
         count = (jnp.asarray(train.n_valid) + batch_size - 1) // batch_size  # minibatches with data
         batches = order.reshape(n_batches, batch_size)
-        update = functools.partial(
-            _round_update, optimizer, model, train, seeds_axis, batches, count, first
-        )
+        deal = Deal(batches, count, first)
+        update = functools.partial(_round_update, optimizer, model, train, seeds_axis, deal)
         rounds = jnp.arange(-(-(n_batches + members - 1) // members))
         (weights, opt_state), (err_sums, rows) = jax.lax.scan(update, (weights, opt_state), rounds)
         losses = err_sums.sum(0) / jnp.maximum(rows.sum(0), 1)
@@ -375,31 +382,28 @@ DEALINGS: dict[Dealing, Dealer] = {SHUFFLE: shuffled_epochs, ROUND_ROBIN: dealt_
 """The dealing each value of ``model.dealing`` selects (the module docstring)."""
 
 
-@functools.partial(jax.jit, static_argnames=("batch_size", "epochs", "dealing", "seeds_axis"))
+@functools.partial(jax.jit, static_argnames=("program",))
 def train_epochs(
     state: FitState,
     model: Ensemble,
     train: Dataset,
     n_epochs: jax.Array,
     lr: jax.Array,
-    *,
-    batch_size: int,
-    epochs: int,
-    dealing: Dealer = DEALINGS[SHUFFLE],
-    seeds_axis: str | None = None,
+    program: FitProgram,
 ) -> tuple[FitState, jax.Array]:
-    """The fit's compiled call: train every member for ``n_epochs <= epochs`` epochs over ``train``
-    (the rest of the compiled ``epochs`` are skipped), minibatches of ``batch_size`` rows dealt to
-    the members by ``dealing`` (one of :data:`DEALINGS`), Adam with learning rate ``lr`` (a float32
-    scalar, traced). Returns the new state and each epoch's mean training loss per member
-    ``[epochs, M]`` over the rows it trained on (zeros for skipped epochs, and for a member that
-    trained on no row in an epoch). Compiled once per dataset bucket, ``batch_size``, ``epochs``
-    and ``dealing``. Vmapped over the seeds of a program (``seeds_axis``, the axis's name), an
-    epoch or minibatch that some seed skips runs once for all and each seed keeps its own outcome
-    (:func:`~rp1.core.batching.cond_any`)."""
+    """The fit's compiled call: train every member for ``n_epochs <= program.check_every`` epochs
+    over ``train`` (the rest of the compiled ``check_every`` epochs are skipped), minibatches of
+    ``program.batch_size`` rows dealt to the members by ``program.dealing`` (one of
+    :data:`DEALINGS`), Adam with learning rate ``lr`` (a float32 scalar, traced). Returns the new
+    state and each epoch's mean training loss per member ``[check_every, M]`` over the rows it
+    trained on (zeros for skipped epochs, and for a member that trained on no row in an epoch).
+    Compiled once per dataset bucket and ``program``. Vmapped over the seeds of a program
+    (``program.seeds_axis``, the axis's name), an epoch or minibatch that some seed skips runs
+    once for all and each seed keeps its own outcome (:func:`~rp1.core.batching.cond_any`)."""
+    seeds_axis, epochs = program.seeds_axis, program.check_every
     optimizer = make_model_optimizer(lr)
     members = member_count(state.weights.dynamics)
-    epoch = dealing(optimizer, model, train, batch_size, members, seeds_axis)
+    epoch = program.dealing(optimizer, model, train, program.batch_size, members, seeds_axis)
 
     def skip(carry: EpochCarry) -> tuple[EpochCarry, jax.Array]:
         return carry, jnp.zeros((members,))
@@ -582,17 +586,7 @@ def fit_loop(
 
     def check(loop: FitLoop) -> FitLoop:
         n = jnp.minimum(check_every, max_epochs - loop.epochs)
-        state, train_losses = train_epochs(
-            loop.state,
-            model,
-            train,
-            n,
-            lr,
-            batch_size=program.batch_size,
-            epochs=check_every,
-            dealing=program.dealing,
-            seeds_axis=program.seeds_axis,
-        )
+        state, train_losses = train_epochs(loop.state, model, train, n, lr, program)
         state, losses, improved = _check(state, model, val)
         trained = jnp.arange(check_every)[:, None] < n
         checks = loop.checks + 1

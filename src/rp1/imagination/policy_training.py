@@ -323,45 +323,46 @@ class Trained(NamedTuple):
 
 
 def _trained(
-    settings: PolicyStepSettings,
-    max_updates: int,
-    keep_best: bool,
+    training: PolicyTraining,
+    seeds_axis: str | None,
     state: TrainState,
     model: WorldModel,
     start: jax.Array,
     lam: jax.Array | float,
-    first_check: jax.Array | int,
-    action_std: jax.Array | float,
 ) -> Trained:
-    """One seed's training from ``state`` (:func:`train_updates`), its best policy restored when
-    ``keep_best`` (:func:`restore_best`) and that policy's return in each member."""
+    """One seed's training from ``state`` as ``training`` says (:func:`train_updates`; vmapped over
+    a program's seeds, ``seeds_axis`` names their axis), its best policy restored when
+    ``training.restore_best`` (:func:`restore_best`) and that policy's return in each member."""
+    settings = replace(training.step_settings, seeds_axis=seeds_axis)
     state, last, record = train_updates(
-        settings, max_updates, state, model, start, lam, first_check, action_std
+        settings,
+        training.max_updates,
+        state,
+        model,
+        start,
+        lam,
+        training.first_check,
+        training.action_std,
     )
-    best = restore_best(state.rule, state.policy) if keep_best else state.policy
+    best = restore_best(state.rule, state.policy) if training.restore_best else state.policy
     returns = member_returns(settings.imagination, model, best, start)
     return Trained(best, state, last, record, returns.mean())
 
 
-@partial(jax.jit, static_argnums=(0, 1, 2))
+@partial(jax.jit, static_argnums=0)
 def _trained_seeds(
-    settings: PolicyStepSettings,
-    max_updates: int,
-    keep_best: bool,
+    training: PolicyTraining,
     state: TrainState,
     model: WorldModel,
     start: jax.Array,
     lam: jax.Array,
-    first_check: jax.Array | int,
-    action_std: jax.Array | float,
 ) -> Trained:
     """:func:`_trained` of every seed of a batch, vmapped: ``state``, ``model``, ``start`` and
     ``lam`` stacked along a leading seed axis (:func:`rp1.core.batching.stacked`), the result too.
-    A seed whose stop rule has fired keeps its state while the others train on."""
-    one = partial(_trained, replace(settings, seeds_axis=SEEDS_AXIS), max_updates, keep_best)
-    return jax.vmap(one, in_axes=(0, 0, 0, 0, None, None), axis_name=SEEDS_AXIS)(
-        state, model, start, lam, first_check, action_std
-    )
+    A seed whose stop rule has fired keeps its state while the others train on. Compiled once per
+    ``training`` (static) and shapes."""
+    one = partial(_trained, training, SEEDS_AXIS)
+    return jax.vmap(one, axis_name=SEEDS_AXIS)(state, model, start, lam)
 
 
 def train_policy(
@@ -420,23 +421,16 @@ def train_policies(
         )
         for x in inputs
     ]
-    fixed = (training.step_settings, training.max_updates, training.restore_best)
     if batch == 1:
         (x,), (state,), (start,) = inputs, states, starts
-        seeds = [
-            _trained(
-                *fixed, state, x.model, start, x.lam, training.first_check, training.action_std
-            )
-        ]
+        seeds = [_trained(training, None, state, x.model, start, x.lam)]
     else:
         batched = _trained_seeds(
-            *fixed,
+            training,
             stacked(states, batch),
             stacked([x.model for x in inputs], batch),
             stacked(starts, batch),
             stacked([jnp.float32(x.lam) for x in inputs], batch),
-            training.first_check,
-            training.action_std,
         )
         seeds = entries(batched, len(inputs))
     # the phase's one read from the device
