@@ -42,7 +42,9 @@ from rp1.dynamics.fit import (
     ROUND_ROBIN,
     SHUFFLE,
     Dealer,
+    FitProgram,
     FitState,
+    improved_any,
     model_weights,
     train_epochs,
 )
@@ -99,9 +101,10 @@ def fit_calls(
 
     def epoch(dealer: Dealer) -> Callable:
         lr = np.float32(1e-3)
-        return lambda: train_epochs(
-            state, model, train, 1, lr, batch_size=BATCH, epochs=1, dealing=dealer
+        program = FitProgram(
+            BATCH, check_every=1, max_checks=1, dealing=dealer, stop_on=improved_any
         )
+        return lambda: train_epochs(state, model, train, 1, lr, program)
 
     return FitCalls(
         model=model,

@@ -329,7 +329,13 @@ def test_round_robin_gives_each_member_the_gradient_of_its_own_minibatch(small_s
     batches = jnp.arange(8 * 256).reshape(8, 256)[::-1]  # minibatch k: rows of block 7 − k
     first = 2
     (new, _), (_, rows) = FIT_MODULE._round_update(
-        optimizer, model, train, batches, jnp.int32(8), jnp.int32(first), (weights, opt), 0
+        optimizer,
+        model,
+        train,
+        None,
+        FIT_MODULE.Deal(batches, jnp.int32(8), jnp.int32(first)),
+        (weights, opt),
+        0,
     )
     assert rows.tolist() == [0, 0, 256, 256, 256]
     for j in range(5):

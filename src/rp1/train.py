@@ -9,23 +9,28 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import sys
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.progress import BarColumn, Progress, TextColumn
 
-from rp1.agents.model_based import ModelBasedAgent
+from rp1.agents.model_based import AgentState, ModelBasedAgent, step_seeds
 from rp1.agents.modelfree import ModelFreeAgent
 from rp1.agents.protocol import Agent, RunState, S
 from rp1.config import MODEL_FREE, SCALES, Config, validate
 from rp1.config.migrations import continued_note
 from rp1.core.compilation import enable_compilation_cache
-from rp1.core.errors import DamagedFile
+from rp1.core.errors import ConfigError, DamagedFile
 from rp1.core.storage import check_writable_dir
 from rp1.outputs.writer import RunOptions, RunOutputs
 from rp1.rundir.files import RunDir
 from rp1.rundir.lock import RunLock, owning
+from rp1.rundir.provenance import batched_mismatch
 from rp1.rundir.provenance import record as record_environment
 from rp1.rundir.saves import BackgroundSaves
 
@@ -80,37 +85,145 @@ def run_training(
 
     Raises:
         ConfigError: For a bad config, a directory that holds another run (without `resume`
-            or `overwrite`), or a checkpoint that does not restore.
+            or `overwrite`), a checkpoint that does not restore, or a run made with several
+            seeds in one program (resume it with `run_seeds`).
         RunInUse: If another process owns `out`.
         StorageError: If the machine fails a file operation.
         DivergedError: If training diverges; the last checkpoint is kept.
         RenderError: If `options` ask for videos and the machine cannot render.
     """
-    validate(cfg)
+    (outcome,) = run_seeds(
+        [cfg], [out], resume, progress, overwrite, options, [lock], seeds_per_process=1
+    )
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return outcome
+
+
+def run_seeds(
+    cfgs: Sequence[Config],
+    outs: Sequence[str | Path],
+    resume: bool | Sequence[bool] = False,
+    progress: bool = True,
+    overwrite: bool = False,
+    options: RunOptions | None = None,
+    locks: Sequence[RunLock | None] | None = None,
+    seeds_per_process: int | None = None,
+) -> list[Path | Exception]:
+    """Train several seeds of one config in one program, each in its own run directory, as
+    `rp1 sweep --seeds-per-process N` does: every outer iteration advances every seed, each
+    seed's fit and policy training one compiled call for all of them (many seeds on one GPU).
+
+    Each run directory is written as [`run_training`][rp1.train.run_training] writes it, and
+    records `seeds_per_process` in its `environment.json`. The seeds are computed in batches of
+    `seeds_per_process` entries throughout (padded with copies while fewer take part), which use
+    other kernels than a run alone or a batch of another size: their last bits differ. So a run
+    resumes only in a program of the size it was made in, and is refused with a `ConfigError`
+    before anything is written otherwise.
+
+    Args:
+        cfgs: The seeds' configs: one config but the seed (a model-based method).
+        outs: Their run directories, one each.
+        resume: As [`run_training`][rp1.train.run_training] takes it, for every seed or one
+            per seed.
+        progress: Print each seed's progress on stderr.
+        overwrite: Replace the runs in `outs`.
+        options: As [`run_training`][rp1.train.run_training] takes them, for every seed.
+        locks: Each run directory's held `RunLock`, or `None` (then one of its own).
+        seeds_per_process: The program's batch size (default: `len(cfgs)`; at least that), which
+            each run records; 1 runs one seed alone.
+
+    Returns:
+        Each seed's outcome, in order: its run directory, or the error it stopped on (a diverged
+        seed's `DivergedError`, a checkpoint that does not restore, ...), which stopped that seed
+        only. Errors that concern every seed (a bad config, an interrupt) are raised.
+    """
+    n = len(cfgs) if seeds_per_process is None else seeds_per_process
+    batch_check(cfgs, outs, n)
+    resumes = [resume] * len(cfgs) if isinstance(resume, bool) else list(resume)
+    if len(resumes) != len(cfgs):
+        raise ConfigError(f"{len(cfgs)} seeds need as many resume flags, got {len(resumes)}")
     options = options or RunOptions()
-    options.check(cfg)
-    check_writable_dir(out)
-    with owning(out, lock):
-        run = RunDir(out)
-        cfg, note = (cfg, "") if overwrite else continued_config(cfg, run)
+    for cfg in cfgs:
+        validate(cfg)
+        options.check(cfg)
+    for out in outs:
+        check_writable_dir(out)
+    outcomes: list[Path | Exception] = [Path(out) for out in outs]
+    with contextlib.ExitStack() as held:
+        for out, lock in zip(outs, locks or [None] * len(outs), strict=True):
+            held.enter_context(owning(out, lock))
         enable_compilation_cache()
-        agent = make_agent(cfg)
+        runs: list[Driven] = []
+        for i, (cfg, out, again) in enumerate(zip(cfgs, outs, resumes, strict=True)):
+            try:
+                runs.append(_prepared(i, cfg, RunDir(out), again, overwrite, n))
+            except Exception as error:
+                if n == 1:
+                    raise
+                outcomes[i] = error
         try:
-            # a checkpoint that does not restore refuses the run before anything is written
-            restored = run.prepare(
-                cfg.to_dict(),
-                resume=resume,
-                overwrite=overwrite,
-                restore=lambda saved: restore_state(agent, saved, run),
-            )
-            for line in (note, paper_scale_note(cfg)):
-                if line:
-                    print(line, file=sys.stderr, flush=True)
-            drive(agent, cfg, run, restored, progress, options)
+            errors = drive_runs(runs, progress, options, n)
         finally:
-            agent.close()
-        run.mark_finished()
-    return Path(out)
+            for run in runs:
+                run.agent.close()
+        for run, failure in zip(runs, errors, strict=True):
+            if failure is None:
+                run.run.mark_finished()
+            else:
+                outcomes[run.index] = failure
+    return outcomes
+
+
+def batch_check(cfgs: Sequence[Config], outs: Sequence[str | Path], seeds_per_process: int) -> None:
+    """``ConfigError`` unless ``cfgs`` can run as one program: as many configs as run directories,
+    one config but the seed, distinct seeds and directories, a model-based method for a batch."""
+    if not cfgs or len(cfgs) != len(outs):
+        raise ConfigError(f"{len(cfgs)} configs need as many run directories, got {len(outs)}")
+    if seeds_per_process < 1:
+        raise ConfigError(f"seeds per process must be at least 1, got {seeds_per_process}")
+    if len(cfgs) > seeds_per_process:
+        raise ConfigError(f"{len(cfgs)} seeds do not fit a program of {seeds_per_process}")
+    first = cfgs[0].to_dict()
+    for cfg in cfgs[1:]:
+        if {**cfg.to_dict(), "seed": first["seed"]} != first:
+            raise ConfigError(
+                f"seeds in one program share their config but the seed: {cfg.preset} seed {cfg.seed} "
+                f"differs from {cfgs[0].preset} seed {cfgs[0].seed}"
+            )
+    if len({cfg.seed for cfg in cfgs}) < len(cfgs):
+        raise ConfigError(f"seeds in one program must differ, got {sorted(c.seed for c in cfgs)}")
+    if len({os.path.realpath(out) for out in outs}) < len(outs):
+        raise ConfigError("seeds in one program need a run directory each")
+    if seeds_per_process > 1 and cfgs[0].method == MODEL_FREE:
+        raise ConfigError(
+            "several seeds in one program need a model-based method; "
+            f"{cfgs[0].method} runs one seed a process"
+        )
+
+
+def _prepared(
+    index: int, cfg: Config, run: RunDir, resume: bool, overwrite: bool, batch: int
+) -> Driven:
+    """The run of ``cfg`` in ``run``, readied to be driven: its config continued (an older run's),
+    its agent built and its checkpoint restored (``resume``), refused before anything is written
+    if it was made batched and is resumed alone, or the other way round."""
+    cfg, note = (cfg, "") if overwrite else continued_config(cfg, run)
+    agent = make_agent(cfg)
+    try:
+        restored = run.prepare(
+            cfg.to_dict(),
+            resume=resume,
+            overwrite=overwrite,
+            restore=lambda saved: restore_state(agent, saved, run, batch),
+        )
+    except BaseException:
+        agent.close()
+        raise
+    for line in (note, paper_scale_note(cfg)):
+        if line:
+            print(line, file=sys.stderr, flush=True)
+    return Driven(index, agent, cfg, run, restored, batch)
 
 
 def paper_sized(cfg: Config) -> bool:
@@ -170,23 +283,109 @@ def drive(
     The checkpoint is saved after every iteration, or, with ``options.checkpoint_every_s``, after
     the first iteration that ends that long after the last save, and after the last iteration;
     each save is written while the next iteration runs (:mod:`rp1.rundir.saves`), and the last
-    one before this returns.
+    one before this returns. The run alone of :func:`drive_runs`; its error is raised.
     Records where it runs (:func:`rp1.rundir.provenance.record`); a warning from there goes to stderr."""
-    state = agent.initial_state() if restored is None else restored
-    warning = record_environment(run.path, len(state.rows))
-    if warning:
-        print(warning, file=sys.stderr, flush=True)
-    run.write_metrics(state.rows)
-    if cfg.eval.every:
-        run.write_evaluations(state.evaluations)
-    last = state.rows[-1] if state.rows else {}
+    (error,) = drive_runs([Driven(0, agent, cfg, run, restored, 1)], progress, options)
+    if error is not None:
+        raise error
+
+
+@dataclass
+class Driven:
+    """One run that :func:`drive_runs` advances: its place among the seeds (``index``), agent,
+    config, directory, the state restored from its checkpoint (``None``: a fresh run) and the
+    number of seeds in its program (``batch``, recorded in its ``environment.json``)."""
+
+    index: int
+    agent: Agent
+    cfg: Config
+    run: RunDir
+    restored: RunState | None
+    batch: int
+
+
+class _Driving:
+    """What :func:`drive_runs` keeps of one run while it drives it: the current state, its outputs,
+    clock, background saves, when it last saved, its progress task and the latest evaluation's
+    return as shown."""
+
+    def __init__(self, driven: Driven, options: RunOptions, bar: Progress):
+        self.driven, self.options, self.bar = driven, options, bar
+        run, cfg, agent = driven.run, driven.cfg, driven.agent
+        self.state = agent.initial_state() if driven.restored is None else driven.restored
+        warning = record_environment(run.path, len(self.state.rows), driven.batch)
+        if warning:
+            print(warning, file=sys.stderr, flush=True)
+        run.write_metrics(self.state.rows)
+        if cfg.eval.every:
+            run.write_evaluations(self.state.evaluations)
+        self.outputs = RunOutputs(run.path, cfg, agent.task, self.state.rows, options)
+        self.clock = RunClock(self.state.samples, self.state.rows)
+        self.saved_at = time.monotonic()
+        self.saves = BackgroundSaves(run)
+        last = self.state.rows[-1] if self.state.rows else {}
+        self.ret = _fmt(last.get("eval_return"), ".1f")
+        rate, eta = self.clock.shown(self.state.samples, cfg.budget)
+        name = cfg.preset if driven.batch == 1 else f"{cfg.preset} seed {cfg.seed}"
+        self.task = bar.add_task(
+            name,
+            total=cfg.budget,
+            completed=self.state.samples,
+            lam="–",
+            ret=self.ret,
+            rate=rate,
+            eta=eta,
+        )
+
+    @property
+    def going(self) -> bool:
+        """Whether the run is short of its budget."""
+        return self.state.samples < self.driven.cfg.budget
+
+    def stepped(self, state: RunState, row: dict[str, Any]) -> None:
+        """Write what the step to ``state`` (its metrics ``row``) added, save if it is time, and
+        show it."""
+        run, cfg = self.driven.run, self.driven.cfg
+        evaluated = len(self.state.evaluations)
+        self.state = state
+        run.append_metrics(row)
+        run.append_evaluations(state.evaluations[evaluated:])
+        self.outputs.after_step(self.driven.agent.policy_snapshot(state), row)
+        now = time.monotonic()
+        if now - self.saved_at >= self.options.checkpoint_every_s or not self.going:
+            self.saves.submit(self.driven.agent.checkpoint(state))
+            self.saved_at = now
+        # the latest evaluation
+        if row.get("eval_return") is not None:
+            self.ret = _fmt(row["eval_return"], ".1f")
+        rate, eta = self.clock.shown(state.samples, cfg.budget)
+        self.bar.update(
+            self.task,
+            completed=min(state.samples, cfg.budget),
+            lam=_fmt(row.get("lambda"), ".1f"),
+            ret=self.ret,
+            rate=rate,
+            eta=eta,
+        )
+
+
+def drive_runs(
+    runs: Sequence[Driven],
+    progress: bool,
+    options: RunOptions | None = None,
+    batch: int = 1,
+) -> list[Exception | None]:
+    """Drive every run of ``runs`` to its budget in lockstep (:func:`drive`, run by run): each
+    iteration steps every run short of its budget, all at once (``batch ≥ 2``: the model-based
+    seeds' fits and policy trainings one compiled call of ``batch`` entries,
+    :func:`~rp1.agents.model_based.step_seeds`; ``1``: the one run alone). A run whose step fails
+    stops there, its last checkpoint kept, and the others go on. Returns each run's error
+    (``None``: it reached its budget); the error of a run alone, and an interrupt, are raised once
+    every save under way has ended."""
     options = options or RunOptions()
-    outputs = RunOutputs(run.path, cfg, agent.task, state.rows, options)
-    clock = RunClock(state.samples, state.rows)
-    saved_at = time.monotonic()
-    saves = BackgroundSaves(run)
+    errors: list[Exception | None] = [None] * len(runs)
     with (
-        contextlib.closing(outputs),
+        contextlib.ExitStack() as closing,
         Progress(
             # fits 80 columns for the quick presets: the bar, real samples, λ, the latest
             # evaluation, the run's throughput and the time left (RunClock)
@@ -198,43 +397,42 @@ def drive(
             disable=not progress,
         ) as bar,
     ):
-        ret = _fmt(last.get("eval_return"), ".1f")
-        rate, eta = clock.shown(state.samples, cfg.budget)
-        task = bar.add_task(
-            cfg.preset,
-            total=cfg.budget,
-            completed=state.samples,
-            lam="–",
-            ret=ret,
-            rate=rate,
-            eta=eta,
-        )
+        driving: list[_Driving] = []
+        for run in runs:
+            driving.append(_Driving(run, options, bar))
+            closing.callback(driving[-1].outputs.close)
         try:
-            while state.samples < cfg.budget:
-                evaluated = len(state.evaluations)
-                state, row = agent.step(state)
-                run.append_metrics(row)
-                run.append_evaluations(state.evaluations[evaluated:])
-                outputs.after_step(agent.policy_snapshot(state), row)
-                now = time.monotonic()
-                if now - saved_at >= options.checkpoint_every_s or state.samples >= cfg.budget:
-                    saves.submit(agent.checkpoint(state))
-                    saved_at = now
-                # the latest evaluation
-                ret = _fmt(row["eval_return"], ".1f") if row.get("eval_return") is not None else ret
-                rate, eta = clock.shown(state.samples, cfg.budget)
-                bar.update(
-                    task,
-                    completed=min(state.samples, cfg.budget),
-                    lam=_fmt(row.get("lambda"), ".1f"),
-                    ret=ret,
-                    rate=rate,
-                    eta=eta,
-                )
+            while going := [i for i, d in enumerate(driving) if d.going and errors[i] is None]:
+                outcomes = _step_all([driving[i] for i in going], batch)
+                for i, outcome in zip(going, outcomes, strict=True):
+                    if isinstance(outcome, Exception):
+                        errors[i] = outcome
+                        driving[i].saves.wait(raise_error=False)  # the save under way ends
+                    else:
+                        driving[i].stepped(*outcome)
         except BaseException:
-            saves.wait(raise_error=False)  # the save under way ends; the run's error is reported
+            for d in driving:  # the saves under way end; the error is reported
+                d.saves.wait(raise_error=False)
             raise
-        saves.wait()
+        for d, error in zip(driving, errors, strict=True):
+            if error is None:
+                d.saves.wait()
+    return errors
+
+
+def _step_all(driving: list[_Driving], batch: int) -> list[Any]:
+    """One step of each run of ``driving``: a run alone by its agent's ``step`` (its error raised),
+    the seeds of a batch together (:func:`~rp1.agents.model_based.step_seeds`, each seed's error
+    its outcome)."""
+    if batch == 1:
+        (d,) = driving
+        return [d.driven.agent.step(d.state)]
+    agents = [d.driven.agent for d in driving]
+    states = [d.state for d in driving]
+    # batch_check: only model-based seeds share a program
+    assert all(isinstance(a, ModelBasedAgent) for a in agents)
+    assert all(isinstance(s, AgentState) for s in states)
+    return step_seeds(agents, states, batch)  # type: ignore[arg-type]
 
 
 class RunClock:
@@ -271,10 +469,15 @@ def clock_time(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
-def restore_state(agent: Agent[S], saved: dict, run: RunDir) -> S:
+def restore_state(agent: Agent[S], saved: dict, run: RunDir, batch: int = 1) -> S:
     """``agent.restore(saved)``; :class:`~rp1.core.errors.DamagedFile` naming the checkpoint if it
     does not fit the agent (a missing entry, an array of another shape or dtype, inf or NaN in an
-    array, metadata of the wrong type)."""
+    array, metadata of the wrong type), and ``ConfigError`` if the run was made in a program of
+    ``batch > 1`` seeds and continues in one of a single seed, or the other way round
+    (:func:`rp1.rundir.provenance.batched_mismatch`)."""
+    mismatch = batched_mismatch(run.path, batch)
+    if mismatch:
+        raise ConfigError(mismatch)
     try:
         return agent.restore(saved)
     except (KeyError, ValueError, TypeError, AttributeError) as err:

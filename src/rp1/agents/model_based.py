@@ -31,7 +31,7 @@ compared or kept.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -55,13 +55,19 @@ from rp1.config.settings import (
 from rp1.core.errors import DivergedError
 from rp1.core.seeding import generator_from, int_seed, spawn_streams
 from rp1.dynamics import Ensemble, ensemble_init, with_heads
-from rp1.dynamics.fit import NonFiniteLossError, fit, init_model_opt_state
+from rp1.dynamics.fit import (
+    FitInput,
+    FitOutcome,
+    NonFiniteLossError,
+    fit_seeds,
+    init_model_opt_state,
+)
 from rp1.dynamics.losses import model_error
 from rp1.dynamics.refreshes import REFRESHES
 from rp1.dynamics.store import TransitionStore
 from rp1.dynamics.testset import errors_on_test_set, shipped_test_set
 from rp1.envs.task import LEARNED
-from rp1.imagination import train_policy
+from rp1.imagination import PolicyInput, TrainInfo, train_policies
 from rp1.policy.networks import Policy, host_actor, is_finite, policy_init
 from rp1.policy.ppo import make_policy_optimizer
 from rp1.realenv import Phase, RealEnvs, collect_phase
@@ -255,19 +261,26 @@ class ModelBasedAgent:
     def step(self, state: AgentState) -> tuple[AgentState, dict[str, Any]]:
         """One iteration of Algorithm 3: the new state and its metrics row (also appended to the new
         state's ``rows``). ``state`` is left as it was: the environments draw from generators made
-        from its streams' states for this step."""
-        cfg = self.cfg
-        start = time.perf_counter()
-        # the streams a step draws from (the bandit's: feed_bandit)
+        from its streams' states for this step. The batch of one of :func:`step_seeds`."""
+        (outcome,) = step_seeds([self], [state])
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def _begin(self, state: AgentState) -> StepUnderWay:
+        """The step of ``state`` as it begins: the generators it draws from (the bandit's:
+        :meth:`feed_bandit`), made from the state's streams, and its row's first entries."""
         rngs = {n: generator_from(state.rngs[n]) for n in ("env", "eval_env", "noise", "subsample")}
+        row: dict[str, Any] = {"iteration": state.iteration, "samples": state.samples}
+        return StepUnderWay(self, state, time.perf_counter(), rngs, state.device, row)
+
+    def _end(self, step: StepUnderWay) -> tuple[AgentState, dict[str, Any]]:
+        """The rest of ``step`` once its fit and policy training are done: evaluate the policy,
+        collect a phase, evaluate on the grid, absorb the phase, feed the bandit."""
+        cfg, state, rngs, row = self.cfg, step.state, step.rngs, step.row
         self.real.use_generators([rngs["env"]])
         self.eval_real.use_generators([rngs["eval_env"]])
-        device = state.device
-        row: dict[str, Any] = {"iteration": state.iteration, "samples": state.samples}
-        if state.iteration > 0:
-            device, fitted = self._fit(device, rngs["subsample"], state.iteration)
-            device, trained = self._train_policy(device, state.lam, state.iteration)
-            row |= fitted | trained
+        device = step.device
         evaluated = self._to_evaluate(device.learner, rngs["eval_env"].bit_generator.state)
         row["eval_return"], row["eval_std"] = returns_summary(evaluated.evaluate(self.eval_real))
         mean_action = host_actor(device.learner.policy, device.learner.model.obs_norm)
@@ -302,7 +315,7 @@ class ModelBasedAgent:
         s, row["g_hat"] = self.feed_bandit(s, row["model_error"], row.get("val_loss"))
         if s.device.bandit is not None:  # the probabilities the next λ was drawn from
             row |= self._bandit(s).metrics()
-        row["wall_s"] = time.perf_counter() - start
+        row["wall_s"] = time.perf_counter() - step.start
         s = replace(s, iteration=s.iteration + 1, rows=s.rows + [row])
         return s, row
 
@@ -320,57 +333,66 @@ class ModelBasedAgent:
         evaluation would run."""
         return s.evaluated or self._to_evaluate(s.learner, s.rngs["eval_env"])
 
-    # The helpers below return the step's new device state and row entries.
+    # The helpers below split a step's fit and policy training into the host's halves around the
+    # compiled call that :func:`step_seeds` makes for every seed at once.
 
-    def _fit(
-        self, device: DeviceState, subsample: np.random.Generator, iteration: int
-    ) -> tuple[DeviceState, dict[str, Any]]:
-        t = time.perf_counter()
-        learner, store = device.learner, device.store
+    def _fit_input(self, step: StepUnderWay) -> FitInput:
+        """What ``step``'s fit starts from: the learner's ensemble, the training set (subsampled
+        with the step's generator) and the validation set, and a key split off the run's key."""
+        learner, store = step.device.learner, step.device.store
         key, k = jax.random.split(learner.key)
-        train = store.train_set(subsample, self.cfg.model.max_train_samples)
+        step.device = step.device.replace(learner=learner.replace(key=key))
+        train = store.train_set(step.rngs["subsample"], self.cfg.model.max_train_samples)
         # a first phase of a single rollout leaves no validation data: then validate on training data
         val = store.val_set() if store.n_val else train
-        try:
-            model, model_opt, result = fit(
-                learner.model, learner.model_opt, train, val, k, self.fitting
-            )
-        except NonFiniteLossError as err:
-            raise DivergedError.of(
-                "the world model's fit", iteration, "model.lr", self.fitting.lr, str(err)
-            ) from err
-        learner = learner.replace(key=key, model=model, model_opt=model_opt)
-        row = {**result.metrics(), "fit_s": time.perf_counter() - t}
-        if self.test_set is not None:  # draws nothing: every other metric stays as it was
-            row |= errors_on_test_set(model, self.test_set, self.test_scale)
-        return device.replace(learner=learner), row
+        return FitInput(learner.model, learner.model_opt, train, val, k)
 
-    def _train_policy(
-        self, device: DeviceState, lam: float, iteration: int
-    ) -> tuple[DeviceState, dict[str, Any]]:
-        t = time.perf_counter()
-        learner = device.learner
-        key, k = jax.random.split(learner.key)
-        policy, policy_opt, info = train_policy(
-            self.training,
-            learner.model,
-            learner.policy,
-            learner.policy_opt,
-            device.start_obs,
-            k,
-            lam,
+    def _fitted(self, step: StepUnderWay, outcome: FitOutcome, seconds: float) -> None:
+        """``step`` with its fit's ``outcome`` (the error a diverged fit gives, raised) and its
+        row's fit entries, the test set's errors included."""
+        if isinstance(outcome, NonFiniteLossError):
+            raise DivergedError.of(
+                "the world model's fit",
+                step.state.iteration,
+                "model.lr",
+                self.fitting.lr,
+                str(outcome),
+            ) from outcome
+        model, model_opt, result = outcome
+        step.device = step.device.replace(
+            learner=step.device.learner.replace(model=model, model_opt=model_opt)
         )
-        if not is_finite(policy):  # before its actions reach the real environment
+        step.row |= {**result.metrics(), "fit_s": seconds}
+        if self.test_set is not None:  # draws nothing: every other metric stays as it was
+            step.row |= errors_on_test_set(model, self.test_set, self.test_scale)
+
+    def _policy_input(self, step: StepUnderWay) -> PolicyInput:
+        """What ``step``'s policy training starts from (a key split off the run's key)."""
+        learner = step.device.learner
+        key, k = jax.random.split(learner.key)
+        step.device = step.device.replace(learner=learner.replace(key=key))
+        lam = step.state.lam
+        return PolicyInput(
+            learner.model, learner.policy, learner.policy_opt, step.device.start_obs, k, lam
+        )
+
+    def _trained(
+        self, step: StepUnderWay, trained: tuple[Policy, optax.OptState, TrainInfo], seconds: float
+    ) -> None:
+        """``step`` with its trained policy (a policy that is not finite raises before its
+        actions reach the real environment) and its row's policy entries."""
+        policy, policy_opt, info = trained
+        if not is_finite(policy):
             raise DivergedError.of(
                 "policy training in the model",
-                iteration,
+                step.state.iteration,
                 "policy.lr",
                 self.cfg.policy.lr,
                 "its parameters became inf or NaN",
             )
-        learner = learner.replace(key=key, policy=policy, policy_opt=policy_opt)
-        row = {"lambda": lam, **info.metrics(), "policy_s": time.perf_counter() - t}
-        return device.replace(learner=learner), row
+        learner = step.device.learner.replace(policy=policy, policy_opt=policy_opt)
+        step.device = step.device.replace(learner=learner)
+        step.row |= {"lambda": step.state.lam, **info.metrics(), "policy_s": seconds}
 
     def _absorb(self, device: DeviceState, phase: Phase) -> tuple[DeviceState, dict[str, Any]]:
         """Fold the phase into the input normalisers, store it, refresh the delta (and reward)
@@ -429,6 +451,76 @@ class ModelBasedAgent:
             device=s.device.replace(bandit=bandit.weights),
             rngs={**s.rngs, "bandit": bandit.rng.bit_generator.state},
         ), g_hat
+
+
+@dataclass
+class StepUnderWay:
+    """One seed's outer iteration while :func:`step_seeds` makes it: its agent, the state it
+    started from, when it started (``time.perf_counter()``), the generators it draws from, the
+    device state so far, its metrics row so far, and the error that stopped it (``None`` while it
+    goes on)."""
+
+    agent: ModelBasedAgent
+    state: AgentState
+    start: float
+    rngs: dict[str, np.random.Generator]
+    device: DeviceState
+    row: dict[str, Any]
+    error: BaseException | None = None
+
+
+StepOutcome = tuple[AgentState, dict[str, Any]] | BaseException
+"""What :func:`step_seeds` gives a seed: its new state and metrics row, or the error its step
+stopped on."""
+
+
+def step_seeds(
+    agents: Sequence[ModelBasedAgent], states: Sequence[AgentState], batch: int | None = None
+) -> list[StepOutcome]:
+    """One outer iteration of every seed, in lockstep: each agent (one per seed, of one config
+    but the seed) steps its state. The host's parts (evaluation, collection, the store, the
+    normalisers, the bandit) run seed by seed; each seed's fit, then each seed's policy training,
+    are one compiled call for all the seeds past iteration 0 (:func:`~rp1.dynamics.fit.fit_seeds`,
+    :func:`~rp1.imagination.train_policies`, with ``batch`` entries as they take it; default:
+    the seeds). A seed's failure (a diverged fit or policy, an environment's error) is its outcome and
+    the others go on. :meth:`ModelBasedAgent.step` is the batch of one."""
+    steps = [agent._begin(state) for agent, state in zip(agents, states, strict=True)]
+    batch = len(steps) if batch is None else batch
+    learning = [s for s in steps if s.state.iteration > 0]
+    if learning:
+        lead = learning[0].agent
+        t = time.perf_counter()
+        fits = fit_seeds([s.agent._fit_input(s) for s in learning], lead.fitting, batch)
+        seconds = time.perf_counter() - t
+        _each(learning, lambda s, outcome: s.agent._fitted(s, outcome, seconds), fits)
+        learning = [s for s in learning if s.error is None]
+    if learning:
+        t = time.perf_counter()
+        inputs = [s.agent._policy_input(s) for s in learning]
+        trained = train_policies(lead.training, inputs, batch)
+        seconds = time.perf_counter() - t
+        _each(learning, lambda s, outcome: s.agent._trained(s, outcome, seconds), trained)
+    ended: list[StepOutcome] = []
+    for s in steps:
+        if s.error is None:
+            try:
+                ended.append(s.agent._end(s))
+                continue
+            except Exception as error:
+                s.error = error
+        ended.append(s.error)
+    return ended
+
+
+def _each(
+    steps: list[StepUnderWay], apply: Callable[[StepUnderWay, Any], None], outcomes: list[Any]
+) -> None:
+    """``apply(step, outcome)`` for each step and its outcome; an error is kept as the step's."""
+    for s, outcome in zip(steps, outcomes, strict=True):
+        try:
+            apply(s, outcome)
+        except Exception as error:
+            s.error = error
 
 
 def _names(value: Any) -> str:

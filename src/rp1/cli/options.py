@@ -330,13 +330,27 @@ MANY_RUNS = (
             BACKENDS[0],
             "--backend",
             metavar=listed(BACKENDS),
-            help="local (a process per run) or ray.",
+            help="local (a process per run or program) or ray.",
         ),
     ),
     Option(
         "workers",
         int | None,
-        typer.Option(None, "--workers", metavar="N", help="Runs at a time."),
+        typer.Option(
+            None, "--workers", metavar="N", help="Processes at a time (one run or program each)."
+        ),
+    ),
+    Option(
+        "seeds_per_process",
+        int,
+        typer.Option(
+            1,
+            "--seeds-per-process",
+            metavar="N",
+            help="Seeds of a preset advanced together in one program, their fits and policy "
+            "trainings one compiled call (a GPU's choice; model-based methods). Their last bits "
+            "differ from runs alone; a run resumes only with the same choice of 1 or more.",
+        ),
     ),
     Option(
         "address",

@@ -5,13 +5,14 @@ with a checkpoint, start the rest), all decided before any run starts."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from rp1.config import Config, env_config, resolve
+from rp1.config import MODEL_FREE, Config, env_config, resolve
 from rp1.config.methods import DEFAULT_METHOD
 from rp1.core.errors import ConfigError, DamagedFile
 from rp1.experiments.runs_table import read_metrics
@@ -57,6 +58,7 @@ class RunJob:
     action: str
     options: RunOptions = RunOptions()  # videos, TensorBoard (rp1.outputs.writer)
     problem: str = ""
+    seeds_per_process: int = 1  # the program it runs in (rp1.train.run_seeds)
 
     @property
     def log(self) -> Path:
@@ -91,7 +93,8 @@ class SweepRequest:
     ``out/<preset>/seed<k>/``, and every (task, method, seed) of ``envs`` × ``methods`` × ``seeds``
     in ``out/<task>-<method>/seed<k>/``; every run with ``budget``, ``scale`` (``None``: its own;
     :func:`rp1.config.with_scale`) and the ``--set`` items ``overrides``; in the ``order`` of
-    :data:`ORDERS`."""
+    :data:`ORDERS`; ``seeds_per_process`` seeds of a preset (or task and method) in one program
+    (:func:`programs`)."""
 
     presets: Sequence[str]
     seeds: Sequence[int]
@@ -102,8 +105,11 @@ class SweepRequest:
     overrides: Mapping[str, str] = field(default_factory=dict)
     scale: str | None = None
     order: str = "cells"
+    seeds_per_process: int = 1
 
 
+MAX_SEEDS_PER_PROCESS = 256
+"""Seeds one program of a sweep may hold, at most (``--seeds-per-process``)."""
 ORDERS = ("cells", "seeds")
 """The orders a sweep may start its runs in (``--order``): every seed of a preset (or task and
 method) before the next, or seed k of every one before seed k + 1, so that a sweep stopped early
@@ -115,6 +121,11 @@ def plan_sweep(request: SweepRequest) -> list[RunJob]:
     presets, then tasks × methods)."""
     if request.order not in ORDERS:
         raise ConfigError(f"--order must be one of {', '.join(ORDERS)}, got {request.order!r}")
+    if not 1 <= request.seeds_per_process <= MAX_SEEDS_PER_PROCESS:
+        raise ConfigError(
+            f"--seeds-per-process must be in [1, {MAX_SEEDS_PER_PROCESS}], "
+            f"got {request.seeds_per_process}"
+        )
     sources = config_sources(request.presets, request.envs, request.methods)
     if not sources or not request.seeds:
         raise ConfigError(
@@ -129,13 +140,39 @@ def plan_sweep(request: SweepRequest) -> list[RunJob]:
                 overrides=dict(request.overrides),
                 scale=request.scale,
             )
+            if request.seeds_per_process > 1 and cfg.method == MODEL_FREE:
+                raise ConfigError(
+                    f"--seeds-per-process: {cfg.preset} is model-free PPO, which runs one seed a "
+                    "process; several seeds in one program need a model-based method"
+                )
             job, note = planned(cfg, Path(request.out) / cfg.preset / f"seed{cfg.seed}")
+            job = dataclasses.replace(job, seeds_per_process=request.seeds_per_process)
             if note:
                 print(f"{job.run_dir}: {note.removeprefix('rp1: note: ')}")
             jobs[cfg.preset, cfg.seed] = job
     if request.order == "seeds":
         return sorted(jobs.values(), key=lambda job: job.cfg.seed)  # stable: cells in order
     return list(jobs.values())
+
+
+def programs(jobs: Sequence[RunJob]) -> list[tuple[RunJob, ...]]:
+    """``jobs`` as the programs that run them: the runs of one config but the seed, in their order,
+    ``seeds_per_process`` at a time (the last program of a config may hold fewer); programs in the
+    order of their first run."""
+    by_config: dict[str, list[list[RunJob]]] = {}
+    order: list[list[RunJob]] = []
+    for job in jobs:
+        groups = by_config.setdefault(_config_but_seed(job.cfg), [])
+        if not groups or len(groups[-1]) >= job.seeds_per_process:
+            groups.append([])
+            order.append(groups[-1])
+        groups[-1].append(job)
+    return [tuple(group) for group in order]
+
+
+def _config_but_seed(cfg: Config) -> str:
+    """A key equal for the configs that differ only in the seed."""
+    return json.dumps({**cfg.to_dict(), "seed": None}, sort_keys=True)
 
 
 def planned(cfg: Config, run_dir: Path) -> tuple[RunJob, str]:

@@ -3,6 +3,7 @@
 (:mod:`~rp1.imagination.policy_training`) (algorithm.md §4). Built on ``rp1.dynamics`` and ``rp1.policy``."""
 
 from rp1.imagination.policy_training import (
+    PolicyInput,
     PolicyStepSettings,
     PolicyTraining,
     StepMetrics,
@@ -14,6 +15,7 @@ from rp1.imagination.policy_training import (
     restore_best,
     stop_rule_init,
     stop_rule_update,
+    train_policies,
     train_policy,
     train_updates,
 )
@@ -40,6 +42,7 @@ __all__ = [
     "Imagination",
     "ImagineStats",
     "Outcomes",
+    "PolicyInput",
     "PolicyStepSettings",
     "PolicyTraining",
     "RolloutState",
@@ -62,6 +65,7 @@ __all__ = [
     "state_variance_bonus",
     "stop_rule_init",
     "stop_rule_update",
+    "train_policies",
     "train_policy",
     "train_updates",
 ]

@@ -15,6 +15,7 @@ measurements). :func:`environment` collects these:
   extensions of the CPU it runs on, NumPy's OpenBLAS picks its kernels by them (for the PCA
   residual's linear algebra: its AVX-512 kernels and its Zen kernels give a quick run two curves);
   ``openblas_coretype``: ``OPENBLAS_CORETYPE``, which overrides OpenBLAS's pick;
+- ``seeds_per_process``: the seeds its program advanced together (:data:`SEEDS_PER_PROCESS`);
 - ``xla_threads``: the size of XLA's CPU thread pool, which XLA takes from ``PJRT_NPROC`` or
   ``NPROC`` where set and otherwise from the CPUs this process may run on
   (``os.sched_getaffinity``: ``taskset`` and cgroups' cpusets narrow it); ``xla_flags``:
@@ -56,6 +57,10 @@ CPU_EXTENSIONS = {
 ``Features`` (Advanced SIMD, SVE, SME, half precision, BF16, the matrix multiplies)."""
 NOT_COMPARED = ("from_iteration", "host", "recorded")
 """Fields of a record entry that say when and where, not what the numbers depend on."""
+SEEDS_PER_PROCESS = "seeds_per_process"
+"""The field of a record entry that says the size of the run's program (:func:`rp1.train.run_seeds`):
+1, a run alone (an entry without it: 1); ``N`` more, a run computed in batches of ``N``, whose last
+bits differ from a run alone's and from a run's in batches of another size."""
 
 
 def environment() -> dict[str, Any]:
@@ -113,9 +118,10 @@ def cpu_features(cpuinfo: str | os.PathLike = "/proc/cpuinfo") -> str:
     return "unknown"
 
 
-def record(run_dir: str | os.PathLike, iteration: int) -> str | None:
-    """Record in ``run_dir`` that it runs here from ``iteration`` on; a one-line warning if that
-    continues a run recorded elsewhere, or one that has no record of where it ran.
+def record(run_dir: str | os.PathLike, iteration: int, seeds_per_process: int = 1) -> str | None:
+    """Record in ``run_dir`` that it runs here, in a program of ``seeds_per_process`` seeds, from
+    ``iteration`` on; a one-line warning if that continues a run recorded elsewhere, or one that
+    has no record of where it ran (:func:`batched_mismatch` refuses another program size first).
 
     ``iteration`` 0 starts the record afresh. Otherwise entries from ``iteration`` on are dropped
     (a resume that died before its next checkpoint wrote no row under them), and this environment
@@ -124,7 +130,7 @@ def record(run_dir: str | os.PathLike, iteration: int) -> str | None:
     file = Path(run_dir) / ENVIRONMENT
     entries, damage = _read(RunDir(run_dir)) if iteration > 0 else ([], "")
     entries = [e for e in entries if e.get("from_iteration", 0) < iteration]
-    here = environment()
+    here = {**environment(), SEEDS_PER_PROCESS: seeds_per_process}
     last = entries[-1] if entries else None
     if last is not None and _compared(last) == here:
         return None
@@ -151,9 +157,14 @@ def record(run_dir: str | os.PathLike, iteration: int) -> str | None:
             f"rp1: warning: {run_dir} has no record of where iterations 0-{iteration - 1} ran (an earlier rp1 wrote "
             f"them); from iteration {iteration} on it runs on {summary(here)}"
         )
+    compared = _compared(last)
     changed = "; ".join(
-        _change(key, last, value) for key, value in here.items() if last.get(key) != value
+        _change(key, last, value)
+        for key, value in here.items()
+        if compared.get(key) != value and key != SEEDS_PER_PROCESS
     )
+    if not changed:  # only the program's size (a run rp1.train.run_seeds was told to continue)
+        return None
     return (
         f"rp1: warning: {run_dir} continues from iteration {iteration} in another environment than it ran in "
         f"({changed}): its metrics may differ from an uninterrupted run's from there on; recorded in {file}"
@@ -180,7 +191,34 @@ def _change(key: str, last: dict[str, Any], now: Any) -> str:
 
 
 def _compared(entry: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in entry.items() if key not in NOT_COMPARED}
+    """The fields of ``entry`` that its numbers depend on (an entry written before
+    :data:`SEEDS_PER_PROCESS` existed: a run alone)."""
+    compared = {key: value for key, value in entry.items() if key not in NOT_COMPARED}
+    return {SEEDS_PER_PROCESS: 1, **compared}
+
+
+def batched_mismatch(run_dir: str | os.PathLike, seeds_per_process: int) -> str:
+    """Why the run in ``run_dir`` may not continue in a program of ``seeds_per_process`` seeds
+    (``""`` if it may): its record's last entry says it ran in a program of another size (a
+    program of ``N`` seeds computes in batches of ``N``; one seed, alone). Another batch size
+    computes with other kernels (the last bits of every number differ), so such a continuation
+    would not be the run it continues. A run without a record, or with a damaged one, may
+    continue."""
+    entries, _ = _read(RunDir(run_dir))
+    if not entries:
+        return ""
+    was = _compared(entries[-1])[SEEDS_PER_PROCESS]
+    if not isinstance(was, int) or was < 1 or was == seeds_per_process:
+        return ""
+    how = (
+        "ran alone: resume it alone (rp1 train, or rp1 sweep with --seeds-per-process 1)"
+        if was == 1
+        else f"ran with {was} seeds in one program: resume it with --seeds-per-process {was}"
+    )
+    return (
+        f"{run_dir} {how}, since another batch size computes every number with other kernels and "
+        f"would not continue it exactly ({Path(run_dir) / ENVIRONMENT})"
+    )
 
 
 def _read(run: RunDir) -> tuple[list[dict[str, Any]], str]:
