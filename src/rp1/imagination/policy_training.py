@@ -329,20 +329,16 @@ def _trained(
     model: WorldModel,
     start: jax.Array,
     lam: jax.Array | float,
+    first_check: jax.Array | int,
+    action_std: jax.Array | float,
 ) -> Trained:
-    """One seed's training from ``state`` as ``training`` says (:func:`train_updates`; vmapped over
-    a program's seeds, ``seeds_axis`` names their axis), its best policy restored when
-    ``training.restore_best`` (:func:`restore_best`) and that policy's return in each member."""
+    """One seed's training from ``state`` as ``training`` says (:func:`train_updates`, with
+    ``first_check`` and ``action_std`` traced; vmapped over a program's seeds, ``seeds_axis``
+    names their axis), its best policy restored when ``training.restore_best``
+    (:func:`restore_best`) and that policy's return in each member."""
     settings = replace(training.step_settings, seeds_axis=seeds_axis)
     state, last, record = train_updates(
-        settings,
-        training.max_updates,
-        state,
-        model,
-        start,
-        lam,
-        training.first_check,
-        training.action_std,
+        settings, training.max_updates, state, model, start, lam, first_check, action_std
     )
     best = restore_best(state.rule, state.policy) if training.restore_best else state.policy
     returns = member_returns(settings.imagination, model, best, start)
@@ -356,13 +352,17 @@ def _trained_seeds(
     model: WorldModel,
     start: jax.Array,
     lam: jax.Array,
+    first_check: jax.Array | int,
+    action_std: jax.Array | float,
 ) -> Trained:
     """:func:`_trained` of every seed of a batch, vmapped: ``state``, ``model``, ``start`` and
     ``lam`` stacked along a leading seed axis (:func:`rp1.core.batching.stacked`), the result too.
     A seed whose stop rule has fired keeps its state while the others train on. Compiled once per
     ``training`` (static) and shapes."""
     one = partial(_trained, training, SEEDS_AXIS)
-    return jax.vmap(one, axis_name=SEEDS_AXIS)(state, model, start, lam)
+    return jax.vmap(one, in_axes=(0, 0, 0, 0, None, None), axis_name=SEEDS_AXIS)(
+        state, model, start, lam, first_check, action_std
+    )
 
 
 def train_policy(
@@ -421,9 +421,11 @@ def train_policies(
         )
         for x in inputs
     ]
+    # traced, so that changing them reuses the compiled code (module docstring)
+    traced = (training.first_check, training.action_std)
     if batch == 1:
         (x,), (state,), (start,) = inputs, states, starts
-        seeds = [_trained(training, None, state, x.model, start, x.lam)]
+        seeds = [_trained(training, None, state, x.model, start, x.lam, *traced)]
     else:
         batched = _trained_seeds(
             training,
@@ -431,6 +433,7 @@ def train_policies(
             stacked([x.model for x in inputs], batch),
             stacked(starts, batch),
             stacked([jnp.float32(x.lam) for x in inputs], batch),
+            *traced,
         )
         seeds = entries(batched, len(inputs))
     # the phase's one read from the device
