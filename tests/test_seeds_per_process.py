@@ -176,7 +176,7 @@ def test_a_run_resumes_only_in_a_program_of_its_batch_size(tmp_path, monkeypatch
     (alone / FINISHED).unlink()
     (outcome,) = run_seeds([cfg], [alone], resume=True, progress=False, seeds_per_process=3)
     assert isinstance(outcome, ConfigError) and "ran alone" in str(outcome)
-    assert rp1.train.batched_mismatch(alone, 1) == ""
+    assert rp1.train.program_mismatch(alone, 1) == ""
 
 
 def test_a_program_holds_one_config_but_the_seed_and_model_based_methods_only(tmp_path):

@@ -8,6 +8,7 @@ curve is left to the layers above (``rp1 train``, ``rp1 sweep``).
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import sys
@@ -30,7 +31,7 @@ from rp1.core.storage import check_writable_dir
 from rp1.outputs.writer import RunOptions, RunOutputs
 from rp1.rundir.files import RunDir
 from rp1.rundir.lock import RunLock, owning
-from rp1.rundir.provenance import batched_mismatch
+from rp1.rundir.provenance import program_mismatch
 from rp1.rundir.provenance import record as record_environment
 from rp1.rundir.saves import BackgroundSaves
 
@@ -184,9 +185,9 @@ def batch_check(cfgs: Sequence[Config], outs: Sequence[str | Path], seeds_per_pr
         raise ConfigError(f"seeds per process must be at least 1, got {seeds_per_process}")
     if len(cfgs) > seeds_per_process:
         raise ConfigError(f"{len(cfgs)} seeds do not fit a program of {seeds_per_process}")
-    first = cfgs[0].to_dict()
+    first = config_but_seed(cfgs[0])
     for cfg in cfgs[1:]:
-        if {**cfg.to_dict(), "seed": first["seed"]} != first:
+        if config_but_seed(cfg) != first:
             raise ConfigError(
                 f"seeds in one program share their config but the seed: {cfg.preset} seed {cfg.seed} "
                 f"differs from {cfgs[0].preset} seed {cfgs[0].seed}"
@@ -202,12 +203,17 @@ def batch_check(cfgs: Sequence[Config], outs: Sequence[str | Path], seeds_per_pr
         )
 
 
+def config_but_seed(cfg: Config) -> str:
+    """A key equal for the configs that differ only in the seed (the seeds one program may hold)."""
+    return json.dumps({**cfg.to_dict(), "seed": None}, sort_keys=True)
+
+
 def _prepared(
     index: int, cfg: Config, run: RunDir, resume: bool, overwrite: bool, batch: int
 ) -> Driven:
     """The run of ``cfg`` in ``run``, readied to be driven: its config continued (an older run's),
     its agent built and its checkpoint restored (``resume``), refused before anything is written
-    if it was made batched and is resumed alone, or the other way round."""
+    if it was made in a program of another size than ``batch``."""
     cfg, note = (cfg, "") if overwrite else continued_config(cfg, run)
     agent = make_agent(cfg)
     try:
@@ -473,9 +479,8 @@ def restore_state(agent: Agent[S], saved: dict, run: RunDir, batch: int = 1) -> 
     """``agent.restore(saved)``; :class:`~rp1.core.errors.DamagedFile` naming the checkpoint if it
     does not fit the agent (a missing entry, an array of another shape or dtype, inf or NaN in an
     array, metadata of the wrong type), and ``ConfigError`` if the run was made in a program of
-    ``batch > 1`` seeds and continues in one of a single seed, or the other way round
-    (:func:`rp1.rundir.provenance.batched_mismatch`)."""
-    mismatch = batched_mismatch(run.path, batch)
+    another size than ``batch`` (:func:`rp1.rundir.provenance.program_mismatch`)."""
+    mismatch = program_mismatch(run.path, batch)
     if mismatch:
         raise ConfigError(mismatch)
     try:

@@ -5,7 +5,6 @@ with a checkpoint, start the rest), all decided before any run starts."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from rp1.experiments.runs_table import read_metrics
 from rp1.experiments.stats import best_trained
 from rp1.outputs.writer import RunOptions
 from rp1.rundir.files import RunDir
-from rp1.train import continued_config
+from rp1.train import config_but_seed, continued_config
 
 RUN_LOG = "log.txt"
 FAIL = "fail"
@@ -162,17 +161,12 @@ def programs(jobs: Sequence[RunJob]) -> list[tuple[RunJob, ...]]:
     by_config: dict[str, list[list[RunJob]]] = {}
     order: list[list[RunJob]] = []
     for job in jobs:
-        groups = by_config.setdefault(_config_but_seed(job.cfg), [])
+        groups = by_config.setdefault(config_but_seed(job.cfg), [])
         if not groups or len(groups[-1]) >= job.seeds_per_process:
             groups.append([])
             order.append(groups[-1])
         groups[-1].append(job)
     return [tuple(group) for group in order]
-
-
-def _config_but_seed(cfg: Config) -> str:
-    """A key equal for the configs that differ only in the seed."""
-    return json.dumps({**cfg.to_dict(), "seed": None}, sort_keys=True)
 
 
 def planned(cfg: Config, run_dir: Path) -> tuple[RunJob, str]:

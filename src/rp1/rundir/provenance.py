@@ -121,7 +121,7 @@ def cpu_features(cpuinfo: str | os.PathLike = "/proc/cpuinfo") -> str:
 def record(run_dir: str | os.PathLike, iteration: int, seeds_per_process: int = 1) -> str | None:
     """Record in ``run_dir`` that it runs here, in a program of ``seeds_per_process`` seeds, from
     ``iteration`` on; a one-line warning if that continues a run recorded elsewhere, or one that
-    has no record of where it ran (:func:`batched_mismatch` refuses another program size first).
+    has no record of where it ran (:func:`program_mismatch` refuses another program size first).
 
     ``iteration`` 0 starts the record afresh. Otherwise entries from ``iteration`` on are dropped
     (a resume that died before its next checkpoint wrote no row under them), and this environment
@@ -163,7 +163,7 @@ def record(run_dir: str | os.PathLike, iteration: int, seeds_per_process: int = 
         for key, value in here.items()
         if compared.get(key) != value and key != SEEDS_PER_PROCESS
     )
-    if not changed:  # only the program's size (a run rp1.train.run_seeds was told to continue)
+    if not changed:  # only the program's size, which program_mismatch checks
         return None
     return (
         f"rp1: warning: {run_dir} continues from iteration {iteration} in another environment than it ran in "
@@ -197,7 +197,7 @@ def _compared(entry: dict[str, Any]) -> dict[str, Any]:
     return {SEEDS_PER_PROCESS: 1, **compared}
 
 
-def batched_mismatch(run_dir: str | os.PathLike, seeds_per_process: int) -> str:
+def program_mismatch(run_dir: str | os.PathLike, seeds_per_process: int) -> str:
     """Why the run in ``run_dir`` may not continue in a program of ``seeds_per_process`` seeds
     (``""`` if it may): its record's last entry says it ran in a program of another size (a
     program of ``N`` seeds computes in batches of ``N``; one seed, alone). Another batch size
