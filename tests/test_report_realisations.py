@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from report_runs import two_method_runs, write_environment, write_grid
+from rp1.core.errors import ConfigError
 from rp1.experiments import provenance, realisations
 from rp1.experiments.claims import claim_table
 from rp1.experiments.measures import run_tables
@@ -136,6 +137,9 @@ def test_each_cell_states_its_provenance_and_a_mixed_cell_is_marked(tmp_path):
     assert cells.loc["rp1", "made"] == "2026-11-24 – 2026-11-25"
     assert cells.loc["greedy", "mixed"] == "commit, cpu, coretype, scoring"
     assert cells.loc["greedy", "scoring"] == "metrics.csv ×2, grid ×1"
+    # entries written before seeds_per_process existed are runs alone; no record says nothing
+    assert cells.loc["rp1", "program"] == "alone ×2"
+    assert cells.loc["greedy", "program"] == "alone ×2, not recorded ×1"
     assert cells.loc["greedy", "cpu"] == "AVX-512 (a) ×1, AVX-512 (b) ×1, not recorded ×1"
     mixed = provenance.mixed_cells(claims, cells.reset_index())
     assert set(mixed) == {"greedy: commit, cpu, coretype, scoring"}
@@ -144,6 +148,34 @@ def test_each_cell_states_its_provenance_and_a_mixed_cell_is_marked(tmp_path):
         f"- **AVX-512 (b)**: `{ZEN5}` (beyond the others of its kind: avx512_vp2intersect)"
         in legend
     )
+
+
+def test_a_cell_of_runs_alone_and_in_a_program_is_refused_before_anything_is_written(tmp_path):
+    """A seed in a batch of N computes other last bits than alone, or than in a batch of another
+    size: a cell whose runs ran in programs of different sizes is not one experiment, and the
+    report refuses it in one line naming the cell and which seeds ran how; a cell all of one
+    program is reported, and says which program it holds."""
+    from rp1.experiments.report import write_report
+
+    two_method_runs(tmp_path, "hopper", {"rp1": [300.0, 280.0, 290.0], "greedy": [0.0, 20.0]}, 0.0)
+    for seed in (0, 1, 2):
+        write_environment(tmp_path / "hopper-rp1" / f"seed{seed}", {"seeds_per_process": 2})
+    write_environment(tmp_path / "hopper-greedy" / "seed0", {"seeds_per_process": 1})
+    loaded, runs, _, _ = judged(tmp_path)
+    rows = provenance.run_provenance(tmp_path, loaded.metrics, runs.grid, kept=True)
+    provenance.check_programs(rows)  # Greedy: alone and not recorded, which is not held against it
+    cells = provenance.cell_provenance(rows, ("hopper",)).set_index("method")
+    assert cells.loc["rp1", "program"] == "2 seeds ×3" and cells.loc["rp1", "mixed"] == ""
+
+    write_environment(tmp_path / "hopper-rp1" / "seed1", {"seeds_per_process": 1})
+    with pytest.raises(ConfigError) as refused:
+        write_report(tmp_path, tmp_path / "out")
+    assert str(refused.value) == (
+        "hopper, paper, RP1 holds runs of programs of different sizes (2 seeds: seeds 0, 2; "
+        "alone: seeds 1): a seed in a batch computes other last bits than alone or in a batch of "
+        "another size, so they are not one experiment; report them from separate folders"
+    )
+    assert not (tmp_path / "out").exists()
 
 
 def test_cpus_are_named_by_their_widest_extension():

@@ -3,17 +3,20 @@
 A run's numbers depend on more than its config: on the code that made it, on the CPU it ran on
 (its vector extensions choose XLA's and OpenBLAS's arithmetic) and on ``OPENBLAS_CORETYPE``, all
 recorded in its ``environment.json`` (:mod:`rp1.rundir.provenance`); on how its ensemble was
-trained (config ``model.dealing``); and the report scores its fair measures from its evaluation
+trained (config ``model.dealing``); on the size of the program it ran in (a seed in a batch of
+``seeds_per_process`` seeds computes other last bits than alone, and than in a batch of another
+size: :func:`rp1.train.run_seeds`); and the report scores its fair measures from its evaluation
 grid or, for a run without one, from ``metrics.csv`` (:mod:`rp1.experiments.fair`). Runs that
 differ in any of these are different experiments, however alike their configs.
 
 Per run (:func:`run_provenance`): its ``commit`` (several joined by ``+`` where a resume ran
 other code), ``cpu`` (its recorded extensions, labelled by :func:`cpu_labels`), ``coretype``,
-``dealing``, ``scoring`` (``grid`` or ``metrics.csv``), ``made`` (the day its record starts) and
+``dealing``, ``program`` (:func:`program`), ``scoring`` (``grid`` or ``metrics.csv``), ``made`` (the day its record starts) and
 ``work_s`` (its ``wall_s`` summed: seconds of work, under whatever load it shared the machine
 with); :data:`NOT_RECORDED` where a run has no record of it. Per cell, a (task, scale, method) of
 the runs a report keeps (:func:`cell_provenance`): each field's values with how many runs have
-each, and ``mixed``: the fields in which its runs differ.
+each, and ``mixed``: the fields in which its runs differ. A cell whose runs ran in programs of
+different sizes is not reported at all (:func:`check_programs`).
 """
 
 from __future__ import annotations
@@ -29,17 +32,18 @@ import numpy as np
 import pandas as pd
 
 from rp1.config.methods import method_label, method_names
-from rp1.core.errors import LinkOutside, StorageError
+from rp1.core.errors import ConfigError, LinkOutside, StorageError
 from rp1.core.storage import read_inside, write_atomically
 from rp1.experiments.markdown import markdown_table
 from rp1.experiments.runs_table import scale_order
 from rp1.rundir.files import ENVIRONMENT
+from rp1.rundir.provenance import SEEDS_PER_PROCESS
 
 NOT_RECORDED = "not recorded"
 """A field a run's files do not record (a run made before ``environment.json``, or before the
 field existed)."""
 
-FIELDS: tuple[str, ...] = ("commit", "cpu", "coretype", "dealing", "scoring")
+FIELDS: tuple[str, ...] = ("commit", "cpu", "coretype", "dealing", "program", "scoring")
 """What a cell's runs must share to be one experiment; a cell whose runs differ in one is mixed."""
 
 RUN_COLUMNS: tuple[str, ...] = (
@@ -83,11 +87,26 @@ def short_commit(commit: str) -> str:
     return commit
 
 
-def recorded(entries: list[dict], field: str, show: Callable[[Any], str] = str) -> str:
+def recorded(
+    entries: list[dict],
+    field: str,
+    show: Callable[[Any], str] = str,
+    missing: str = NOT_RECORDED,
+) -> str:
     """The distinct values of ``field`` over a run's entries, in order, shown by ``show`` and
-    joined by ``+``; :data:`NOT_RECORDED` for an entry without it, or without entries."""
-    values = [show(entry[field]) if field in entry else NOT_RECORDED for entry in entries]
+    joined by ``+``; ``missing`` for an entry without it; :data:`NOT_RECORDED` without entries."""
+    values = [show(entry[field]) if field in entry else missing for entry in entries]
     return "+".join(dict.fromkeys(values)) or NOT_RECORDED
+
+
+ALONE = "alone"
+"""The program of a run alone (one seed a process), as shown."""
+
+
+def program(seeds_per_process: Any) -> str:
+    """The program a run ran in, as shown: :data:`ALONE` for one seed, ``N seeds`` for a batch
+    of N (an entry of ``environment.json`` written before the field existed is a run alone)."""
+    return ALONE if seeds_per_process == 1 else f"{seeds_per_process} seeds"
 
 
 def coretype(value: str) -> str:
@@ -126,6 +145,7 @@ def run_provenance(
                 recorded(entries, "cpu_features"),
                 recorded(entries, "openblas_coretype", coretype),
                 row["dealing"] or NOT_RECORDED,
+                recorded(entries, SEEDS_PER_PROCESS, program, missing=ALONE),
                 "grid" if source == "evaluations.csv" else "metrics.csv",
                 min((str(e["recorded"])[:10] for e in entries if "recorded" in e), default=""),
                 float(work[run]),
@@ -227,7 +247,9 @@ def cell_provenance(runs: pd.DataFrame, tasks: tuple[str, ...]) -> pd.DataFrame:
     throughout), in :func:`cell_order`: each field as :func:`counted` (CPUs as :func:`labelled`),
     ``made`` the first and last day, the work per run in seconds (median, min, max), and
     ``mixed``: the :data:`FIELDS` in which the cell's runs differ (a run resumed on other code,
-    CPU or settings differs from itself), comma-separated; empty for none."""
+    CPU or settings differs from itself), comma-separated, empty for none; never ``program``,
+    whose two sizes in a cell :func:`check_programs` refuses and whose ``not recorded`` (a run
+    made before programs existed, or its record lost) is not held against the others."""
     runs = labelled(runs)
     runs = runs[runs["kept"].astype(bool)]
     if runs.empty:
@@ -240,7 +262,8 @@ def cell_provenance(runs: pd.DataFrame, tasks: tuple[str, ...]) -> pd.DataFrame:
         mixed = [
             field
             for field in FIELDS
-            if len({value for joined in cell[field] for value in joined.split("+")}) > 1
+            if field != "program"  # two sizes are refused (check_programs), and unknown is not one
+            and len({value for joined in cell[field] for value in joined.split("+")}) > 1
         ]
         days = sorted(day for day in cell["made"] if day)
         work = cell["work_s"].dropna().to_numpy(dtype=float)
@@ -252,6 +275,29 @@ def cell_provenance(runs: pd.DataFrame, tasks: tuple[str, ...]) -> pd.DataFrame:
             + (", ".join(mixed),)
         )
     return pd.DataFrame(rows, columns=list(CELL_COLUMNS))
+
+
+def check_programs(runs: pd.DataFrame) -> None:
+    """Raise ConfigError, one line, where a cell's kept runs of ``runs`` (:func:`run_provenance`'s
+    rows) ran in programs of different sizes: alone and in a batch, or in batches of two sizes. Their
+    seeds are then not one computation repeated, and a report never pools them; runs whose program
+    is not recorded are not held against the others."""
+    runs = runs[runs["kept"].astype(bool)]
+    for (task, scale, method), cell in runs.groupby(["task", "scale", "method"], sort=True):
+        seeds: dict[str, list[int]] = {}
+        for row in cell.itertuples():
+            for value in str(row.program).split("+"):
+                if value != NOT_RECORDED:
+                    seeds.setdefault(value, []).append(int(row.seed))
+        if len(seeds) > 1:
+            held = "; ".join(
+                f"{value}: seeds {', '.join(map(str, sorted(s)))}" for value, s in seeds.items()
+            )
+            raise ConfigError(
+                f"{task}, {scale}, {method_label(method)} holds runs of programs of different sizes "
+                f"({held}): a seed in a batch computes other last bits than alone or in a batch of "
+                "another size, so they are not one experiment; report them from separate folders"
+            )
 
 
 def minutes(seconds: float) -> str:
@@ -277,7 +323,8 @@ def provenance_text(cells: pd.DataFrame, runs: pd.DataFrame) -> str:
         "# Where each cell's runs come from\n\n"
         "Per cell of the runs this report keeps: the code (`commit`), CPU (`cpu`, by its vector "
         "extensions, below) and `OPENBLAS_CORETYPE` (`coretype`) its runs recorded in their "
-        "`environment.json`, how their ensembles were trained (config `model.dealing`), whether "
+        "`environment.json`, how their ensembles were trained (config `model.dealing`), the program "
+        "they ran in (`alone`, or `N seeds` advanced together by `--seeds-per-process N`), whether "
         "the fair measures read their evaluation grid (`grid`) or `metrics.csv`, and how many "
         "runs have each value; `not recorded`: a run whose files do not say (made before the "
         "record or the field existed). made: the days their records start. work per run: "

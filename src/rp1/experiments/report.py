@@ -372,16 +372,26 @@ def write_report(root: Path, out: Path) -> list[Path]:
     ``diag_<task>.png``, ``phases.csv`` / ``.md`` and ``index.md`` (tables, figures and summaries
     only where there are runs for them; a table that can compare nothing is left out with a note
     in index.md, :func:`left_out`). Returns the paths written, ``index.md`` last. Raises
-    ConfigError when ``root`` holds no run directory (a malformed one is left out with a note);
-    every file is written atomically, and a file the machine fails to write is a StorageError
-    naming it.
+    ConfigError when ``root`` holds no run directory (a malformed one is left out with a note) or a
+    cell whose runs ran in programs of different sizes (:func:`provenance.check_programs`), before
+    anything is written; every file is written atomically, and a file the machine fails to write
+    is a StorageError naming it.
     """
     root = Path(root)
     loaded = load_runs(root)
     metrics, out = loaded.metrics, Path(out)
+    runs = run_tables(metrics, loaded.evaluations)
+    others = policy_grid(loaded.others, loaded.other_evaluations)
+    runs_from = pd.concat(
+        [
+            provenance.run_provenance(root, metrics, runs.grid, kept=True),
+            provenance.run_provenance(root, loaded.others, others, kept=False),
+        ],
+        ignore_index=True,
+    )
+    provenance.check_programs(runs_from)
     out.mkdir(parents=True, exist_ok=True)
     tasks = report_tasks(metrics)
-    runs = run_tables(metrics, loaded.evaluations)
     frames = {spec.name: table_frames(runs, spec, tasks) for spec in TABLES}
     tables_left_out = left_out(frames)
     shown: dict[str, TableFrames] = {
@@ -393,14 +403,6 @@ def write_report(root: Path, out: Path) -> list[Path]:
     moves = realisations.compare(
         claims,
         [(v, realisations.variant_claims(shown, loaded, runs, v, tasks)) for v in found],
-    )
-    others = policy_grid(loaded.others, loaded.other_evaluations)
-    runs_from = pd.concat(
-        [
-            provenance.run_provenance(root, metrics, runs.grid, kept=True),
-            provenance.run_provenance(root, loaded.others, others, kept=False),
-        ],
-        ignore_index=True,
     )
     cells = provenance.cell_provenance(runs_from, tasks)
     if not claims.empty:

@@ -456,7 +456,9 @@ def realisations_placeholder(reports: Reports, words: list[str], options: dict[s
     return f"{count}\n\n{table}"
 
 
-PROVENANCE_SHOWN: tuple[str, ...] = ("commit", "cpu", "coretype", "dealing", "scoring", "made")
+PROVENANCE_SHOWN: tuple[str, ...] = (
+    *("commit", "cpu", "coretype", "dealing", "program", "scoring", "made"),
+)
 """The fields of provenance.csv a ``provenance`` placeholder shows, then the work per run and
 ``mixed``."""
 
