@@ -13,6 +13,44 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 from helpers import train_args  # after the backend is chosen
 
+LONGEST = (
+    "tests/test_metrics_columns.py::test_every_method_keeps_every_column_it_had_bit_for_bit",
+    "tests/test_memory.py::test_a_long_run_keeps_its_memory_and_executables_flat",
+    "tests/test_sweep.py::test_ray_sweep_on_a_local_instance",
+    "tests/test_sweep.py::test_local_sweep_runs_resumes_then_skips",
+)
+"""The tests that take longest (a minute or more on 2 idle cores): xdist starts them first."""
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under xdist (``-n 2``, ``--dist worksteal``), the longest tests first, then the slow ones,
+    then the rest: a worker that runs out steals from the end of the other's queue, so the run ends
+    on short tests, not with one worker idle beside a long one. A test that shares a module-scoped
+    fixture with a slow test of its module goes with the slow ones, so the fixture is made once per
+    worker. Only the order changes; without xdist it is the files'."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+
+    def module_fixtures(item) -> set[str]:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            return set()
+        return {
+            f"{item.nodeid.split('::')[0]}:{name}"
+            for name, defs in info.name2fixturedefs.items()
+            if defs and defs[-1].scope == "module"
+        }
+
+    with_slow = set().union(*(module_fixtures(i) for i in items if i.get_closest_marker("slow")))
+
+    def tier(item) -> int:
+        if item.nodeid.split("[")[0] in LONGEST:
+            return LONGEST.index(item.nodeid.split("[")[0])
+        slow = item.get_closest_marker("slow") or module_fixtures(item) & with_slow
+        return len(LONGEST) + (0 if slow else 1)
+
+    items.sort(key=tier)  # stable: within a tier, the files' order
+
 
 @pytest.fixture(scope="session")
 def finished_run(tmp_path_factory) -> Path:
