@@ -11,9 +11,9 @@ differ in any of these are different experiments, however alike their configs.
 
 Per run (:func:`run_provenance`): its ``commit`` (several joined by ``+`` where a resume ran
 other code), ``cpu`` (its recorded extensions, labelled by :func:`cpu_labels`), ``coretype``,
-``dealing``, ``program`` (:func:`program`), ``scoring`` (``grid`` or ``metrics.csv``), ``made`` (the day its record starts) and
-``work_s`` (its ``wall_s`` summed: seconds of work, under whatever load it shared the machine
-with); :data:`NOT_RECORDED` where a run has no record of it. Per cell, a (task, scale, method) of
+``dealing``, ``program`` (:func:`program`), ``scoring`` (``grid`` or ``metrics.csv``), ``made``
+(the day its record starts) and ``work_s`` (its ``wall_s`` summed: seconds of work, under
+whatever load it shared the machine with); :data:`NOT_RECORDED` where a run has no record of it. Per cell, a (task, scale, method) of
 the runs a report keeps (:func:`cell_provenance`): each field's values with how many runs have
 each, and ``mixed``: the fields in which its runs differ. A cell whose runs ran in programs of
 different sizes is not reported at all (:func:`check_programs`).
@@ -279,9 +279,9 @@ def cell_provenance(runs: pd.DataFrame, tasks: tuple[str, ...]) -> pd.DataFrame:
 
 def check_programs(runs: pd.DataFrame) -> None:
     """Raise ConfigError, one line, where a cell's kept runs of ``runs`` (:func:`run_provenance`'s
-    rows) ran in programs of different sizes: alone and in a batch, or in batches of two sizes. Their
-    seeds are then not one computation repeated, and a report never pools them; runs whose program
-    is not recorded are not held against the others."""
+    rows) ran in programs of different sizes: alone and in a batch, or in batches of two sizes.
+    Their seeds are then not one computation repeated, and a report never pools them; runs whose
+    program is not recorded are not held against the others."""
     runs = runs[runs["kept"].astype(bool)]
     for (task, scale, method), cell in runs.groupby(["task", "scale", "method"], sort=True):
         seeds: dict[str, list[int]] = {}
@@ -294,8 +294,8 @@ def check_programs(runs: pd.DataFrame) -> None:
                 f"{value}: seeds {', '.join(map(str, sorted(s)))}" for value, s in seeds.items()
             )
             raise ConfigError(
-                f"{task}, {scale}, {method_label(method)} holds runs of programs of different sizes "
-                f"({held}): a seed in a batch computes other last bits than alone or in a batch of "
+                f"{task}, {scale}, {method_label(method)} holds runs of programs of different "
+                f"sizes ({held}): a seed in a batch computes other last bits than alone or in a batch of "
                 "another size, so they are not one experiment; report them from separate folders"
             )
 
@@ -323,8 +323,8 @@ def provenance_text(cells: pd.DataFrame, runs: pd.DataFrame) -> str:
         "# Where each cell's runs come from\n\n"
         "Per cell of the runs this report keeps: the code (`commit`), CPU (`cpu`, by its vector "
         "extensions, below) and `OPENBLAS_CORETYPE` (`coretype`) its runs recorded in their "
-        "`environment.json`, how their ensembles were trained (config `model.dealing`), the program "
-        "they ran in (`alone`, or `N seeds` advanced together by `--seeds-per-process N`), whether "
+        "`environment.json`, how their ensembles were trained (config `model.dealing`), the "
+        "program they ran in (`alone`, or `N seeds` advanced together by `--seeds-per-process N`), whether "
         "the fair measures read their evaluation grid (`grid`) or `metrics.csv`, and how many "
         "runs have each value; `not recorded`: a run whose files do not say (made before the "
         "record or the field existed). made: the days their records start. work per run: "
