@@ -13,10 +13,11 @@ Per run (:func:`run_provenance`): its ``commit`` (several joined by ``+`` where 
 other code), ``cpu`` (its recorded extensions, labelled by :func:`cpu_labels`), ``coretype``,
 ``dealing``, ``program`` (:func:`program`), ``scoring`` (``grid`` or ``metrics.csv``), ``made``
 (the day its record starts) and ``work_s`` (its ``wall_s`` summed: seconds of work, under
-whatever load it shared the machine with); :data:`NOT_RECORDED` where a run has no record of it. Per cell, a (task, scale, method) of
-the runs a report keeps (:func:`cell_provenance`): each field's values with how many runs have
-each, and ``mixed``: the fields in which its runs differ. A cell whose runs ran in programs of
-different sizes is not reported at all (:func:`check_programs`).
+whatever load it shared the machine with); :data:`NOT_RECORDED` where a run has no record of it.
+Per cell, a (task, scale, method) of the runs a report keeps (:func:`cell_provenance`): each
+field's values with how many runs have each, and ``mixed``: the fields in which its runs differ.
+A cell whose runs ran in programs of different sizes is not reported at all
+(:func:`check_programs`).
 """
 
 from __future__ import annotations
@@ -295,8 +296,9 @@ def check_programs(runs: pd.DataFrame) -> None:
             )
             raise ConfigError(
                 f"{task}, {scale}, {method_label(method)} holds runs of programs of different "
-                f"sizes ({held}): a seed in a batch computes other last bits than alone or in a batch of "
-                "another size, so they are not one experiment; report them from separate folders"
+                f"sizes ({held}): a seed in a batch computes other last bits than alone or in a "
+                "batch of another size, so they are not one experiment; report them from separate "
+                "folders"
             )
 
 
@@ -324,8 +326,8 @@ def provenance_text(cells: pd.DataFrame, runs: pd.DataFrame) -> str:
         "Per cell of the runs this report keeps: the code (`commit`), CPU (`cpu`, by its vector "
         "extensions, below) and `OPENBLAS_CORETYPE` (`coretype`) its runs recorded in their "
         "`environment.json`, how their ensembles were trained (config `model.dealing`), the "
-        "program they ran in (`alone`, or `N seeds` advanced together by `--seeds-per-process N`), whether "
-        "the fair measures read their evaluation grid (`grid`) or `metrics.csv`, and how many "
+        "program they ran in (`alone`, or `N seeds` advanced together by "
+        "`--seeds-per-process N`), whether the fair measures read their evaluation grid (`grid`) or `metrics.csv`, and how many "
         "runs have each value; `not recorded`: a run whose files do not say (made before the "
         "record or the field existed). made: the days their records start. work per run: "
         "median [min, max] of each run's `wall_s` summed, in minutes of work under whatever load "
