@@ -166,6 +166,12 @@ def test_a_cell_of_runs_alone_and_in_a_program_is_refused_before_anything_is_wri
     provenance.check_programs(rows)  # Greedy: alone and not recorded, which is not held against it
     cells = provenance.cell_provenance(rows, ("hopper",)).set_index("method")
     assert cells.loc["rp1", "program"] == "2 seeds ×3" and cells.loc["rp1", "mixed"] == ""
+    # a program's runs each count its wall time: the legend says so where a cell holds one
+    shared = "counts the program's wall time, which the N seeds share"
+    assert shared in provenance.provenance_text(cells.reset_index(), rows)
+    alone = rows[rows["run"].str.startswith("hopper-greedy")]
+    alone_cells = provenance.cell_provenance(alone, ("hopper",))
+    assert shared not in provenance.provenance_text(alone_cells, alone)
 
     write_environment(tmp_path / "hopper-rp1" / "seed1", {"seeds_per_process": 1})
     with pytest.raises(ConfigError) as refused:

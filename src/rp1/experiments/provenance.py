@@ -321,6 +321,17 @@ def provenance_text(cells: pd.DataFrame, runs: pd.DataFrame) -> str:
     ]
     header = ["task", "scale", "method", "runs", *FIELDS, "made", "work per run, min", "mixed"]
     legend = cpu_legend(value for cpus in runs["cpu"] for value in cpus.split("+"))
+    kept = runs[runs["kept"].astype(bool)]
+    batched = {v for joined in kept["program"] for v in str(joined).split("+")} - {
+        ALONE,
+        NOT_RECORDED,
+    }
+    shared = (
+        " A run in a program of N seeds counts the program's wall time, which the N seeds "
+        "share (the program lasts as long as its longest run)."
+        if batched
+        else ""
+    )
     return (
         "# Where each cell's runs come from\n\n"
         "Per cell of the runs this report keeps: the code (`commit`), CPU (`cpu`, by its vector "
@@ -332,8 +343,8 @@ def provenance_text(cells: pd.DataFrame, runs: pd.DataFrame) -> str:
         "runs have each value; `not recorded`: a run whose files do not say (made before the "
         "record or the field existed). made: the days their records start. work per run: "
         "median [min, max] of each run's `wall_s` summed, in minutes of work under whatever load "
-        "the run shared its machine with. mixed: the fields in which the cell's runs differ — "
-        "its seeds are not one experiment repeated, and a difference between cells may be one "
+        f"the run shared its machine with.{shared} mixed: the fields in which the cell's runs "
+        "differ — its seeds are not one experiment repeated, and a difference between cells may be one "
         "of these. Other realisations of the same seeds: realisations.md. See index.md for the "
         f"definitions.\n\nCPUs:\n\n{legend}\n\n{markdown_table(header, rows)}\n"
     )
