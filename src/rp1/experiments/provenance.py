@@ -204,6 +204,11 @@ def cpu_legend(feature_lists: Iterable[str]) -> str:
     return "\n".join(lines) or "None recorded."
 
 
+def joined_values(column: Iterable[str]) -> set[str]:
+    """Every value in ``column``, whose entries join a run's values with ``+``."""
+    return {value for joined in column for value in str(joined).split("+")}
+
+
 def counted(values: Iterable[str]) -> str:
     """Distinct values with how many runs have each, most first: ``33a11ac ×10, e329a69 ×20``."""
     counts = Counter(values)
@@ -264,7 +269,7 @@ def cell_provenance(runs: pd.DataFrame, tasks: tuple[str, ...]) -> pd.DataFrame:
             field
             for field in FIELDS
             if field != "program"  # two sizes are refused (check_programs), and unknown is not one
-            and len({value for joined in cell[field] for value in joined.split("+")}) > 1
+            and len(joined_values(cell[field])) > 1
         ]
         days = sorted(day for day in cell["made"] if day)
         work = cell["work_s"].dropna().to_numpy(dtype=float)
@@ -320,12 +325,8 @@ def provenance_text(cells: pd.DataFrame, runs: pd.DataFrame) -> str:
         for row in cells.itertuples()
     ]
     header = ["task", "scale", "method", "runs", *FIELDS, "made", "work per run, min", "mixed"]
-    legend = cpu_legend(value for cpus in runs["cpu"] for value in cpus.split("+"))
-    kept = runs[runs["kept"].astype(bool)]
-    batched = {v for joined in kept["program"] for v in str(joined).split("+")} - {
-        ALONE,
-        NOT_RECORDED,
-    }
+    legend = cpu_legend(joined_values(runs["cpu"]))
+    batched = joined_values(runs["program"][runs["kept"].astype(bool)]) - {ALONE, NOT_RECORDED}
     shared = (
         " A run in a program of N seeds counts the program's wall time, which the N seeds "
         "share (the program lasts as long as its longest run)."
@@ -344,8 +345,8 @@ def provenance_text(cells: pd.DataFrame, runs: pd.DataFrame) -> str:
         "record or the field existed). made: the days their records start. work per run: "
         "median [min, max] of each run's `wall_s` summed, in minutes of work under whatever load "
         f"the run shared its machine with.{shared} mixed: the fields in which the cell's runs "
-        "differ — its seeds are not one experiment repeated, and a difference between cells may be one "
-        "of these. Other realisations of the same seeds: realisations.md. See index.md for the "
+        "differ — its seeds are not one experiment repeated, and a difference between cells may "
+        "be one of these. Other realisations of the same seeds: realisations.md. See index.md for the "
         f"definitions.\n\nCPUs:\n\n{legend}\n\n{markdown_table(header, rows)}\n"
     )
 
