@@ -154,7 +154,8 @@ def test_a_cell_of_runs_alone_and_in_a_program_is_refused_before_anything_is_wri
     """A seed in a batch of N computes other last bits than alone, or than in a batch of another
     size: a cell whose runs ran in programs of different sizes is not one experiment, and the
     report refuses it in one line naming the cell and which seeds ran how; a cell all of one
-    program is reported, and says which program it holds."""
+    program is reported, and says which program it holds, counting a program's runs once in the
+    cell's work in all."""
     from rp1.experiments.report import write_report
 
     two_method_runs(tmp_path, "hopper", {"rp1": [300.0, 280.0, 290.0], "greedy": [0.0, 20.0]}, 0.0)
@@ -166,6 +167,13 @@ def test_a_cell_of_runs_alone_and_in_a_program_is_refused_before_anything_is_wri
     provenance.check_programs(rows)  # Greedy: alone and not recorded, which is not held against it
     cells = provenance.cell_provenance(rows, ("hopper",)).set_index("method")
     assert cells.loc["rp1", "program"] == "2 seeds ×3" and cells.loc["rp1", "mixed"] == ""
+    # work in all: a program's run counts 1/N of its wall time, a run alone all of it
+    work = rows.set_index("run")["work_s"]
+    rp1_work = sum(work[f"hopper-rp1/seed{seed}"] for seed in (0, 1, 2))
+    greedy_work = work["hopper-greedy/seed0"] + work["hopper-greedy/seed1"]
+    assert rp1_work > 0 and greedy_work > 0
+    assert cells.loc["rp1", "work_total_s"] == pytest.approx(rp1_work / 2)
+    assert cells.loc["greedy", "work_total_s"] == pytest.approx(greedy_work)
     # a program's runs each count its wall time: the legend says so where a cell holds one
     shared = "counts the program's wall time, which the N seeds share"
     assert shared in provenance.provenance_text(cells.reset_index(), rows)

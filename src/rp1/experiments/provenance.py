@@ -15,7 +15,8 @@ other code), ``cpu`` (its recorded extensions, labelled by :func:`cpu_labels`), 
 (the day its record starts) and ``work_s`` (its ``wall_s`` summed: seconds of work, under
 whatever load it shared the machine with); :data:`NOT_RECORDED` where a run has no record of it.
 Per cell, a (task, scale, method) of the runs a report keeps (:func:`cell_provenance`): each
-field's values with how many runs have each, and ``mixed``: the fields in which its runs differ.
+field's values with how many runs have each, the work per run and in all (:func:`cell_work`),
+and ``mixed``: the fields in which its runs differ.
 A cell whose runs ran in programs of different sizes is not reported at all
 (:func:`check_programs`).
 """
@@ -57,7 +58,7 @@ RUN_COLUMNS: tuple[str, ...] = (
 CELL_COLUMNS: tuple[str, ...] = (
     *("task", "scale", "method", "runs", "device"),
     *FIELDS,
-    *("made", "work_median_s", "work_min_s", "work_max_s", "mixed"),
+    *("made", "work_median_s", "work_min_s", "work_max_s", "work_total_s", "mixed"),
 )
 """The columns of ``provenance.csv``, one row per cell (:func:`cell_provenance`)."""
 
@@ -108,6 +109,24 @@ def program(seeds_per_process: Any) -> str:
     """The program a run ran in, as shown: :data:`ALONE` for one seed, ``N seeds`` for a batch
     of N (an entry of ``environment.json`` written before the field existed is a run alone)."""
     return ALONE if seeds_per_process == 1 else f"{seeds_per_process} seeds"
+
+
+def program_size(shown: str) -> int:
+    """How many seeds the program :func:`program` shows as ``shown`` advanced together: N for
+    ``N seeds``, 1 for a run alone or one whose program is not recorded."""
+    count, _, unit = shown.partition(" ")
+    return int(count) if unit == "seeds" and count.isdigit() else 1
+
+
+def cell_work(cell: pd.DataFrame) -> float:
+    """The seconds of work a cell's runs (:func:`run_provenance`'s rows) cost in all: their
+    ``work_s`` summed, a run in a program of N seeds counting 1/N of it (the N seeds share the
+    program's wall time); NaN where none recorded it."""
+    recorded = cell.dropna(subset=["work_s"])
+    if recorded.empty:
+        return math.nan
+    sizes = [program_size(shown) for shown in recorded["program"]]
+    return float(sum(work / size for work, size in zip(recorded["work_s"], sizes, strict=True)))
 
 
 def coretype(value: str) -> str:
@@ -251,7 +270,8 @@ def cell_provenance(runs: pd.DataFrame, tasks: tuple[str, ...]) -> pd.DataFrame:
     """:data:`CELL_COLUMNS` per (task, scale, method) of the kept runs of ``runs``
     (:func:`run_provenance`'s rows, other realisations included, so that a CPU has one name
     throughout), in :func:`cell_order`: each field as :func:`counted` (CPUs as :func:`labelled`),
-    ``made`` the first and last day, the work per run in seconds (median, min, max), and
+    ``made`` the first and last day, the work per run in seconds (median, min, max) and in all
+    (:func:`cell_work`), and
     ``mixed``: the :data:`FIELDS` in which the cell's runs differ (a run resumed on other code,
     CPU or settings differs from itself), comma-separated, empty for none; never ``program``,
     whose two sizes in a cell :func:`check_programs` refuses and whose ``not recorded`` (a run
@@ -278,7 +298,7 @@ def cell_provenance(runs: pd.DataFrame, tasks: tuple[str, ...]) -> pd.DataFrame:
             + tuple(counted(cell[field]) for field in FIELDS)
             + (" – ".join(dict.fromkeys([days[0], days[-1]])) if days else "",)
             + work_spread(work)
-            + (", ".join(mixed),)
+            + (cell_work(cell), ", ".join(mixed))
         )
     return pd.DataFrame(rows, columns=list(CELL_COLUMNS))
 
@@ -312,6 +332,11 @@ def minutes(seconds: float) -> str:
     return "—" if math.isnan(seconds) else f"{seconds / 60:.1f}"
 
 
+def hours(seconds: float) -> str:
+    """Seconds of work as hours with one decimal; ``—`` for none."""
+    return "—" if math.isnan(seconds) else f"{seconds / 3600:.1f}"
+
+
 def provenance_text(cells: pd.DataFrame, runs: pd.DataFrame) -> str:
     """provenance.md: what each field means, the CPUs' extensions, and a row per cell."""
     rows = [
@@ -320,16 +345,21 @@ def provenance_text(cells: pd.DataFrame, runs: pd.DataFrame) -> str:
         + [
             row.made,
             f"{minutes(row.work_median_s)} [{minutes(row.work_min_s)}, {minutes(row.work_max_s)}]",
+            hours(row.work_total_s),
             f"**{row.mixed}**" if row.mixed else "—",
         ]
         for row in cells.itertuples()
     ]
-    header = ["task", "scale", "method", "runs", *FIELDS, "made", "work per run, min", "mixed"]
+    header = [
+        *("task", "scale", "method", "runs", *FIELDS, "made"),
+        *("work per run, min", "work in all, h", "mixed"),
+    ]
     legend = cpu_legend(joined_values(runs["cpu"]))
     batched = joined_values(runs["program"][runs["kept"].astype(bool)]) - {ALONE, NOT_RECORDED}
     shared = (
         " A run in a program of N seeds counts the program's wall time, which the N seeds "
-        "share (the program lasts as long as its longest run)."
+        "share (the program lasts as long as its longest run), so in work in all it counts 1/N "
+        "of it."
         if batched
         else ""
     )
@@ -344,7 +374,8 @@ def provenance_text(cells: pd.DataFrame, runs: pd.DataFrame) -> str:
         "runs have each value; `not recorded`: a run whose files do not say (made before the "
         "record or the field existed). made: the days their records start. work per run: "
         "median [min, max] of each run's `wall_s` summed, in minutes of work under whatever load "
-        f"the run shared its machine with.{shared} mixed: the fields in which the cell's runs "
+        "the run shared its machine with; work in all: the cell's runs' work summed, in hours, "
+        f"what the cell cost the machines it ran on.{shared} mixed: the fields in which the cell's runs "
         "differ — its seeds are not one experiment repeated, and a difference between cells may "
         "be one of these. Other realisations of the same seeds: realisations.md. See index.md for the "
         f"definitions.\n\nCPUs:\n\n{legend}\n\n{markdown_table(header, rows)}\n"

@@ -59,6 +59,7 @@ from rp1.core.storage import write_atomically
 from rp1.experiments.claims import value_text, verdict_cell
 from rp1.experiments.markdown import BLANK, markdown_table, p_text
 from rp1.experiments.measures import MEASURES, QUANTITY_MEASURES
+from rp1.experiments.provenance import hours
 from rp1.experiments.significance import EQUIVALENT, FAILS, HOLDS, qualified, verdict_kind
 
 REPORTS: dict[str, str] = {
@@ -459,8 +460,8 @@ def realisations_placeholder(reports: Reports, words: list[str], options: dict[s
 PROVENANCE_SHOWN: tuple[str, ...] = (
     *("commit", "cpu", "coretype", "dealing", "program", "scoring", "made"),
 )
-"""The fields of provenance.csv a ``provenance`` placeholder shows, then the work per run and
-``mixed``."""
+"""The fields of provenance.csv a ``provenance`` placeholder shows, then the work per run and in
+all, and ``mixed``."""
 
 
 def work_text(row: pd.Series) -> tuple[str, str]:
@@ -481,11 +482,14 @@ def provenance_placeholder(reports: Reports, words: list[str], options: dict[str
     if words[1:] == ["mixed"]:
         cells = cells[cells["mixed"] != ""]
     return markdown_table(
-        ["task", "scale", "method", "runs", *PROVENANCE_SHOWN, "work per run, min", "mixed"],
+        [
+            *("task", "scale", "method", "runs", *PROVENANCE_SHOWN),
+            *("work per run, min", "work in all, h", "mixed"),
+        ],
         [
             [row["task"], row["scale"], method_label(row["method"]), str(row["runs"])]
             + [str(row[field]) for field in PROVENANCE_SHOWN]
-            + [" ".join(work_text(row)).strip()]
+            + [" ".join(work_text(row)).strip(), hours(row["work_total_s"])]
             + [row["mixed"] or "—"]
             for _, row in cells.iterrows()
         ],
