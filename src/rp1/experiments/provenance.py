@@ -62,6 +62,10 @@ CELL_COLUMNS: tuple[str, ...] = (
 )
 """The columns of ``provenance.csv``, one row per cell (:func:`cell_provenance`)."""
 
+WORK_HEADER: tuple[str, ...] = ("work per run, min", "work in all, h", "mixed")
+"""The headers of a provenance table's last columns, after the fields and ``made``: here and in
+the results pages (:mod:`rp1.experiments.results_page`)."""
+
 SHORT_COMMIT = 7
 """Hex digits of a commit shown."""
 
@@ -350,10 +354,7 @@ def provenance_text(cells: pd.DataFrame, runs: pd.DataFrame) -> str:
         ]
         for row in cells.itertuples()
     ]
-    header = [
-        *("task", "scale", "method", "runs", *FIELDS, "made"),
-        *("work per run, min", "work in all, h", "mixed"),
-    ]
+    header = ["task", "scale", "method", "runs", *FIELDS, "made", *WORK_HEADER]
     legend = cpu_legend(joined_values(runs["cpu"]))
     batched = joined_values(runs["program"][runs["kept"].astype(bool)]) - {ALONE, NOT_RECORDED}
     shared = (

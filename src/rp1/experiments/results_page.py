@@ -59,7 +59,7 @@ from rp1.core.storage import write_atomically
 from rp1.experiments.claims import value_text, verdict_cell
 from rp1.experiments.markdown import BLANK, markdown_table, p_text
 from rp1.experiments.measures import MEASURES, QUANTITY_MEASURES
-from rp1.experiments.provenance import hours
+from rp1.experiments.provenance import WORK_HEADER, hours
 from rp1.experiments.significance import EQUIVALENT, FAILS, HOLDS, qualified, verdict_kind
 
 REPORTS: dict[str, str] = {
@@ -482,10 +482,7 @@ def provenance_placeholder(reports: Reports, words: list[str], options: dict[str
     if words[1:] == ["mixed"]:
         cells = cells[cells["mixed"] != ""]
     return markdown_table(
-        [
-            *("task", "scale", "method", "runs", *PROVENANCE_SHOWN),
-            *("work per run, min", "work in all, h", "mixed"),
-        ],
+        ["task", "scale", "method", "runs", *PROVENANCE_SHOWN, *WORK_HEADER],
         [
             [row["task"], row["scale"], method_label(row["method"]), str(row["runs"])]
             + [str(row[field]) for field in PROVENANCE_SHOWN]
