@@ -113,7 +113,8 @@ def run_seeds(
 ) -> list[Path | Exception]:
     """Train several seeds of one config in one program, each in its own run directory, as
     `rp1 sweep --seeds-per-process N` does: every outer iteration advances every seed, each
-    seed's fit and policy training one compiled call for all of them (many seeds on one GPU).
+    seed's fit and policy training one compiled call for all of them (less memory than a process a
+    seed; slower than one, since every iteration waits for its slowest seed).
 
     Each run directory is written as [`run_training`][rp1.train.run_training] writes it, and
     records `seeds_per_process` in its `environment.json`. The seeds are computed in batches of

@@ -348,7 +348,8 @@ MANY_RUNS = (
             "--seeds-per-process",
             metavar="N",
             help="Seeds of a preset advanced together in one program, their fits and policy "
-            "trainings one compiled call (a GPU's choice; model-based methods). Their last bits "
+            "trainings one compiled call (model-based methods): less memory, but slower than as "
+            "many processes on a CPU and a GPU alike. Their last bits "
             "differ from runs alone; a run resumes only with the same choice of 1 or more.",
         ),
     ),
