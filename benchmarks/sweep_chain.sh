@@ -3,19 +3,33 @@
 #
 #   benchmarks/sweep_chain.sh RUNS OUT [rp1 sweep options...]
 #
-# RUNS: a text file, one "preset seed" per line (# starts a comment). OUT: the sweep's output
-# directory. The options are passed to every `rp1 sweep` (e.g. --scale small --budget 100000
-# --set model.dealing=round-robin). Start it K times on one RUNS and OUT to keep K cores busy:
-# each chain walks the whole list, skipping a run another chain owns ("running elsewhere", by
-# the run's lock) or has finished, so a core that frees starts the next run in the list at once,
-# which `rp1 sweep --workers K` over a product of presets and seeds cannot do for a list that is
-# not such a product. Interrupted, it resumes as `rp1 sweep` does. The order changes nothing in
-# a run. Set RP1 to the rp1 command to use (default: rp1 on PATH).
+# RUNS: a text file, one "preset seed [minutes]" per line (# starts a comment); minutes, where
+# given, is the run's projected work. OUT: the sweep's output directory. The options are passed
+# to every `rp1 sweep` (e.g. --scale small --budget 100000 --set model.dealing=round-robin).
+# Start it K times on one RUNS and OUT to keep K cores busy: each chain walks the whole list,
+# skipping a run another chain owns ("running elsewhere", by the run's lock) or has finished, so
+# a core that frees starts the next run in the list at once, which `rp1 sweep --workers K` over a
+# product of presets and seeds cannot do for a list that is not such a product. Interrupted, it
+# resumes as `rp1 sweep` does. The order changes nothing in a run. Set RP1 to the rp1 command to
+# use (default: rp1 on PATH). Set UNTIL to a time `date -d` reads (e.g. "2026-11-28 07:20 UTC") when the machine
+# will go away then: a run whose minutes would end after it is not started, since an unfinished
+# run is lost with the machine, and the chain goes on to the next run that fits.
 set -euo pipefail
 runs=$1 out=$2
 shift 2
 rp1=${RP1:-rp1}
-grep -v '^\s*\(#\|$\)' "$runs" | while read -r preset seed; do
+until_s=
+if [ -n "${UNTIL:-}" ]; then
+    until_s=$(date -d "$UNTIL" +%s) || { echo "sweep_chain.sh: UNTIL=$UNTIL is not a time date -d reads" >&2; exit 2; }
+fi
+grep -v '^\s*\(#\|$\)' "$runs" | while read -r preset seed minutes _; do
+    case $minutes in
+        '' | *[!0-9]*) [ -z "$minutes" ] || { echo "sweep_chain.sh: $runs: minutes '$minutes' of $preset seed $seed is not a whole number" >&2; exit 2; } ;;
+    esac
+    if [ -n "$until_s" ] && [ -n "$minutes" ] && [ $(( $(date +%s) + 60 * minutes )) -gt "$until_s" ]; then
+        echo "$(date -u '+%F %T') $preset seed $seed: not started, its $minutes min would end after $UNTIL"
+        continue
+    fi
     echo "$(date -u '+%F %T') $preset seed $seed"
     rc=0
     "$rp1" sweep --presets "$preset" --seeds "$seed" --workers 1 --out "$out" "$@" </dev/null || rc=$?

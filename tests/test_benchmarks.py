@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import math
+import subprocess
 import sys
 from pathlib import Path
 
@@ -163,3 +164,28 @@ def _leaves(tree) -> list:
     import jax.numpy as jnp
 
     return [x for x in jax.tree_util.tree_leaves(tree) if jnp.issubdtype(x.dtype, jnp.number)]
+
+
+def test_sweep_chain_starts_only_the_runs_that_end_before_until_and_refuses_bad_minutes(tmp_path):
+    """benchmarks/sweep_chain.sh with UNTIL half an hour away: a 5-minute run and a run without
+    minutes start, a 500-minute one does not; minutes that are not a whole number stop it (exit 2)."""
+    fake = tmp_path / "rp1"
+    fake.write_text('#!/usr/bin/env bash\necho "called $*"\n')
+    fake.chmod(0o755)
+    runs = tmp_path / "runs.txt"
+    runs.write_text("# a comment\nshort 1 5\nlong 2 500\n\nunknown 3\n")
+    chain = str(Path(__file__).resolve().parents[1] / "benchmarks" / "sweep_chain.sh")
+    env = {"PATH": "/usr/bin:/bin", "RP1": str(fake), "UNTIL": "+30 minutes"}
+    out = subprocess.run(
+        ["bash", chain, str(runs), "out", "--x"], env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    called = [line for line in out.stdout.splitlines() if line.startswith("called")]
+    assert called == [
+        "called sweep --presets short --seeds 1 --workers 1 --out out --x",
+        "called sweep --presets unknown --seeds 3 --workers 1 --out out --x",
+    ]
+    assert "long seed 2: not started" in out.stdout
+    runs.write_text("short 1 5\nodd 2 1.5\n")
+    bad = subprocess.run(["bash", chain, str(runs), "out"], env=env, capture_output=True, text=True)
+    assert bad.returncode == 2 and "minutes '1.5' of odd seed 2 is not a whole number" in bad.stderr
