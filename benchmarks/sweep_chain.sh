@@ -11,9 +11,9 @@
 # a core that frees starts the next run in the list at once, which `rp1 sweep --workers K` over a
 # product of presets and seeds cannot do for a list that is not such a product. Interrupted, it
 # resumes as `rp1 sweep` does. The order changes nothing in a run. Set RP1 to the rp1 command to
-# use (default: rp1 on PATH). Set UNTIL to a time `date -d` reads (e.g. "2026-11-28 07:20 UTC") when the machine
-# will go away then: a run whose minutes would end after it is not started, since an unfinished
-# run is lost with the machine, and the chain goes on to the next run that fits.
+# use (default: rp1 on PATH). Set UNTIL to a time `date -d` reads ("2026-11-28 07:20 UTC") when
+# the machine will go away then: a run whose minutes would end after it is not started, since an
+# unfinished run is lost with the machine, and the chain goes on to the next run that fits.
 set -euo pipefail
 runs=$1 out=$2
 shift 2
