@@ -18,16 +18,17 @@ set -euo pipefail
 runs=$1 out=$2
 shift 2
 rp1=${RP1:-rp1}
+die() { echo "sweep_chain.sh: $*" >&2; exit 2; }
 until_s=
 if [ -n "${UNTIL:-}" ]; then
-    until_s=$(date -d "$UNTIL" +%s) || { echo "sweep_chain.sh: UNTIL=$UNTIL is not a time date -d reads" >&2; exit 2; }
+    until_s=$(date -d "$UNTIL" +%s) || die "UNTIL=$UNTIL is not a time date -d reads"
 fi
 grep -v '^\s*\(#\|$\)' "$runs" | while read -r preset seed minutes _; do
     case $minutes in
-        '' | *[!0-9]*) [ -z "$minutes" ] || { echo "sweep_chain.sh: $runs: minutes '$minutes' of $preset seed $seed is not a whole number" >&2; exit 2; } ;;
+        *[!0-9]*) die "$runs: minutes '$minutes' of $preset seed $seed is not a whole number" ;;
     esac
-    if [ -n "$until_s" ] && [ -n "$minutes" ] && [ $(( $(date +%s) + 60 * minutes )) -gt "$until_s" ]; then
-        echo "$(date -u '+%F %T') $preset seed $seed: not started, its $minutes min would end after $UNTIL"
+    if [ -n "$until_s" ] && [ -n "$minutes" ] && (( $(date +%s) + 60 * minutes > until_s )); then
+        echo "$(date -u '+%F %T') $preset seed $seed: not started, its $minutes min end after $UNTIL"
         continue
     fi
     echo "$(date -u '+%F %T') $preset seed $seed"
