@@ -13,7 +13,9 @@
 # resumes as `rp1 sweep` does. The order changes nothing in a run. Set RP1 to the rp1 command to
 # use (default: rp1 on PATH). Set UNTIL to a time `date -d` reads ("2026-11-28 07:20 UTC") when
 # the machine will go away then: a run whose minutes would end after it is not started, since an
-# unfinished run is lost with the machine, and the chain goes on to the next run that fits.
+# unfinished run is lost with the machine, and the chain goes on to the next run that fits. Set
+# DONE to folders of finished runs kept elsewhere (space-separated, e.g. the committed copies on a
+# new machine whose OUT is empty): a run whose DIR/preset/seedN folder exists in one is skipped.
 set -euo pipefail
 runs=$1 out=$2
 shift 2
@@ -27,6 +29,9 @@ grep -v '^\s*\(#\|$\)' "$runs" | while read -r preset seed minutes _; do
     case $minutes in
         *[!0-9]*) die "$runs: minutes '$minutes' of $preset seed $seed is not a whole number" ;;
     esac
+    for done_dir in ${DONE:-}; do
+        [ -d "$done_dir/$preset/seed$seed" ] && continue 2
+    done
     if [ -n "$until_s" ] && [ -n "$minutes" ] && (( $(date +%s) + 60 * minutes > until_s )); then
         echo "$(date -u '+%F %T') $preset seed $seed: not started, its $minutes min end after $UNTIL"
         continue

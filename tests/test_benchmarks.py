@@ -168,7 +168,8 @@ def _leaves(tree) -> list:
 
 def test_sweep_chain_starts_only_the_runs_that_end_before_until_and_refuses_bad_minutes(tmp_path):
     """benchmarks/sweep_chain.sh with UNTIL half an hour away: a 5-minute run and a run without
-    minutes start, a 500-minute one does not; minutes that are not a whole number stop it (exit 2)."""
+    minutes start, a 500-minute one does not; without UNTIL, a run kept in a DONE folder is
+    skipped; minutes that are not a whole number stop it (exit 2)."""
     fake = tmp_path / "rp1"
     fake.write_text('#!/usr/bin/env bash\necho "called $*"\n')
     fake.chmod(0o755)
@@ -186,6 +187,17 @@ def test_sweep_chain_starts_only_the_runs_that_end_before_until_and_refuses_bad_
         "called sweep --presets unknown --seeds 3 --workers 1 --out out --x",
     ]
     assert "long seed 2: not started" in out.stdout
+    (tmp_path / "kept" / "short" / "seed1").mkdir(parents=True)
+    kept = subprocess.run(
+        ["bash", chain, str(runs), "out"],
+        env={**env, "UNTIL": "", "DONE": f"{tmp_path / 'none'} {tmp_path / 'kept'}"},
+        capture_output=True,
+        text=True,
+    )
+    assert [line for line in kept.stdout.splitlines() if line.startswith("called")] == [
+        "called sweep --presets long --seeds 2 --workers 1 --out out",
+        "called sweep --presets unknown --seeds 3 --workers 1 --out out",
+    ]
     runs.write_text("short 1 5\nodd 2 1.5\n")
     bad = subprocess.run(["bash", chain, str(runs), "out"], env=env, capture_output=True, text=True)
     assert bad.returncode == 2 and "minutes '1.5' of odd seed 2 is not a whole number" in bad.stderr
