@@ -249,3 +249,25 @@ def test_a_returns_table_has_the_return_at_n_and_the_papers_best_beside_the_pape
         render("{{returns laptop-scale 1000}}", reports)
     with pytest.raises(PlaceholderError, match="returns needs REPORT SAMPLES"):
         render("{{returns laptop-scale}}", reports)
+
+
+def test_a_claim_placeholder_says_and_checks_whether_one_seed_moves_a_verdict(tmp_path):
+    reports = fake_repository(tmp_path, ("return_at", "holds"), ("auc", "holds"))
+    claims = tmp_path / "docs" / "laptop-scale" / "claims.csv"
+    table = pd.read_csv(claims)
+    table["fragile_without"] = ["3 8" if metric == "auc" else "" for metric in table["metric"]]
+    table.to_csv(claims, index=False)
+    reports = Reports(tmp_path)
+    firm = "claim laptop-scale rp1-vs-greedy hopper 10000 return_at"
+    fragile = "claim laptop-scale rp1-vs-greedy hopper 10000 auc"
+    assert render(f"{{{{{firm} firmness firm=yes}}}}", reports) == "no single seed moves it"
+    assert render(f"{{{{{fragile} firmness firm=no}}}}", reports) == "it moves without seeds 3, 8"
+    assert render(f"{{{{{fragile}}}}}", reports).endswith("; moves without seeds 3, 8")
+    with pytest.raises(
+        PlaceholderError, match="it moves without seeds 3, 8, the page expects firm=yes"
+    ):
+        render(f"{{{{{fragile} check firm=yes}}}}", reports)
+    with pytest.raises(PlaceholderError, match="no single seed moves it, the page expects firm=no"):
+        render(f"{{{{{firm} check firm=no}}}}", reports)
+    with pytest.raises(PlaceholderError, match="firm= takes yes or no"):
+        render(f"{{{{{firm} check firm=maybe}}}}", reports)

@@ -111,12 +111,15 @@ CLAIM_COLUMNS: tuple[str, ...] = (
     *("diff_high", "tost_low", "tost_high", "margin", "t", "p", "p_holm", "p_holm_all"),
     *("prob_improvement", "pi_low", "pi_high", "detectable", "learned"),
     *("gain_a", "gain_p_a", "fall_p_a", "gain_b", "gain_p_b", "fall_p_b"),
-    *("robust_to_realisation", "mixed_cells"),
+    *("fragility", "fragile_without", "robust_to_realisation", "mixed_cells"),
+    *("blocks", "block_p"),
 )
 """The columns of ``claims.csv``: one row per claim, measure (``metric``) and (task, scale,
 samples). ``id``: the comparison's :attr:`~rp1.experiments.tables.Comparison.id`;
-``robust_to_realisation`` and ``mixed_cells``: empty here, filled by the report
-(:mod:`rp1.experiments.realisations`, :mod:`rp1.experiments.provenance`)."""
+``fragility`` and ``fragile_without``, ``robust_to_realisation``, ``mixed_cells``, ``blocks`` and
+``block_p``: empty here, filled by the report (:mod:`rp1.experiments.fragility`,
+:mod:`rp1.experiments.realisations`, :mod:`rp1.experiments.provenance`,
+:mod:`rp1.experiments.blocks`)."""
 
 ALL_CLAIMS: list[str] = ["metric", "scale", "samples"]
 """The family of ``p_holm_all``: every claim of one measure, scale and sample count."""
@@ -159,7 +162,8 @@ def claim_table(frames: Mapping[str, TableFrames | None]) -> pd.DataFrame:
         return pd.DataFrame(columns=list(CLAIM_COLUMNS))
     claims = pd.concat(parts, ignore_index=True)
     claims["p_holm_all"] = holm_within(claims, ALL_CLAIMS, claims["learned"])
-    claims = claims.assign(robust_to_realisation="", mixed_cells="")
+    empty = ("fragility", "fragile_without", "robust_to_realisation", "mixed_cells", "blocks")
+    claims = claims.assign(**dict.fromkeys(empty, ""), block_p=math.nan)
     return claims[list(CLAIM_COLUMNS)]
 
 
@@ -185,7 +189,35 @@ def verdict_cell(claim: FrameRow) -> str:
     shown = f"**{kind}**" if decided else kind
     note = f"; but {claim.verdict.split(', but ', 1)[1]}" if qualified(claim.verdict) else ""
     moves = "; moves with the realisation" if claim.robust_to_realisation == "no" else ""
-    return f"{shown} {difference}, p_H = {p_text(claim.p_holm)}{note}{moves}"
+    notes = f"{note}{moves}{seeds_note(claim)}{blocks_note(claim)}"
+    return f"{shown} {difference}, p_H = {p_text(claim.p_holm)}{notes}"
+
+
+def fragile_seeds(value: object) -> list[str]:
+    """The seeds of a ``fragile_without`` value as claims.csv holds it or pandas reads it back
+    (``"3 8"``, ``8``, ``8.0``, NaN or empty for none)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return []
+    return [str(int(float(seed))) for seed in str(value).split()]
+
+
+def seeds_note(claim: FrameRow) -> str:
+    """``; moves without seed 8`` (or ``seeds 3, 8``) where leaving out one seed of the task moves
+    the verdict (:mod:`rp1.experiments.fragility`), nothing where no single seed does."""
+    seeds = fragile_seeds(claim.fragile_without)
+    if not seeds:
+        return ""
+    return f"; moves without seed{'s' if len(seeds) > 1 else ''} {', '.join(seeds)}"
+
+
+def blocks_note(claim: FrameRow) -> str:
+    """``; method × block p = 0.004`` where the verdict's cells hold runs of several blocks
+    (commit and CPU, :mod:`rp1.experiments.blocks`) with two or more runs a side in two of them;
+    nothing elsewhere."""
+    p = claim.block_p
+    if isinstance(p, str) or p is None or math.isnan(p):
+        return ""
+    return f"; method × block p = {p_text(p)}"
 
 
 def claim_key(claim: FrameRow) -> tuple:
@@ -268,7 +300,13 @@ so the comparison is not evidence for either method and is left out of every fam
 that decides adds **but …** where its better method is not shown above its own untrained policy
 on that measure ("only because Greedy fell below its untrained policy"); **moves with the
 realisation** where it changes with another realisation of the same seeds (realisations.md);
-the last column names the cells compared whose runs mix commits, CPUs, settings or scoring
+**moves without seed s** where leaving seed s out of every cell of the task changes what the
+verdict says (its kind, or its "but …"; claims.csv's `fragility` counts such seeds and
+`fragile_without` names them: a verdict without the note survives every single leave-out);
+**method × block p** where the two cells hold runs of several provenance blocks (one commit and
+CPU each): the p that a − b is the same in every block in which both sides have two or more runs
+(Cochran's Q; claims.csv's `blocks` gives each block's runs and difference, `block_p` the p). The
+last column names the cells compared whose runs mix commits, CPUs, settings or scoring
 sources (provenance.md). claims.csv holds every number (t, p, p_holm, p_holm_all adjusted over
 the whole table of one measure, scale and sample count, the probability of improvement, the
 smallest detectable difference, each side's gain over its untrained policy), one row per claim,

@@ -2,7 +2,8 @@
 
 A run's numbers depend on more than its config: on the code that made it, on the CPU it ran on
 (its vector extensions choose XLA's and OpenBLAS's arithmetic) and on ``OPENBLAS_CORETYPE``, all
-recorded in its ``environment.json`` (:mod:`rp1.rundir.provenance`); on how its ensemble was
+recorded in its ``environment.json`` (:mod:`rp1.rundir.provenance`), and on ``XLA_FLAGS`` and
+XLA's thread count, recorded there too; on how its ensemble was
 trained (config ``model.dealing``); on the size of the program it ran in (a seed in a batch of
 ``seeds_per_process`` seeds computes other last bits than alone, and than in a batch of another
 size: :func:`rp1.train.run_seeds`); and the report scores its fair measures from its evaluation
@@ -11,7 +12,7 @@ differ in any of these are different experiments, however alike their configs.
 
 Per run (:func:`run_provenance`): its ``commit`` (several joined by ``+`` where a resume ran
 other code), ``cpu`` (its recorded extensions, labelled by :func:`cpu_labels`), ``coretype``,
-``dealing``, ``program`` (:func:`program`), ``scoring`` (``grid`` or ``metrics.csv``), ``made``
+``xla`` (its ``XLA_FLAGS`` and XLA's CPU thread count, :func:`xla_settings`), ``dealing``, ``program`` (:func:`program`), ``scoring`` (``grid`` or ``metrics.csv``), ``made``
 (the day its record starts) and ``work_s`` (its ``wall_s`` summed: seconds of work, under
 whatever load it shared the machine with); :data:`NOT_RECORDED` where a run has no record of it.
 Per cell, a (task, scale, method) of the runs a report keeps (:func:`cell_provenance`): each
@@ -45,7 +46,7 @@ NOT_RECORDED = "not recorded"
 """A field a run's files do not record (a run made before ``environment.json``, or before the
 field existed)."""
 
-FIELDS: tuple[str, ...] = ("commit", "cpu", "coretype", "dealing", "program", "scoring")
+FIELDS: tuple[str, ...] = ("commit", "cpu", "coretype", "xla", "dealing", "program", "scoring")
 """What a cell's runs must share to be one experiment; a cell whose runs differ in one is mixed."""
 
 RUN_COLUMNS: tuple[str, ...] = (
@@ -138,6 +139,16 @@ def coretype(value: str) -> str:
     return value or "unset"
 
 
+def xla_settings(entry: dict) -> str:
+    """The XLA settings an entry of ``environment.json`` records that change a run's arithmetic,
+    as shown: its ``XLA_FLAGS`` (``no flags`` where empty) and CPU thread pool, e.g.
+    ``--xla_cpu_multi_thread_eigen=false, 2 threads``; :data:`NOT_RECORDED` where the entry lacks
+    either."""
+    if "xla_flags" not in entry or "xla_threads" not in entry:
+        return NOT_RECORDED
+    return f"{entry['xla_flags'] or 'no flags'}, {entry['xla_threads']} threads"
+
+
 def run_provenance(
     root: Path, metrics: pd.DataFrame, grid: pd.DataFrame, kept: bool
 ) -> pd.DataFrame:
@@ -168,6 +179,7 @@ def run_provenance(
                 recorded(entries, "commit", short_commit),
                 recorded(entries, "cpu_features"),
                 recorded(entries, "openblas_coretype", coretype),
+                "+".join(dict.fromkeys(map(xla_settings, entries))) or NOT_RECORDED,
                 row["dealing"] or NOT_RECORDED,
                 recorded(entries, SEEDS_PER_PROCESS, program, missing=ALONE),
                 "grid" if source == "evaluations.csv" else "metrics.csv",
@@ -367,8 +379,8 @@ def provenance_text(cells: pd.DataFrame, runs: pd.DataFrame) -> str:
     return (
         "# Where each cell's runs come from\n\n"
         "Per cell of the runs this report keeps: the code (`commit`), CPU (`cpu`, by its vector "
-        "extensions, below) and `OPENBLAS_CORETYPE` (`coretype`) its runs recorded in their "
-        "`environment.json`, how their ensembles were trained (config `model.dealing`), the "
+        "extensions, below), `OPENBLAS_CORETYPE` (`coretype`) and `XLA_FLAGS` with XLA's CPU "
+        "thread count (`xla`) its runs recorded in their `environment.json`, how their ensembles were trained (config `model.dealing`), the "
         "program they ran in (`alone`, or `N seeds` advanced together by "
         "`--seeds-per-process N`), whether the fair measures read their evaluation grid "
         "(`grid`) or `metrics.csv`, and how many "

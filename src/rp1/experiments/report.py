@@ -26,7 +26,7 @@ from rp1.config.methods import (
 )
 from rp1.core.storage import write_atomically
 from rp1.envs import path_name
-from rp1.experiments import figures, provenance, realisations, stats
+from rp1.experiments import blocks, figures, fragility, provenance, realisations, stats
 from rp1.experiments.claims import claim_table, verdict_summary, write_claims
 from rp1.experiments.fair import DEFAULT_EVERY, policy_grid
 from rp1.experiments.markdown import markdown_table
@@ -410,6 +410,8 @@ def write_report(root: Path, out: Path) -> list[Path]:
             robust_to_realisation=realisations.robustness(claims, moves),
             mixed_cells=provenance.mixed_cells(claims, cells),
         )
+        claims = fragility.fragility(claims, shown, runs, tasks)
+        claims = blocks.block_columns(claims, runs, runs_from)
     written += write_claims(shown, out, claims)
     written += realisations.write_realisations(found, moves, runs_from, out)
     written += provenance.write_provenance(cells, runs_from, out)

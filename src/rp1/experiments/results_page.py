@@ -5,16 +5,18 @@ A page is made from a template (:data:`PAGES`): Markdown whose numbers are place
 ``{{directive argument … key=value …}}``, that read the files of the committed reports
 (``docs/<name>/``, :data:`REPORTS`). Directives:
 
-- ``claim REPORT ID TASK SAMPLES MEASURE [FIELD] [scale=S] [expect=KIND] [robust=yes|no]``: one
-  verdict of the report's ``claims.csv`` (``ID`` a comparison's id, ``MEASURE`` its ``metric``).
+- ``claim REPORT ID TASK SAMPLES MEASURE [FIELD] [scale=S] [expect=KIND] [robust=yes|no]
+  [firm=yes|no]``: one verdict of the report's ``claims.csv`` (``ID`` a comparison's id,
+  ``MEASURE`` its ``metric``).
   FIELD: ``cell`` (the default: the verdict, Δ with its interval and p_H, as claims.md writes it),
   ``brief`` (its kind, and Δ in whole units where it decides), ``verdict`` (its words), ``kind``,
   ``diff`` (``Δ x [low, high]``), ``medians`` (``a vs b``), a column of claims.csv (``median_a``,
-  ``p_holm``, ``gain_p_a``, …), or ``check`` (nothing: the placeholder only checks). ``expect``:
-  the verdict's kind (``holds``, ``holds-but`` for one whose winner is not shown above its
+  ``p_holm``, ``gain_p_a``, …), ``firmness`` (whether one seed moves it, in words), or ``check``
+  (nothing: the placeholder only checks). ``expect``: the verdict's kind (``holds``, ``holds-but`` for one whose winner is not shown above its
   untrained policy, ``does-not-hold``, ``equivalent``, ``inconclusive``, ``nothing-learned``);
   the page is not made where the report says otherwise, since the prose around it then says
-  something the report does not. ``robust`` checks ``robust_to_realisation`` likewise.
+  something the report does not. ``robust`` checks ``robust_to_realisation`` likewise, and
+  ``firm=yes|no`` whether no single seed moves the verdict (claims.csv's ``fragile_without``).
 - ``matrix REPORT SAMPLES ID[,ID…] [tasks=T,…] [scale=S]``: a table of those claims' verdicts, a
   row per claim and task, a column per measure (the paper's metric labelled as such).
 - ``learning REPORT SAMPLES``: per task, the untrained policy's return and whether any method
@@ -56,7 +58,7 @@ import pandas as pd
 
 from rp1.config.methods import method_label
 from rp1.core.storage import write_atomically
-from rp1.experiments.claims import value_text, verdict_cell
+from rp1.experiments.claims import fragile_seeds, value_text, verdict_cell
 from rp1.experiments.markdown import BLANK, markdown_table, p_text
 from rp1.experiments.measures import MEASURES, QUANTITY_MEASURES
 from rp1.experiments.provenance import WORK_HEADER, hours
@@ -151,7 +153,9 @@ def cell_string(value: object) -> str:
 
 def fill_empty(row: pd.Series) -> pd.Series:
     """A claims.csv row with its empty text fields as empty strings, not NaN."""
-    return row.fillna({"robust_to_realisation": "", "mixed_cells": ""})
+    return row.fillna(
+        {"robust_to_realisation": "", "mixed_cells": "", "fragile_without": "", "blocks": ""}
+    )
 
 
 EXPECTED: dict[str, tuple[str, bool]] = {
@@ -194,7 +198,9 @@ def check_expected(row: pd.Series, expected: str, where: str) -> None:
         )
 
 
-P_VALUES = ("p", "p_holm", "p_holm_all", "gain_p_a", "gain_p_b", "fall_p_a", "fall_p_b")
+P_VALUES = (
+    *("p", "p_holm", "p_holm_all", "gain_p_a", "gain_p_b", "fall_p_a", "fall_p_b", "block_p"),
+)
 """The columns of claims.csv that hold a p-value (two significant digits)."""
 
 
@@ -210,6 +216,7 @@ def claim_field(row: pd.Series, field: str) -> str:
             f"Δ {value(row['diff'])} [{value(row['diff_low'])}, {value(row['diff_high'])}]"
         ),
         "medians": lambda: f"{value(row['median_a'])} vs {value(row['median_b'])}",
+        "firmness": lambda: firmness(row),
     }
     if field in fields:
         return fields[field]()
@@ -276,8 +283,31 @@ def claim_placeholder(reports: Reports, words: list[str], options: dict[str, str
             f"{where}: robust_to_realisation is {row['robust_to_realisation']!r}, the page "
             f"expects {options['robust']!r}: rewrite the prose around it"
         )
+    if "firm" in options:
+        check_firm(row, options["firm"], where)
     field = words[5] if len(words) > 5 else "cell"
     return "" if field == "check" else claim_field(row, field)
+
+
+def firmness(row: pd.Series) -> str:
+    """Whether one seed moves a verdict, in words: ``no single seed moves it`` or ``it moves
+    without seed 8`` (``seeds 3, 8``): :mod:`rp1.experiments.fragility`."""
+    seeds = fragile_seeds(row["fragile_without"])
+    if not seeds:
+        return "no single seed moves it"
+    return f"it moves without seed{'s' if len(seeds) > 1 else ''} {', '.join(seeds)}"
+
+
+def check_firm(row: pd.Series, expected: str, where: str) -> None:
+    """PlaceholderError unless ``firm=yes`` names a verdict no single seed moves, or ``firm=no``
+    one that some seed does."""
+    if expected not in ("yes", "no"):
+        raise PlaceholderError(f"{where}: firm= takes yes or no")
+    if (expected == "yes") != (not fragile_seeds(row["fragile_without"])):
+        raise PlaceholderError(
+            f"{where}: {firmness(row)}, the page expects firm={expected}: rewrite the prose "
+            "around it"
+        )
 
 
 def matrix_placeholder(reports: Reports, words: list[str], options: dict[str, str]) -> str:
@@ -458,7 +488,7 @@ def realisations_placeholder(reports: Reports, words: list[str], options: dict[s
 
 
 PROVENANCE_SHOWN: tuple[str, ...] = (
-    *("commit", "cpu", "coretype", "dealing", "program", "scoring", "made"),
+    *("commit", "cpu", "coretype", "xla", "dealing", "program", "scoring", "made"),
 )
 """The fields of provenance.csv a ``provenance`` placeholder shows, then the work per run and in
 all, and ``mixed``."""

@@ -151,6 +151,20 @@ def welch(a: np.ndarray, b: np.ndarray) -> TTest:
     return TTest(float(result.statistic), float(result.pvalue))
 
 
+def heterogeneity(differences: np.ndarray, errors: np.ndarray) -> float:
+    """The p of Cochran's Q that the differences ``differences`` (one per block, each with its
+    standard error in ``errors``) are one difference: ``Q = Σ w (d − d̄)²`` with ``w = 1/SE²``
+    and ``d̄`` their ``w``-weighted mean, against χ² with (blocks − 1) degrees of freedom — for two
+    blocks, the normal p of ``z = (d₁ − d₂) / √(SE₁² + SE₂²)``. NaN for fewer than two blocks or a
+    standard error that is NaN or 0."""
+    d, se = np.asarray(differences, dtype=float), np.asarray(errors, dtype=float)
+    if len(d) < 2 or not np.all(np.isfinite(se) & (se > 0)):
+        return float("nan")
+    w = 1.0 / se**2
+    q = float(np.sum(w * (d - np.sum(w * d) / np.sum(w)) ** 2))
+    return float(stats.chi2.sf(q, len(d) - 1))
+
+
 POWER = 0.8
 """The power at which :func:`detectable_difference` states the smallest effect a test detects."""
 
