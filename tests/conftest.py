@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("MPLBACKEND", "Agg")
+os.environ.pop("COLUMNS", None)  # rp1's tables wrap to a COLUMNS a terminal exports; tests set it
 
 from helpers import train_args  # after the backend is chosen
 

@@ -72,3 +72,21 @@ def test_a_chunk_not_as_its_head_lists_it_is_damaged(tmp_path):
     for bad in ([{"file": "../x", "sha256": "0", "rows": {}}], {"file": chunk_name(0)}, other[0]):
         with pytest.raises(DamagedFile, match="malformed"):
             Chunks(tmp_path).read(bad, Path.read_bytes, tmp_path / "head")
+
+
+RELISTED = {
+    "a chunk twice": (lambda listed: listed + listed[-1:], f"{chunk_name(2)} as chunk 3"),
+    "a chunk left out": (lambda listed: [listed[0], listed[2]], f"{chunk_name(2)} as chunk 1"),
+    "out of order": (lambda listed: listed[::-1], f"{chunk_name(2)} as chunk 0"),
+}
+
+
+@pytest.mark.parametrize("case", list(RELISTED))
+def test_a_head_listing_its_chunks_other_than_each_once_in_order_is_damaged(case, tmp_path):
+    """Each chunk the list names is whole and as a head listed it; the list is not 0, 1, 2."""
+    relist, listed_as = RELISTED[case]
+    chunks = Chunks(tmp_path)
+    for n in (2, 4, 6):
+        chunks.commit(chunks.write({"a": np.arange(float(n))}))
+    with pytest.raises(DamagedFile, match=f"head is damaged: it lists {listed_as}, where"):
+        Chunks(tmp_path).read(relist(chunks.listed), Path.read_bytes, tmp_path / "head")

@@ -57,6 +57,23 @@ OUT_OF_RANGE = {
         "model.hidden",
         "1 to 16",
     ),
+    "train: phase cap 1e400": (
+        ["train", "--preset", "hopper-quick", "--set", "collect.phase_cap=1e400"],
+        "collect.phase_cap=1e400: expected int",
+    ),
+    "train: phase cap of 400 digits": (
+        ["train", "--preset", "hopper-quick", "--set", f"collect.phase_cap={10**400}"],
+        "collect.phase_cap must be <= 100,000,000",
+        "(401 characters)",
+    ),
+    "train: seed of 400 digits": (
+        ["train", "--preset", "hopper-quick", "--seed", str(10**400)],
+        "seed must be in [0, 2143289344)",
+    ),
+    "train: budget of 400 digits": (
+        ["train", "--preset", "hopper-quick", "--budget", str(10**400)],
+        "budget must be <= 1,000,000,000",
+    ),
     "train: horizon": (
         ["train", "--preset", "hopper-quick", "--horizon", str(10**9)],
         "horizon",

@@ -131,3 +131,70 @@ def test_presets_are_aligned_and_say_what_each_method_is(capsys):
     assert described["hopper-greedy"].startswith("Greedy: λ fixed at 0, no bonus, no early")
     assert "beyond the paper" in described["hopper-rp1-fixed05"]
     assert described["hopper-modelfree"].startswith("PPO")
+
+
+# --- tables wrapped to the terminal ----------------------------------------------------------------
+
+
+def table_output(args: list[str], columns: str | None, capsys, monkeypatch) -> list[str]:
+    """The lines ``rp1 ARGS`` prints with ``COLUMNS`` set to ``columns`` (``None``: unset, as in a
+    pipe, where stdout is no terminal)."""
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    code, out, err = run_cli_output(args, capsys)
+    assert code == 0 and err == [], err
+    return out.splitlines()
+
+
+@pytest.mark.parametrize("command", [["config", "--preset", "hopper-quick"], ["presets"]])
+@pytest.mark.parametrize("columns", [60, 80, 100, 160])
+def test_config_and_presets_wrap_to_the_terminal_width(command, columns, capsys, monkeypatch):
+    """Every line fits in ``COLUMNS``; the words are those of the unwrapped table (a line a row,
+    into a pipe), and each row still starts a line of its own at the left margin."""
+    unwrapped = table_output(command, None, capsys, monkeypatch)
+    wrapped = table_output(command, str(columns), capsys, monkeypatch)
+    assert max(map(len, wrapped)) <= columns < max(map(len, unwrapped))
+    assert " ".join(wrapped).split() == " ".join(unwrapped).split()
+    rows = [line.split()[0] for line in wrapped if not line.startswith(" ")]
+    assert rows == [line.split()[0] for line in unwrapped]
+
+
+def test_a_table_wraps_its_text_beside_the_cells_where_it_has_room_else_under_them():
+    from rp1.cli.tables import INDENT, NARROWEST, table
+
+    rows = [("key", "meaning"), ("seed", "the seed every random stream is spawned from")]
+    assert table(rows, None).splitlines()[1] == f"seed  {rows[1][1]}"
+    beside = table(rows, 6 + NARROWEST).splitlines()
+    assert beside[1:] == ["seed  the seed every random stream", "      is spawned from"]
+    under = table(rows, 5 + NARROWEST).splitlines()
+    assert under[:2] == ["key", f"{INDENT}meaning"] and under[2] == "seed"
+    assert all(line.startswith(INDENT) for line in under[3:])
+
+
+# --- values a user gets wrong first -----------------------------------------------------------------
+
+IN_WORDS = {
+    "--set of a tuple": (
+        ["config", "--set", "model.hidden=abc"],
+        "--set model.hidden=abc: expected comma-separated integers, as 64,64",
+    ),
+    "--set of a tuple of numbers": (
+        ["config", "--set", "lam.arms=0,half"],
+        "expected comma-separated numbers",
+    ),
+    "--set of a bool": (["config", "--set", "policy.restore_best=maybe"], "expected true or false"),
+    "--seeds reversed": (
+        ["sweep", "--presets", "hopper-quick", "--seeds", "0,3-1", "--out", "OUT"],
+        "--seeds range 3-1 is reversed; write it low to high, 1-3",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(IN_WORDS))
+def test_a_value_of_the_wrong_form_is_answered_in_words(case, tmp_path, capsys):
+    args, message = IN_WORDS[case]
+    args = [a.replace("OUT", str(tmp_path / "out")) for a in args]
+    one_error(*run_cli(args, capsys), 2, message)
+    assert not (tmp_path / "out").exists()

@@ -4,17 +4,22 @@ scale comes before ``--set``, and a config survives its dict form."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from rp1.config import (
     FIXED_KEYS,
     SCALES,
     Config,
+    LambdaConfig,
+    ModelConfig,
     apply_overrides,
     env_config,
     preset_registry,
     resolve,
     settable_keys,
+    validate,
 )
 from rp1.core.errors import ConfigError
 
@@ -78,11 +83,54 @@ def test_typed_overrides_give_the_config_their_strings_give():
         (dict(seed="x"), r"seed=x: expected int"),
         (dict(seed=1.5), r"seed=1\.5: expected int"),
         (dict(scale=3), r"unknown scale 3"),
+        # numbers beyond a float's range, or any whole number's, where an int is expected
+        (
+            dict(overrides={"collect.phase_cap": 10**400}),
+            r"collect\.phase_cap must be <= 100,000,000",
+        ),
+        (dict(overrides={"model.hidden": [10**400]}), r"model\.hidden must be <= 16,384"),
+        (
+            dict(overrides={"collect.phase_cap": 1e300}),
+            r"collect\.phase_cap must be <= 100,000,000",
+        ),
+        (dict(overrides={"collect.phase_cap": 1e400}), r"collect\.phase_cap=inf: expected int"),
+        (dict(overrides={"model.hidden": [1e400]}), r"model\.hidden=inf: expected int"),
+        (
+            dict(overrides={"lam.value": 10**400}),
+            r"lam\.value=10+… \(401 characters\): too large for a float",
+        ),
+        (
+            dict(overrides={"lam.arms": [0, -(10**400)]}),
+            r"lam\.arms=-10+… \(402 characters\): too large",
+        ),
+        (dict(seed=10**400), r"seed must be in \[0, 2143289344\) \(2\*\*31 - 2\*\*22\), got 10+…"),
+        (dict(budget=10**400), r"budget must be <= 1,000,000,000"),
+        (dict(budget=10**5000), r"got a value too long to write out \(an integer of more than"),
     ],
 )
 def test_bad_python_arguments_are_one_config_error(call, message):
     with pytest.raises(ConfigError, match=message):
         resolve("halfcheetah-rp1", **call)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (dict(budget=2e4), r"budget=20000\.0: expected int"),
+        (dict(seed="1"), r"seed='1': expected int"),
+        (dict(eval_episodes=True), r"eval_episodes=True: expected int"),
+        (dict(statistics=3), r"statistics=3: expected one of masked, eager"),
+        (dict(model=ModelConfig(hidden=[64, 64])), r"model\.hidden=\[64, 64\]: expected tuple"),
+        (dict(model=ModelConfig(hidden=(64, 6.5))), r"model\.hidden=\(64, 6\.5\): expected tuple"),
+        (dict(lam=LambdaConfig(value="0.5")), r"lam\.value='0\.5': expected float"),
+    ],
+)
+def test_a_config_holding_a_value_of_another_type_is_one_config_error(change, message):
+    """A config changed by hand (``dataclasses.replace``), not through ``overrides``, is checked
+    for its fields' types too: a run gets what its schema says, or is refused."""
+    cfg = dataclasses.replace(resolve("halfcheetah-rp1"), **change)
+    with pytest.raises(ConfigError, match=message):
+        validate(cfg)
 
 
 def test_bad_names_are_one_config_error():

@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 import typing
 from pathlib import Path
 
@@ -131,6 +132,9 @@ def test_public_function_documents_its_parameters_returns_and_defaults(package, 
     assert documented == [p.name for p in obj.parameters], f"rp1.{name}: Args"
     if str(obj.returns) != "None":
         assert "returns" in sections, f"rp1.{name}: Returns"
+        # one value, one row of the rendered table (a line of its own at the section's indent
+        # would be another)
+        assert len(sections["returns"].value) == 1, f"rp1.{name}: Returns renders as several"
     for parameter in obj.parameters:
         if parameter.default is not None:  # a literal, not a constant's name
             ast.literal_eval(str(parameter.default))
@@ -147,6 +151,17 @@ def test_public_dataclass_documents_its_fields(package, name):
         f.name for f in dataclasses.fields(cls) if not dataclasses.is_dataclass(hints[f.name])
     }
     assert documented == values
+
+
+def test_the_docs_extra_has_a_formatter_for_signatures():
+    """mkdocstrings-python lays out a long signature (``separate_signature``, mkdocs.yml) with
+    Black or Ruff, whichever is installed; without either it is one unbroken line."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    docs = [
+        re.split(r"[\[<>=!~; ]", r, maxsplit=1)[0] for r in project["optional-dependencies"]["docs"]
+    ]
+    assert {"black", "ruff"} & set(docs), docs
+    assert "separate_signature: true" in (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
 
 
 def test_defaults_shown_as_values_are_the_constants():

@@ -1,5 +1,5 @@
 """Kept policies: ``rp1 evaluate`` replays the evaluation that made a policy best (bit for bit, as
-in metrics.csv), ``load_policy`` acts as the run's own policy, a resumed run keeps the same policy
+in metrics.csv, and says so, or why not), ``load_policy`` acts as the run's own policy, a resumed run keeps the same policy
 files as an uninterrupted one, and bad input is one line, exit code 2, nothing written."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from flax import serialization
 
 import rp1
 from helpers import EVALUATED_CASES as CASES
-from helpers import Crash, crash_after_steps, crash_before_checkpoint, snapshot
+from helpers import Crash, crash_after_steps, crash_before_checkpoint, rewrite_meta, snapshot
 from helpers import run_cli_output as run_cli
 from rp1.config import resolve
 from rp1.core.errors import ConfigError
@@ -62,8 +62,68 @@ def test_evaluate_replays_the_best_return_in_metrics_csv(case, runs, capsys):
     assert result["std"] == float(best["eval_std"])
     assert len(result["returns"]) == 2  # the run's eval_episodes
 
-    code, out, _ = run_cli(["evaluate", run], capsys)  # text: the same number in full precision
-    assert code == 0 and f"mean return {best['eval_return']} " in out
+    code, out, _ = run_cli(["evaluate", run], capsys)  # text: rounded, and that it is the same
+    mean, std = float(best["eval_return"]), float(best["eval_std"])
+    assert code == 0 and f"mean return {mean:.2f}  std {std:.2f}" in out.splitlines()
+    assert SAME in out.splitlines() and f"(evaluation return {mean:.2f})" in out
+    assert result["environment_changes"] == []  # made here, by this process
+
+
+SAME = "as recorded: the evaluation return in metrics.csv, bit for bit"
+"""What ``rp1 evaluate`` says of a replay whose return is the recorded one."""
+
+
+ELSEWHERE = {
+    # what the run's environment.json says, and how rp1 evaluate explains the difference
+    "on another CPU": (
+        {"device": "Another CPU", "cpu_features": "sse sse2"},
+        "this machine's environment is not the one that ran it",
+    ),
+    "here": ({}, "though this machine's environment is the one that ran it"),
+    "without a record": (None, "the run has no record of where it ran"),
+}
+
+
+@pytest.mark.parametrize("case", list(ELSEWHERE))
+def test_evaluate_says_why_a_replay_differs_from_the_recorded_return(case, runs, tmp_path, capsys):
+    """A run whose best policy recorded another return (0.5 more: as if evaluated on another
+    machine) and whose record says it ran ``case``: one line says by how much the replay differs
+    and why, naming what differs from the record; ``--json`` has the numbers in full."""
+    record, why = ELSEWHERE[case]
+    run = Path(shutil.copytree(runs["rp1"], tmp_path / "run"))
+    rewrite_meta(
+        run / "policy" / "best.msgpack", lambda m: {**m, "eval_return": m["eval_return"] + 0.5}
+    )
+    file = run / "environment.json"
+    if record is None:
+        file.unlink()
+    else:
+        entries = json.loads(file.read_text())["environments"]
+        entries[-1].update(record)
+        file.write_text(json.dumps({"environments": entries}))
+    _, out, _ = run_cli(["evaluate", run, "--json"], capsys)
+    result = json.loads(out)
+    code, out, _ = run_cli(["evaluate", run], capsys)
+    (verdict,) = [line for line in out.splitlines() if line.startswith("not the recorded")]
+    recorded = result["recorded_return"]
+    assert code == 0 and result["mean"] != recorded and result["replayed"]
+    assert verdict.startswith(f"not the recorded {recorded:.2f} (off by -0.5)") and why in verdict
+    assert f"({file})" in verdict
+    if record is None:
+        assert result["environment_changes"] is None
+    elif record:
+        changes = result["environment_changes"]
+        assert [c.split()[0] for c in changes] == ["device", "cpu_features"]
+        assert changes[0].startswith("device 'Another CPU' -> ") and "; ".join(changes) in verdict
+    else:
+        assert result["environment_changes"] == []
+
+
+def test_evaluate_judges_only_a_replay_of_the_whole_evaluation(runs, capsys):
+    """Fewer or more episodes than recorded, or other seeds, are not that evaluation: no verdict."""
+    for extra in (["--episodes", "1"], ["--episodes", "3"], ["--seed", "5"]):
+        code, out, _ = run_cli(["evaluate", runs["rp1"], *extra], capsys)
+        assert code == 0 and SAME not in out and "not the recorded" not in out, extra
 
 
 @pytest.mark.parametrize("case", list(CASES))

@@ -119,6 +119,16 @@ def test_help_is_the_committed_text(name, capsys, monkeypatch):
     )
 
 
+def test_root_help_shows_each_commands_summary_whole(capsys, monkeypatch):
+    """``rp1 --help`` lists each command with the first paragraph of its help, wrapped, not cut
+    to one line (click's own short help ends in ``...`` where it does not fit)."""
+    listed = " ".join(help_text([], capsys, monkeypatch).split("\nCommands:\n", 1)[1].split())
+    for name, command in COMMANDS.items():
+        summary = " ".join(command.help.split("\n\n")[0].split())
+        assert f"{name} {summary}" in listed, name
+    assert "..." not in listed
+
+
 def recorded() -> list[str]:
     """The typer and click versions that VERSIONS says render every snapshot as it is."""
     return VERSIONS.read_text(encoding="utf-8").splitlines() if VERSIONS.is_file() else []

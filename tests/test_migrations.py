@@ -7,6 +7,7 @@ with its range, is checked by validation and asks for its migration entry with n
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 import os
 import shutil
@@ -17,7 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from helpers import environment_differences, metrics_without_timing, run_cli, snapshot
+from helpers import (
+    environment_differences,
+    metrics_without_timing,
+    run_cli,
+    run_cli_output,
+    snapshot,
+)
 from rp1.config import Config, resolve, validate
 from rp1.config.migrations import ADDED, BASE_KEYS, SCHEMA, NewerSchema, migrate, written_schema
 from rp1.config.schema import ranged
@@ -27,7 +34,19 @@ from rp1.experiments.runs_table import load_runs
 from rp1.experiments.table_files import write_table_frames
 from rp1.experiments.table_results import table_frames
 from rp1.experiments.tables import TABLES
-from rp1.rundir.files import CONFIG, FINISHED, METRICS, TIMING_COLUMNS, RunDir, config_hash
+from rp1.rundir.files import (
+    BEST,
+    CONFIG,
+    EVALUATIONS,
+    FINISHED,
+    FIRST_TRAINED,
+    METRICS,
+    RUN_POLICIES,
+    TIMING_COLUMNS,
+    RunDir,
+    config_hash,
+)
+from rp1.rundir.policy_files import policy_path, read_policy
 
 SCHEMA3 = Path(__file__).resolve().parent / "fixtures" / "schema3_runs"
 """Hopper's runs of the five-seed laptop-scale report (schema 3, written by rp1 at b0a757d) and
@@ -395,3 +414,115 @@ def test_the_fixture_finishes_with_the_old_codes_metrics(resumed):
     assert [
         {k: r[k] for k in expected[0]} for r in metrics_without_timing(run_dir)
     ] == expected  # the columns that code wrote
+
+
+# --- the fixture: runs of rp1 at 6a13e10 (schema 9), killed after iteration 3 and finished ------
+
+BEFORE_STATISTICS = Path(__file__).resolve().parent / "fixtures" / "before_statistics"
+"""A run of rp1 at 6a13e10 killed after iteration 3 (``run/``) and the same run uninterrupted
+(``finished/``), with their policy files (fixtures/before_statistics/make.py)."""
+
+
+def before_statistics_make():
+    """The fixture's ``make.py`` as a module: its config (``PRESET``, ``SEED``, ``BUDGET``,
+    ``OVERRIDES``)."""
+    spec = importlib.util.spec_from_file_location(
+        "before_statistics_make", BEFORE_STATISTICS / "make.py"
+    )
+    make = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make)
+    return make
+
+
+def before_statistics_cmd(out: Path, *flags: str) -> list[str]:
+    """``rp1 train`` of the fixture's config in ``out``, with ``flags``."""
+    make = before_statistics_make()
+    items = [arg for k, v in make.OVERRIDES.items() for arg in ("--set", f"{k}={v}")]
+    return [
+        "train", "--preset", make.PRESET, "--seed", str(make.SEED), "--budget", str(make.BUDGET),
+        "--out", str(out), *flags, *items,
+    ]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_resume_of_a_finished_older_run_changes_no_file(tmp_path, capsys):
+    """``--resume`` of a finished run of an earlier rp1 says it is finished and leaves every file
+    as it was (its config not upgraded: the rp1 that made it still reads it), from the CLI and from
+    the Python API alike."""
+    from rp1.train import run_training
+
+    run_dir = shutil.copytree(BEFORE_STATISTICS / "finished", tmp_path / "run")
+    before = snapshot(run_dir)
+    code, out, err = run_cli_output(before_statistics_cmd(run_dir, "--resume"), capsys)
+    assert code == 0 and err == [] and f"{run_dir} holds this run, finished: nothing to do" in out
+    make = before_statistics_make()
+    cfg = resolve(make.PRESET, seed=make.SEED, budget=make.BUDGET, overrides=make.OVERRIDES)
+    assert run_training(cfg, run_dir, resume=True, progress=False) == run_dir
+    assert snapshot(run_dir) == before
+
+
+@pytest.fixture(scope="module")
+def resumed_older(tmp_path_factory):
+    """The fixture's killed run resumed by this rp1, XLA's thread pool and OpenBLAS's kernels
+    those of its ``made_in.json``, in a process of its own: ``(run directory, completed process,
+    made_in.json)``."""
+    made_in = json.loads((BEFORE_STATISTICS / "made_in.json").read_text())
+    run_dir = shutil.copytree(BEFORE_STATISTICS / "run", tmp_path_factory.mktemp("older") / "run")
+    env = {
+        **os.environ,
+        "PJRT_NPROC": str(made_in["xla_threads"]),
+        "OPENBLAS_CORETYPE": made_in["openblas_coretype"],
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "rp1", *before_statistics_cmd(run_dir, "--resume", "--quiet")],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    return run_dir, done, made_in
+
+
+@pytest.mark.slow
+def test_a_resumed_older_run_keeps_its_policy_files_and_says_it_is_upgraded(resumed_older):
+    """The policy files the earlier rp1 kept are still the run's once its config is migrated: the
+    resumed run keeps them from iteration 0 on, under the hash of the config as that rp1 wrote it;
+    the first line says that rp1 will no longer continue the run."""
+    run_dir, done, _ = resumed_older
+    assert done.returncode == 0, done.stderr
+    first = next(line for line in done.stderr.splitlines() if line.startswith("rp1:"))
+    assert first == (
+        "rp1: note: the run was started by an earlier rp1 (config schema 9): its config is "
+        f"upgraded to schema {SCHEMA}, and that rp1 will no longer continue it; it continues as "
+        "it ran, with statistics=eager"
+    ), done.stderr
+    assert json.loads((run_dir / CONFIG).read_text())["schema"] == SCHEMA
+    written = config_hash(json.loads((BEFORE_STATISTICS / "run" / CONFIG).read_text()))
+    metrics = [r for r in rows(run_dir / METRICS) if int(r["iteration"]) >= FIRST_TRAINED]
+    best_row = max(metrics, key=lambda r: float(r["eval_return"]))
+    for which in RUN_POLICIES:
+        policy = read_policy(policy_path(run_dir, which), run_dir)
+        assert (policy.kept_since, policy.config_hash) == (0, written), which
+    best = read_policy(policy_path(run_dir, BEST), run_dir)
+    assert (best.iteration, best.eval_return) == (
+        int(best_row["iteration"]),
+        float(best_row["eval_return"]),
+    )
+
+
+@pytest.mark.slow
+def test_a_resumed_older_run_ends_with_the_uninterrupted_runs_files(resumed_older):
+    """Bit for bit where the environment matches ``made_in.json``: the metrics, the evaluations
+    and both policy files of the uninterrupted run of the earlier rp1."""
+    run_dir, done, made_in = resumed_older
+    assert done.returncode == 0, done.stderr
+    here = json.loads((run_dir / "environment.json").read_text())["environments"][-1]
+    differences = environment_differences(made_in, here)
+    if differences:
+        pytest.skip(
+            f"the fixture was made in another environment (made_in.json, here): {differences}"
+        )
+    finished = BEFORE_STATISTICS / "finished"
+    assert metrics_without_timing(run_dir) == metrics_without_timing(finished)
+    assert (run_dir / EVALUATIONS).read_bytes() == (finished / EVALUATIONS).read_bytes()
+    for which in RUN_POLICIES:
+        assert policy_path(run_dir, which).read_bytes() == policy_path(finished, which).read_bytes()

@@ -153,6 +153,37 @@ def test_set_help_points_to_rp1_config():
     assert "`rp1 config` lists every key" in option.info.help
 
 
+def test_run_training_takes_a_preset_name_as_resolve_resolves_it(tmp_path, monkeypatch):
+    """A user's first guess, ``rp1.run_training("halfcheetah-quick", out)``, trains the preset's
+    config (the one ``rp1.resolve`` gives)."""
+    from rp1 import train
+
+    given = []
+    monkeypatch.setattr(train, "run_seeds", lambda cfgs, outs, *_, **__: given.extend(cfgs) or outs)
+    assert rp1.run_training("halfcheetah-quick", tmp_path) == tmp_path
+    assert given == [rp1.resolve("halfcheetah-quick")]
+    with pytest.raises(rp1.ConfigError, match="unknown preset 'halfcheetah-quik'"):
+        rp1.run_training("halfcheetah-quik", tmp_path)
+
+
+def test_the_training_api_refuses_arguments_of_other_types_before_any_work(tmp_path):
+    """What is neither a config nor a preset's name is a TypeError naming what is taken; a
+    number of seeds per process that is not a whole number a ConfigError; nothing is written."""
+    from helpers import TINY
+
+    cfg = rp1.resolve("halfcheetah-rp1", budget=300, overrides=TINY)
+    out = tmp_path / "run"
+    takes = r"a run's config is an rp1\.Config .* also takes a preset's name\), not a "
+    with pytest.raises(TypeError, match=takes + "dict"):
+        rp1.run_training(cfg.to_dict(), out)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=takes + "str"):
+        rp1.run_seeds(["halfcheetah-quick"], [out])  # type: ignore[list-item]
+    for size in (1.5, "1", True):
+        with pytest.raises(rp1.ConfigError, match="seeds per process must be a whole number"):
+            rp1.run_seeds([cfg], [out], seeds_per_process=size)  # type: ignore[arg-type]
+    assert not any(tmp_path.iterdir())
+
+
 def test_minimum_budget_is_named(capsys):
     code, _, err = run_cli_output(["train", "--preset", "hopper-quick", "--budget", "2000"], capsys)
     assert code == 2 and len(err) == 1

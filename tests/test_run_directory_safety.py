@@ -270,19 +270,29 @@ def flip_a_bit(data: bytes) -> bytes:
     return data[:at] + bytes([data[at] ^ 0x10]) + data[at + 1 :]
 
 
-def resealed(change):
-    """A damage that unseals a checkpoint, applies ``change(agent state, metadata)`` and seals it
-    again (its checksum then matches: only the checks of its content can find it)."""
+def resealed_head(change):
+    """A damage that unseals a checkpoint's head, applies ``change(what it holds)`` and seals it
+    again (its checksum then matches: only the checks of its content can find it), as a tool that
+    rewrites files would."""
 
     def damage(data: bytes) -> bytes:
         payload, sealed = unseal(data, Path("state.msgpack"), "checkpoint")
         assert sealed
-        meta = json.loads(payload["agent"]["meta"])
-        change(payload["agent"], meta)
-        payload["agent"]["meta"] = json.dumps(meta)
+        change(payload)
         return seal(payload)
 
     return damage
+
+
+def resealed(change):
+    """:func:`resealed_head` applying ``change(agent state, metadata)``."""
+
+    def change_meta(payload: dict) -> None:
+        meta = json.loads(payload["agent"]["meta"])
+        change(payload["agent"], meta)
+        payload["agent"]["meta"] = json.dumps(meta)
+
+    return resealed_head(change_meta)
 
 
 def first_actor_weight(agent: dict) -> dict:
@@ -335,8 +345,44 @@ def test_damaged_checkpoint_or_marker_is_one_line_naming_it_and_nothing_changes(
     assert snapshot(copied_run) == before
 
 
+AT_ODDS = {
+    "one chunk fewer": (
+        resealed_head(lambda head: head["chunks"].pop()),
+        "transitions, but its metadata counts 1,800 samples",
+    ),
+    "a chunk twice": (
+        resealed_head(lambda head: head["chunks"].append(head["chunks"][-1])),
+        "belongs (a head lists its chunks from rows-00000.msgpack on, each once, in order)",
+    ),
+    "a chunk left out": (
+        resealed_head(lambda head: head["chunks"].pop(2)),
+        f"lists {chunk_name(3)} as chunk 2, where {chunk_name(2)} belongs",
+    ),
+    "a metric row fewer": (
+        resealed(lambda a, m: m["rows"].pop()),
+        "metric rows (one per iteration)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(AT_ODDS))
+def test_a_validly_sealed_head_at_odds_with_its_own_counts_is_refused(case, copied_run, capsys):
+    """A head re-sealed with a valid checksum whose list of chunks is not each chunk once, in
+    order, whose store does not hold the samples its metadata counts, or whose metric rows are not
+    one per iteration: ``--resume`` of the unfinished run is one line naming the checkpoint, exit
+    code 2, nothing written."""
+    damage, message = AT_ODDS[case]
+    (copied_run / FINISHED).unlink()
+    checkpoint = copied_run / CHECKPOINT
+    checkpoint.write_bytes(damage(checkpoint.read_bytes()))
+    before = snapshot(copied_run)
+    one_error(*run_cli(train_args(copied_run, "--resume"), capsys), 2, str(checkpoint), message)
+    assert snapshot(copied_run) == before
+
+
 def test_damaged_environment_record_is_rewritten_and_the_run_goes_on(copied_run, capsys):
     """``environment.json`` is a record, not an input: a damaged one is written anew."""
+    (copied_run / FINISHED).unlink()  # not finished: --resume goes on and records where it runs
     record = copied_run / ENVIRONMENT
     damaged = json.loads(record.read_text())
     damaged["environments"][0]["from_iteration"] = "x"

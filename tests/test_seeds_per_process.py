@@ -11,11 +11,21 @@ import jax
 import numpy as np
 import pytest
 
-from helpers import TINY, Crash, metrics_without_timing
+from helpers import TINY, Crash, metrics_without_timing, one_error, run_cli, set_args, snapshot
 from rp1.config import resolve
 from rp1.core.batching import entries, stacked
-from rp1.core.errors import ConfigError, DivergedError
-from rp1.rundir.files import CHECKPOINT, CONFIG, ENVIRONMENT, EVALUATIONS, FINISHED, METRICS
+from rp1.core.errors import ConfigError, DamagedFile, DivergedError
+from rp1.rundir.files import (
+    CHECKPOINT,
+    CONFIG,
+    ENVIRONMENT,
+    EVALUATIONS,
+    FINISHED,
+    METRICS,
+    PROGRAM,
+    RunDir,
+)
+from rp1.rundir.sealed import seal
 
 CASE = ("halfcheetah-rp1", 1200, {**TINY, "collect.alpha": "0", "eval.every": "200"})
 """Four iterations of 300 samples (α = 0), evaluated on the grid."""
@@ -177,6 +187,66 @@ def test_a_run_resumes_only_in_a_program_of_its_batch_size(tmp_path, monkeypatch
     (outcome,) = run_seeds([cfg], [alone], resume=True, progress=False, seeds_per_process=3)
     assert isinstance(outcome, ConfigError) and "ran alone" in str(outcome)
     assert rp1.train.program_mismatch(alone, 1) == ""
+
+
+@pytest.mark.slow
+def test_a_damaged_record_neither_decides_nor_hides_a_runs_program_size(tmp_path, capsys):
+    """The program's size is sealed in the checkpoint: a seed of a two-seed program whose
+    ``environment.json`` is damaged is refused alone (one line, exit code 2, nothing written), and
+    continues in its program, which rewrites the record with its size."""
+    from rp1.train import run_seeds
+
+    (cfg,) = configs(1, budget=600)
+    batched = tmp_path / "batched"
+    run_seeds([cfg], [batched], progress=False, seeds_per_process=2)
+    (batched / FINISHED).unlink()  # as if it had been stopped
+    (batched / ENVIRONMENT).write_text("{ damaged")
+    before = snapshot(batched)
+    sets = set_args([f"{k}={v}" for k, v in CASE[2].items()])
+    args = ["train", "--preset", cfg.preset, "--seed", "1", "--budget", "600", "--out", batched]
+    code, err = run_cli([*args, "--resume", "--quiet", *sets], capsys)
+    one_error(code, err, 2, "resume it with --seeds-per-process 2,", str(CHECKPOINT))
+    assert snapshot(batched) == before
+    resumed = run_seeds([cfg], [batched], resume=True, progress=False, seeds_per_process=2)
+    assert resumed == [batched]
+    (entry,) = json.loads((batched / ENVIRONMENT).read_text())["environments"]
+    assert entry["seeds_per_process"] == 2
+
+
+@pytest.mark.slow
+def test_a_sweep_refuses_to_resume_a_run_in_a_program_of_another_size(tmp_path, capsys):
+    """Planned, before any run starts: one line naming the run and the size that continues it,
+    exit code 2, nothing written (no log)."""
+    from rp1.train import run_training
+
+    (cfg,) = configs(1, budget=600)
+    alone = tmp_path / cfg.preset / "seed1"
+    run_training(cfg, alone, progress=False)
+    (alone / FINISHED).unlink()  # as if it had been stopped
+    before = snapshot(tmp_path)
+    sets = set_args([f"{k}={v}" for k, v in CASE[2].items()])
+    args = ["sweep", "--presets", cfg.preset, "--seeds", "1", "--budget", "600", "--out", tmp_path]
+    code, err = run_cli([*args, "--seeds-per-process", "2", *sets], capsys)
+    one_error(code, err, 2, str(alone), "ran alone")
+    assert snapshot(tmp_path) == before
+
+
+def test_a_checkpoint_seals_the_size_of_its_program(tmp_path):
+    """The size a run's program computes in is in its checkpoint, beside the config; a checkpoint
+    written before sizes were sealed has none, and one whose size is not a positive integer is
+    damaged."""
+    run = RunDir(tmp_path / "run")
+    config = configs(1)[0].to_dict()
+    run.prepare(config, seeds_per_process=3)
+    run.save_checkpoint({})
+    assert RunDir(run.path).sealed_program() == 3
+    head = {"config": json.dumps(config), "agent": {}, "chunks": []}
+    run.checkpoint_path.write_bytes(seal(head))
+    assert RunDir(run.path).sealed_program() is None
+    for size in ("3", 0, True):
+        run.checkpoint_path.write_bytes(seal({**head, PROGRAM: size}))
+        with pytest.raises(DamagedFile, match=r"program size .* is not a positive integer"):
+            RunDir(run.path).sealed_program()
 
 
 def test_a_program_holds_one_config_but_the_seed_and_model_based_methods_only(tmp_path):

@@ -74,3 +74,20 @@ def test_rp1_evaluate_replays_its_recorded_evaluation(capsys):
     made_in = json.loads((SHIPPED / "environment.json").read_text())["environments"][-1]
     if not environment_differences(made_in, environment()):
         assert result["mean"] == result["recorded_return"]
+
+
+def test_a_policy_prints_as_a_summary_not_its_weights():
+    import rp1
+
+    policy = rp1.load_policy(SHIPPED)
+    shown = str(policy)
+    assert shown == repr(policy) and len(shown) < 400  # its weights: tens of thousands
+    row = best_row()
+    for part in (
+        "task='halfcheetah'",
+        f"obs_dim={policy.obs_dim}, act_dim={policy.act_dim}, hidden=(32, 32)",
+        "preset='halfcheetah-quick', seed=0, which='best'",
+        f"iteration={row['iteration']}, samples={row['samples']}",
+        str(SHIPPED / "policy" / "best.msgpack"),
+    ):
+        assert part in shown, (part, shown)

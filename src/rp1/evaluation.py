@@ -33,8 +33,9 @@ from rp1.config.validation import SEED_LIMIT
 from rp1.core.errors import ConfigError
 from rp1.outputs.video import DEFAULT_SIZE, check_rendering, check_video, record
 from rp1.realenv.snapshots import EvaluationEpisodes, returns_summary
-from rp1.rundir.files import BEST, LAST, RUN_POLICIES, RunDir, config_hash
+from rp1.rundir.files import BEST, ENVIRONMENT, LAST, RUN_POLICIES, RunDir, config_hash
 from rp1.rundir.policy_files import TrainedPolicy, policy_path, read_policy, trained_policy
+from rp1.rundir.provenance import changes_since
 from rp1.train import make_agent, restore_state
 
 CHECKPOINT = "last (checkpoint)"  # TrainedPolicy.which of a policy read from a checkpoint
@@ -156,6 +157,9 @@ class Evaluation:
             (`rp1.realenv.snapshots.EvaluationEpisodes`).
         replayed: Whether they are the recorded evaluation's episodes.
         video: The video written, or `None`.
+        environment_changes: How this machine's environment differs from the one that ran the
+            policy's evaluation (the run's `environment.json`), a field each (`[]`: in nothing);
+            `None` where the run has no record of it.
     """
 
     run: Path
@@ -166,6 +170,14 @@ class Evaluation:
     replay: EvaluationEpisodes
     replayed: bool
     video: Path | None = None
+    environment_changes: list[str] | None = None
+
+    @property
+    def repeats_evaluation(self) -> bool:
+        """Whether the episodes are the recorded evaluation's, all of them and no more, so that
+        the mean is expected to be its return (`policy.eval_return`), bit for bit."""
+        recorded = self.policy.snapshot.replay
+        return self.replayed and recorded is not None and self.replay.episodes == recorded.episodes
 
     def to_json(self) -> dict:
         """Everything, for ``rp1 evaluate --json`` (floats in full precision; ``None``, JSON's
@@ -189,6 +201,7 @@ class Evaluation:
             "mean": finite(self.mean),
             "std": finite(self.std),
             "video": None if self.video is None else str(self.video),
+            "environment_changes": self.environment_changes,
         }
 
 
@@ -263,14 +276,18 @@ def evaluate_run(
         replay,
         replayed,
         None if video is None else Path(video),
+        changes_since(run_dir, policy.iteration),
     )
 
 
 def describe(result: Evaluation) -> str:
-    """``rp1 evaluate``'s report: the policy, the episodes, the mean (in full precision: the
-    number to compare with ``metrics.csv``), std and per-episode returns."""
+    """``rp1 evaluate``'s report: the policy, the episodes, the mean, std and per-episode returns
+    (rounded; ``--json`` has them in full precision) and, for a repeat of the recorded evaluation,
+    whether its return is the recorded one (:func:`replay_verdict`)."""
     p = result.policy
-    recorded = "not evaluated" if p.eval_return is None else f"evaluation return {p.eval_return!r}"
+    recorded = (
+        "not evaluated" if p.eval_return is None else f"evaluation return {p.eval_return:.2f}"
+    )
     lines = [
         f"{result.run}: {p.which} policy of {p.preset} seed {p.seed}, iteration {p.iteration}, {p.samples:,} samples ({recorded})"
     ]
@@ -287,8 +304,32 @@ def describe(result: Evaluation) -> str:
         )
     else:
         lines.append(f"{n} episode{'s' * (n > 1)} the run's next evaluation would have run")
-    lines.append(f"mean return {result.mean!r}  std {result.std:.4g}")
+    lines.append(f"mean return {result.mean:.2f}  std {result.std:.2f}")
+    if result.repeats_evaluation:
+        lines.append(replay_verdict(result))
     lines.append("returns " + " ".join(f"{r:.2f}" for r in result.returns))
     if result.video is not None:
         lines.append(f"video: {result.video}")
     return "\n".join(lines)
+
+
+def replay_verdict(result: Evaluation) -> str:
+    """One line: whether ``result``, a repeat of the recorded evaluation, returned what it
+    recorded, bit for bit; where it did not, by how much and why: how this machine's environment
+    differs from the one that ran the evaluation (CPU features, rp1's version or commit, XLA or
+    OpenBLAS settings, library versions: the run's ``environment.json``), or that it does not, or
+    that the run has no record of it."""
+    recorded = result.policy.eval_return
+    assert recorded is not None  # a repeat of an evaluation
+    if result.mean == recorded:
+        return "as recorded: the evaluation return in metrics.csv, bit for bit"
+    differs = f"not the recorded {recorded:.2f} (off by {result.mean - recorded:+.3g})"
+    record = f"{result.run / ENVIRONMENT}"
+    if result.environment_changes is None:
+        return f"{differs}: the run has no record of where it ran ({record}) to tell why"
+    if not result.environment_changes:
+        return f"{differs}, though this machine's environment is the one that ran it ({record})"
+    return (
+        f"{differs}: this machine's environment is not the one that ran it ({record}): "
+        + "; ".join(result.environment_changes)
+    )

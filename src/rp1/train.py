@@ -23,10 +23,11 @@ from rich.progress import BarColumn, Progress, TextColumn
 from rp1.agents.model_based import AgentState, ModelBasedAgent, step_seeds
 from rp1.agents.modelfree import ModelFreeAgent
 from rp1.agents.protocol import Agent, RunState, S
-from rp1.config import MODEL_FREE, SCALES, Config, validate
+from rp1.config import MODEL_FREE, SCALES, Config, resolve, validate
 from rp1.config.migrations import continued_note
+from rp1.config.overrides import of_type
 from rp1.core.compilation import enable_compilation_cache
-from rp1.core.errors import ConfigError, DamagedFile
+from rp1.core.errors import ConfigError, DamagedFile, shown
 from rp1.core.storage import check_writable_dir
 from rp1.outputs.writer import RunOptions, RunOutputs
 from rp1.rundir.files import RunDir
@@ -52,7 +53,7 @@ def _fmt(value: object, spec: str) -> str:
 
 
 def run_training(
-    cfg: Config,
+    cfg: Config | str,
     out: str | Path,
     resume: bool = False,
     progress: bool = True,
@@ -70,10 +71,12 @@ def run_training(
 
     Args:
         cfg: The run's config (from [`resolve`][rp1.config.resolve] or
-            [`env_config`][rp1.config.env_config]).
+            [`env_config`][rp1.config.env_config]), or a preset's name, which is resolved as
+            `resolve(cfg)` resolves it (its seed, budget and sizes).
         out: The run directory; created if missing.
         resume: Continue the run in `out` from its checkpoint, exactly where it stopped (a run
-            killed before its first checkpoint starts afresh).
+            killed before its first checkpoint starts afresh; a finished run is checked and left
+            as it is).
         progress: Print a line per iteration on stderr.
         overwrite: Replace the run in `out`.
         options: What the run logs besides `metrics.csv` and the policy files (videos,
@@ -85,6 +88,7 @@ def run_training(
         `out`, as a `Path`.
 
     Raises:
+        TypeError: If `cfg` is neither a `Config` nor a preset's name.
         ConfigError: For a bad config, a directory that holds another run (without `resume`
             or `overwrite`), a checkpoint that does not restore, or a run made with several
             seeds in one program (resume it with `run_seeds`).
@@ -93,6 +97,8 @@ def run_training(
         DivergedError: If training diverges; the last checkpoint is kept.
         RenderError: If `options` ask for videos and the machine cannot render.
     """
+    if isinstance(cfg, str):
+        cfg = resolve(cfg)
     (outcome,) = run_seeds(
         [cfg], [out], resume, progress, overwrite, options, [lock], seeds_per_process=1
     )
@@ -136,9 +142,10 @@ def run_seeds(
             each run records; 1 runs one seed alone.
 
     Returns:
-        Each seed's outcome, in order: its run directory, or the error it stopped on (a diverged
-        seed's `DivergedError`, a checkpoint that does not restore, ...), which stopped that seed
-        only. Errors that concern every seed (a bad config, an interrupt) are raised.
+        Each seed's outcome, in order: its run directory, or the error it stopped on (a
+            diverged seed's `DivergedError`, a checkpoint that does not restore, ...), which
+            stopped that seed only. Errors that concern every seed (a bad config, an interrupt)
+            are raised.
     """
     n = len(cfgs) if seeds_per_process is None else seeds_per_process
     batch_check(cfgs, outs, n)
@@ -159,7 +166,9 @@ def run_seeds(
         runs: list[Driven] = []
         for i, (cfg, out, again) in enumerate(zip(cfgs, outs, resumes, strict=True)):
             try:
-                runs.append(_prepared(i, cfg, RunDir(out), again, overwrite, n))
+                driven = _prepared(i, cfg, RunDir(out), again, overwrite, n)
+                if driven is not None:
+                    runs.append(driven)
             except Exception as error:
                 if n == 1:
                     raise
@@ -179,11 +188,20 @@ def run_seeds(
 
 def batch_check(cfgs: Sequence[Config], outs: Sequence[str | Path], seeds_per_process: int) -> None:
     """``ConfigError`` unless ``cfgs`` can run as one program: as many configs as run directories,
-    one config but the seed, distinct seeds and directories, a model-based method for a batch."""
+    one config but the seed, distinct seeds and directories, a model-based method for a batch, a
+    whole number of seeds per process; ``TypeError`` if a config is not a :class:`Config`."""
+    for cfg in cfgs:
+        if not isinstance(cfg, Config):
+            raise TypeError(
+                f"a run's config is an rp1.Config (rp1.resolve or rp1.env_config makes one; "
+                f"rp1.run_training also takes a preset's name), not a {type(cfg).__name__}"
+            )
     if not cfgs or len(cfgs) != len(outs):
         raise ConfigError(f"{len(cfgs)} configs need as many run directories, got {len(outs)}")
-    if seeds_per_process < 1:
-        raise ConfigError(f"seeds per process must be at least 1, got {seeds_per_process}")
+    if not of_type(seeds_per_process, int) or seeds_per_process < 1:
+        raise ConfigError(
+            f"seeds per process must be a whole number, at least 1, got {shown(seeds_per_process)}"
+        )
     if len(cfgs) > seeds_per_process:
         raise ConfigError(f"{len(cfgs)} seeds do not fit a program of {seeds_per_process}")
     first = config_but_seed(cfgs[0])
@@ -211,10 +229,11 @@ def config_but_seed(cfg: Config) -> str:
 
 def _prepared(
     index: int, cfg: Config, run: RunDir, resume: bool, overwrite: bool, batch: int
-) -> Driven:
+) -> Driven | None:
     """The run of ``cfg`` in ``run``, readied to be driven: its config continued (an older run's),
     its agent built and its checkpoint restored (``resume``), refused before anything is written
-    if it was made in a program of another size than ``batch``."""
+    if it was made in a program of another size than ``batch``. ``None`` for a finished run
+    resumed: checked as any resume, and left as it is (:meth:`RunDir.prepare`)."""
     cfg, note = (cfg, "") if overwrite else continued_config(cfg, run)
     agent = make_agent(cfg)
     try:
@@ -223,10 +242,14 @@ def _prepared(
             resume=resume,
             overwrite=overwrite,
             restore=lambda saved: restore_state(agent, saved, run, batch),
+            seeds_per_process=batch,
         )
     except BaseException:
         agent.close()
         raise
+    if run.is_finished():  # prepare keeps the marker of a finished run only: nothing to continue
+        agent.close()
+        return None
     for line in (note, paper_scale_note(cfg)):
         if line:
             print(line, file=sys.stderr, flush=True)
@@ -263,16 +286,19 @@ def paper_scale_note(cfg: Config) -> str:
 
 
 def continued_config(cfg: Config, run: RunDir) -> tuple[Config, str]:
-    """``cfg`` as it continues the run in ``run``, and a note saying how it differs (``""`` if not):
-    for a run of an older schema, the keys its config lacks take the values that keep its
-    behaviour (:meth:`RunDir.continued`); ``cfg`` itself for a run of the current schema or none."""
+    """``cfg`` as it continues the run in ``run``: for a run of an older schema, the keys its config
+    lacks take the values that keep its behaviour (:meth:`RunDir.continued`); ``cfg`` itself for a
+    run of the current schema or none. With it, the note of an unfinished run of an older schema,
+    whose config is upgraded when it continues (:func:`~rp1.config.migrations.continued_note`;
+    ``""`` for any other run: a finished one is not continued)."""
     config = run.continued(cfg.to_dict())
-    if config == cfg.to_dict():
-        return cfg, ""
-    continued = validate(Config.from_dict(config))
     stored = run.read_stored_config()
-    assert stored is not None  # what run.continued read
-    return continued, continued_note(cfg.to_dict(), stored)
+    note = ""
+    if stored is not None and not run.is_finished():
+        note = continued_note(cfg.to_dict(), stored)
+    if config == cfg.to_dict():
+        return cfg, note
+    return validate(Config.from_dict(config)), note
 
 
 def drive(
@@ -476,14 +502,22 @@ def clock_time(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
+def check_program(run: RunDir, batch: int) -> None:
+    """``ConfigError`` if the run in ``run`` was made in a program of another size than ``batch``:
+    the size its checkpoint seals (:meth:`RunDir.sealed_program`), or for a checkpoint sealed
+    before sizes were, its record's (:func:`rp1.rundir.provenance.program_mismatch`). Another size
+    would compute the run's numbers with other kernels."""
+    mismatch = program_mismatch(run.path, batch, run.sealed_program())
+    if mismatch:
+        raise ConfigError(mismatch)
+
+
 def restore_state(agent: Agent[S], saved: dict, run: RunDir, batch: int = 1) -> S:
     """``agent.restore(saved)``; :class:`~rp1.core.errors.DamagedFile` naming the checkpoint if it
     does not fit the agent (a missing entry, an array of another shape or dtype, inf or NaN in an
     array, metadata of the wrong type), and ``ConfigError`` if the run was made in a program of
-    another size than ``batch`` (:func:`rp1.rundir.provenance.program_mismatch`)."""
-    mismatch = program_mismatch(run.path, batch)
-    if mismatch:
-        raise ConfigError(mismatch)
+    another size than ``batch`` (:func:`check_program`)."""
+    check_program(run, batch)
     try:
         return agent.restore(saved)
     except (KeyError, ValueError, TypeError, AttributeError) as err:

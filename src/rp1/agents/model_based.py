@@ -233,7 +233,11 @@ class ModelBasedAgent:
 
     def restore(self, data: dict[str, Any]) -> AgentState:
         """The state saved by :meth:`checkpoint` (a checkpoint of an earlier layout is migrated when
-        it is read, :mod:`rp1.rundir.layouts`)."""
+        it is read, :mod:`rp1.rundir.layouts`). ``ValueError`` (or ``KeyError``, ``TypeError``)
+        saying what is wrong if it is not a state of this config: metadata out of range, arrays
+        of other shapes than the config's (:func:`~rp1.rundir.checkpoints.unpack_checkpoint`,
+        :meth:`TransitionStore.from_state_dict`), a store that does not hold the samples the
+        metadata counts (:func:`check_stored`)."""
         fresh = self.initial_state()
         meta, device, appended = unpack_checkpoint(data, fresh.device.replace(store=None))
         lam = meta["lam"]
@@ -245,6 +249,7 @@ class ModelBasedAgent:
         for state in rngs.values():  # a state of another form fails here, not in a step
             generator_from(state)
         store = TransitionStore.from_state_dict(appended, self.task.obs_dim, self.task.act_dim)
+        check_stored(store, meta["samples"])
         return replace(
             fresh,
             iteration=meta["iteration"],
@@ -472,6 +477,16 @@ class StepUnderWay:
 StepOutcome = tuple[AgentState, dict[str, Any]] | BaseException
 """What :func:`step_seeds` gives a seed: its new state and metrics row, or the error its step
 stopped on."""
+
+
+def check_stored(store: TransitionStore, samples: int) -> None:
+    """``ValueError`` unless ``store`` holds ``samples`` transitions: a run stores every real
+    sample it collects (algorithm.md §2), so a checkpoint's store and its sample count agree."""
+    held = store.n_train + store.n_val
+    if held != samples:
+        raise ValueError(
+            f"its store holds {held:,} transitions, but its metadata counts {samples:,} samples"
+        )
 
 
 def step_seeds(

@@ -36,6 +36,7 @@ from rp1.cli.options import (
     reflowed,
 )
 from rp1.cli.stdout import open_stdout, stdout_failure
+from rp1.cli.tables import table, terminal_width
 from rp1.core.errors import ConfigError, Interrupted, Rp1Error, clipped
 from rp1.core.signals import exit_on_signals, raise_on_signals
 from rp1.core.storage import check_writable_dir
@@ -142,10 +143,7 @@ def presets() -> None:
     """
     from rp1.config import preset_descriptions
 
-    descriptions = preset_descriptions()
-    width = max(map(len, descriptions))
-    for name, description in descriptions.items():
-        typer.echo(f"{name:<{width}}  {description}")
+    typer.echo(table(list(preset_descriptions().items()), terminal_width()))
 
 
 @command(app, WHICH_RUN, RUN_SETTINGS, CONFIG, name="config")
@@ -157,10 +155,18 @@ def config_command(o: Options) -> None:
     (paper scale unless --scale) with those options applied. Every key but preset, task, method and
     scale can be changed with --set key=value on rp1 train and rp1 sweep.
     """
-    from rp1.config.reference import markdown_table, text_table
+    from rp1.config.reference import entries, markdown_table
 
     cfg = run_config(o, defaults=True)
-    typer.echo(markdown_table(cfg) if o.markdown else text_table(cfg))
+    if o.markdown:
+        typer.echo(markdown_table(cfg))
+    else:
+        typer.echo(table([CONFIG_COLUMNS, *entries(cfg)], terminal_width()))
+
+
+CONFIG_COLUMNS = ("key", "value", "range", "meaning")
+"""The header of ``rp1 config``'s table, a column per field of
+:class:`~rp1.config.reference.Entry`."""
 
 
 def run_config(o: Options, defaults: bool = False) -> Config:
@@ -254,7 +260,18 @@ def train(o: Options) -> None:
         exit_on_signals(f"continue the run in {out} with the same command and {again}"),
         RunLock(out) as lock,
     ):
-        if not (o.resume or o.overwrite) and RunDir(out).holds_finished(cfg.to_dict()):
+        finished = not o.overwrite and RunDir(out).holds_finished(cfg.to_dict())
+        if o.resume or not finished:  # a finished run resumed is checked, and nothing written
+            run_training(
+                cfg,
+                out,
+                resume=o.resume,
+                overwrite=o.overwrite,
+                progress=not o.quiet,
+                options=run_options(o),
+                lock=lock,
+            )
+        if finished:
             if not o.quiet:
                 curve = out / CURVE if (out / CURVE).is_file() else None
                 typer.echo(
@@ -262,16 +279,6 @@ def train(o: Options) -> None:
                 )
                 typer.echo(run_summary(out, curve))
             return
-        options = run_options(o)
-        run_training(
-            cfg,
-            out,
-            resume=o.resume,
-            overwrite=o.overwrite,
-            progress=not o.quiet,
-            options=options,
-            lock=lock,
-        )
         # by the owner: no other process draws it meanwhile
         curve = write_learning_curve(out, cfg.preset)
     if not o.quiet:
@@ -290,7 +297,8 @@ def run_options(o: Options) -> RunOptions:
 
 def parse_seeds(text: str) -> list[int]:
     """``"0-9"`` or ``"0,2,5"`` or ``"0-2,7"`` -> sorted unique seeds; ConfigError if malformed, a
-    seed is outside ``[0, SEED_LIMIT)`` or there are more than :data:`MAX_SEEDS`."""
+    range is reversed (``3-1``), a seed is outside ``[0, SEED_LIMIT)`` or there are more than
+    :data:`MAX_SEEDS`."""
     from rp1.config.validation import SEED_LIMIT
 
     try:
@@ -300,6 +308,11 @@ def parse_seeds(text: str) -> list[int]:
         ]
     except ValueError:
         raise ConfigError(f"--seeds expects e.g. 0-9 or 0,2,5, got {text!r}") from None
+    for first, last in ranges:
+        if first > last:
+            raise ConfigError(
+                f"--seeds range {first}-{last} is reversed; write it low to high, {last}-{first}"
+            )
     # checked before a range too long to hold is made
     if not all(
         first >= 0 and last < SEED_LIMIT and last - first < MAX_SEEDS for first, last in ranges
@@ -474,6 +487,8 @@ def testsets(
 
 for _info in app.registered_commands:  # every command's help as paragraphs the terminal wraps
     _info.help = _info.help or reflowed(_info.callback.__doc__)
+    # `rp1 --help`'s line: the first paragraph whole, wrapped (click's own cuts it to one line)
+    _info.short_help = (_info.help or "").split("\n\n")[0]
     _info.cls = PlainCommand
 
 INTERRUPTED = 130  # 128 + SIGINT

@@ -167,6 +167,26 @@ def filled(config: dict[str, Any]) -> dict[str, Any]:
     return {e.key: e.before for e in ADDED if e.schema > schema and e.key not in present}
 
 
+def written_as(config: dict[str, Any], schema: int) -> dict[str, Any] | None:
+    """``config`` (as this rp1 reads it, :func:`migrate`) as an rp1 of ``schema`` wrote it: without
+    the keys added after ``schema`` (and the sections they leave empty), or ``None`` if one of them
+    holds another value than the one that reproduces that rp1 (:data:`ADDED`): no rp1 of
+    ``schema`` wrote it. Its ``"schema"`` is left out."""
+    out = copy.deepcopy({k: v for k, v in config.items() if k != SCHEMA_KEY})
+    for entry in ADDED:
+        if entry.schema <= schema:
+            continue
+        section, _, name = entry.key.rpartition(".")
+        target = out.get(section, {}) if section else out
+        if name not in target:
+            continue
+        if target.pop(name) != entry.before:
+            return None
+        if section and not target:
+            del out[section]
+    return out
+
+
 def continued(config: dict[str, Any], stored: dict[str, Any] | None) -> dict[str, Any]:
     """``config`` as it continues the run whose config is ``stored`` (as written; ``None``: there
     is no run, ``config`` as it is): each key the run's rp1 did not write takes the value that
@@ -183,19 +203,23 @@ def continued(config: dict[str, Any], stored: dict[str, Any] | None) -> dict[str
 
 
 def continued_note(config: dict[str, Any], stored: dict[str, Any]) -> str:
-    """One line for a command whose ``config`` continues the run of ``stored`` (as written) with
-    other values than it asked for (:func:`continued`): which, as ``--set`` items; ``""`` if none."""
+    """One line for a command whose ``config`` continues the run of ``stored`` (as written) of an
+    earlier schema, whose config is then written at :data:`SCHEMA` (which the rp1 that began it
+    refuses as newer), and which takes other values than the command asked for
+    (:func:`continued`): which, as ``--set`` items; ``""`` for a run of this schema."""
+    schema = written_schema(stored)
+    if schema == SCHEMA:
+        return ""
     wanted = dict(_dotted(config))
     items = [
         f"{key}={_as_set(value)}"
         for key, value in filled(stored).items()
         if wanted.get(key, value) != value
     ]
-    if not items:
-        return ""
     return (
-        f"rp1: note: the run was started by an earlier rp1 (config schema {written_schema(stored)}); "
-        f"it continues as it ran, with {', '.join(items)}"
+        f"rp1: note: the run was started by an earlier rp1 (config schema {schema}): its config is "
+        f"upgraded to schema {SCHEMA}, and that rp1 will no longer continue it; it continues as it ran"
+        + (f", with {', '.join(items)}" if items else "")
     )
 
 

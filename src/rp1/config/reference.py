@@ -1,5 +1,6 @@
 """Every config key with its value, range and meaning, from the schema: what ``rp1 config`` prints
-and the documentation's configuration page holds (:func:`markdown_table`).
+(:func:`entries`, laid out by :mod:`rp1.cli.tables`) and the documentation's configuration page
+holds (:func:`markdown_table`).
 
 Each key's range and meaning are declared once, with its default, in :mod:`rp1.config.schema`
 (:func:`~rp1.config.schema.ranged`); this module only reads and formats them.
@@ -119,18 +120,6 @@ def _number(x: float) -> str:
     if exponent and x == 10**exponent:
         return "10" + str(exponent).translate(SUPERSCRIPTS)
     return f"{x:g}"
-
-
-def text_table(cfg: Config | None = None) -> str:
-    """:func:`entries` as aligned columns (key, value, range, meaning), one line a key."""
-    rows = [Entry("key", "value", "range", "meaning"), *entries(cfg)]
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True))
-        + "  "
-        + row.meaning
-        for row in rows
-    )
 
 
 def markdown_table(cfg: Config | None = None) -> str:

@@ -18,10 +18,11 @@ from rp1.config.methods import (
     check_method,
     model_based_methods,
 )
+from rp1.config.overrides import of_type, type_name
 from rp1.config.presets import SCALES
 from rp1.config.schema import ADAPTIVE, FIXED, Config, declared_range
 from rp1.config.settings import lambda_bandit
-from rp1.core.errors import ConfigError
+from rp1.core.errors import ConfigError, shown
 from rp1.envs import Task
 from rp1.envs import make as make_task
 from rp1.imagination import bonus_function
@@ -49,15 +50,18 @@ def _as_config_error(prefix: str) -> Iterator[None]:
         raise ConfigError(f"{prefix}{err}") from None
 
 
-def _values(section: Any, prefix: str = "") -> typing.Iterator[tuple[str, Any, dict[str, Any]]]:
-    """``(dotted key, value, declared range)`` of every field of ``section`` and its nested
-    sections (the range as :func:`~rp1.config.schema.declared_range` gives it)."""
+def _values(
+    section: Any, prefix: str = ""
+) -> typing.Iterator[tuple[str, Any, Any, dict[str, Any]]]:
+    """``(dotted key, value, field type, declared range)`` of every field of ``section`` and its
+    nested sections (the range as :func:`~rp1.config.schema.declared_range` gives it)."""
+    hints = typing.get_type_hints(type(section))
     for f in fields(section):
         value = getattr(section, f.name)
         if dataclasses.is_dataclass(value):
             yield from _values(value, f"{prefix}{f.name}.")
         else:
-            yield f"{prefix}{f.name}", value, declared_range(type(section), f.name)
+            yield f"{prefix}{f.name}", value, hints[f.name], declared_range(type(section), f.name)
 
 
 def _check_one_of(key: str, value: Any, allowed: Collection[str]) -> None:
@@ -66,40 +70,44 @@ def _check_one_of(key: str, value: Any, allowed: Collection[str]) -> None:
 
 def check_fields(section: Any) -> None:
     """Raise ``ConfigError`` unless every field of ``section`` (a config or any frozen dataclass
-    of fields, nested sections included) holds a finite number where it holds a float and a value
-    in the range its field declares (:func:`~rp1.config.schema.ranged`; for a tuple: every item).
-    The message names the dotted key, what is allowed and the value given."""
-    for key, value, declared in _values(section):
+    of fields, nested sections included) holds a value of its type
+    (:func:`~rp1.config.overrides.of_type`: an ``int`` for a count, never a float), a finite
+    number where it holds a float and a value in the range its field declares
+    (:func:`~rp1.config.schema.ranged`; for a tuple: every item). The message names the dotted
+    key, what is allowed and the value given."""
+    for key, value, hint, declared in _values(section):
+        got = shown(value)
+        _check(of_type(value, hint), f"{key}={got}: expected {type_name(hint)}")
         items = value if isinstance(value, tuple) else (value,)
         _check(
             all(math.isfinite(x) for x in items if isinstance(x, float)),
-            f"{key} must be a finite number, got {value}",
+            f"{key} must be a finite number, got {got}",
         )
         if "at_least" in declared:
             _check(
                 all(x >= declared["at_least"] for x in items),
-                f"{key} must be >= {declared['at_least']}, got {value}",
+                f"{key} must be >= {declared['at_least']}, got {got}",
             )
         if "above" in declared:
             _check(
                 all(x > declared["above"] for x in items),
-                f"{key} must be > {declared['above']}, got {value}",
+                f"{key} must be > {declared['above']}, got {got}",
             )
         if "at_most" in declared:
             _check(
                 all(x <= declared["at_most"] for x in items),
-                f"{key} must be <= {declared['at_most']:,} (rp1's limit), got {value}",
+                f"{key} must be <= {declared['at_most']:,} (rp1's limit), got {got}",
             )
         if "layers" in declared:
             layers = declared["layers"]
             _check(
                 1 <= len(items) <= layers,
-                f"{key} must list 1 to {layers} hidden layer widths, e.g. 200,200, got {value}",
+                f"{key} must list 1 to {layers} hidden layer widths, e.g. 200,200, got {got}",
             )
         if "within" in declared:
             _check(
                 all(x in declared["within"] for x in items),
-                f"{key} must be in {declared['within']}, got {value}",
+                f"{key} must be in {declared['within']}, got {got}",
             )
         if "choices" in declared:
             _check_one_of(key, value, declared["choices"])
@@ -137,7 +145,7 @@ def validate(cfg: Config) -> Config:
     task = _task(cfg)
     _check(
         0 <= cfg.seed < SEED_LIMIT,
-        f"seed must be in [0, {SEED_LIMIT}) (2**31 - 2**22), got {cfg.seed}",
+        f"seed must be in [0, {SEED_LIMIT}) (2**31 - 2**22), got {shown(cfg.seed)}",
     )
     bonus_function(cfg.bonus)
     lam = cfg.lam

@@ -9,6 +9,7 @@ escapes is a bug and keeps its traceback.
 
 import difflib
 import signal
+import sys
 from collections.abc import Iterable
 
 QUOTE_LIMIT = 200
@@ -18,6 +19,16 @@ QUOTE_LIMIT = 200
 def clipped(text: str, limit: int = QUOTE_LIMIT) -> str:
     """``text``, or its first ``limit`` characters and how long it is."""
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def shown(value: object) -> str:
+    """``repr(value)`` for a message, :func:`clipped`; a value holding an integer of more digits
+    than Python writes out (``sys.get_int_max_str_digits``) said to be so."""
+    try:
+        return clipped(repr(value))
+    except ValueError:
+        digits = sys.get_int_max_str_digits()
+        return f"a value too long to write out (an integer of more than {digits:,} digits)"
 
 
 def did_you_mean(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str:

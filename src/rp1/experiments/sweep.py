@@ -183,8 +183,8 @@ def sweep_progress() -> Progress:
 
 def print_summary(outcomes: list[RunOutcome]) -> None:
     """A table of every run (preset, seed, status, best evaluation return, wall time), then one
-    line per run that did not finish, with its error and its log (a path is never broken across
-    lines), and a closing count."""
+    line per run that did not finish, with its error and its log where it has one (a path is never
+    broken across lines), and a closing count."""
     table = Table(title="sweep")
     for column in ("preset", "seed", "status", "best return", "time"):
         table.add_column(column, overflow="fold" if column == "preset" else "ellipsis")
@@ -204,7 +204,8 @@ def print_summary(outcomes: list[RunOutcome]) -> None:
     for o in outcomes:
         if o.error:
             which = Text(f"{o.preset} seed {o.seed}: ", style=styles[o.status])
-            console.print(which + Text(f"{o.error}; log {o.log}"), soft_wrap=True)
+            log = f"; log {o.log}" if o.log.exists() else ""  # none for a run refused unstarted
+            console.print(which + Text(f"{o.error}{log}"), soft_wrap=True)
     failed = sum(o.status == "failed" for o in outcomes)
     elsewhere = sum(o.status == ELSEWHERE for o in outcomes)
     line = f"{len(outcomes) - failed - elsewhere} of {len(outcomes)} runs finished" + (

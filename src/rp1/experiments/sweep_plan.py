@@ -18,7 +18,7 @@ from rp1.experiments.runs_table import read_metrics
 from rp1.experiments.stats import best_trained
 from rp1.outputs.writer import RunOptions
 from rp1.rundir.files import RunDir
-from rp1.train import config_but_seed, continued_config
+from rp1.train import check_program, config_but_seed, continued_config
 
 RUN_LOG = "log.txt"
 FAIL = "fail"
@@ -144,8 +144,8 @@ def plan_sweep(request: SweepRequest) -> list[RunJob]:
                     f"--seeds-per-process: {cfg.preset} is model-free PPO, which runs one seed a "
                     "process; several seeds in one program need a model-based method"
                 )
-            job, note = planned(cfg, Path(request.out) / cfg.preset / f"seed{cfg.seed}")
-            job = dataclasses.replace(job, seeds_per_process=request.seeds_per_process)
+            run_dir = Path(request.out) / cfg.preset / f"seed{cfg.seed}"
+            job, note = planned(cfg, run_dir, request.seeds_per_process)
             if note:
                 print(f"{job.run_dir}: {note.removeprefix('rp1: note: ')}")
             jobs[cfg.preset, cfg.seed] = job
@@ -169,14 +169,19 @@ def programs(jobs: Sequence[RunJob]) -> list[tuple[RunJob, ...]]:
     return [tuple(group) for group in order]
 
 
-def planned(cfg: Config, run_dir: Path) -> tuple[RunJob, str]:
-    """The job of ``cfg`` in ``run_dir`` (its config as it continues a run held there,
-    :func:`rp1.train.continued_config`, and :func:`run_action`) and that function's note; a
-    :data:`FAIL` job if the directory holds a damaged file."""
+def planned(cfg: Config, run_dir: Path, seeds_per_process: int = 1) -> tuple[RunJob, str]:
+    """The job of ``cfg`` in ``run_dir`` in a program of ``seeds_per_process`` seeds (its config
+    as it continues a run held there, :func:`rp1.train.continued_config`, and :func:`run_action`)
+    and that function's note; a :data:`FAIL` job if the directory holds a damaged file.
+    ConfigError if it would resume a run made in a program of another size
+    (:func:`rp1.train.check_program`)."""
     run = RunDir(run_dir)
     try:
         cfg, note = continued_config(cfg, run)
-        return RunJob(cfg, run_dir, run_action(cfg, run)), note
+        job = RunJob(cfg, run_dir, run_action(cfg, run), seeds_per_process=seeds_per_process)
+        if job.action == "resume":
+            check_program(run, seeds_per_process)
+        return job, note
     except DamagedFile as damaged:
         return RunJob(cfg, run_dir, FAIL, problem=str(damaged)), ""
 

@@ -24,7 +24,7 @@ from datetime import datetime
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from rp1.core.errors import described
+from rp1.core.errors import Rp1Error, described
 from rp1.core.signals import exit_on_signals
 from rp1.experiments.figures import write_learning_curve
 from rp1.experiments.sweep_plan import ELSEWHERE, RunJob, RunOutcome, best_return, run_action
@@ -128,15 +128,16 @@ def _train_owned(
 
 
 def _ended(job: RunJob, result: Path | Exception, started: float) -> RunOutcome:
-    """The outcome of ``job`` whose training gave ``result`` (its run directory, or its error,
-    whose traceback goes to its log), its learning curve drawn if it finished."""
+    """The outcome of ``job`` whose training gave ``result`` (its run directory, or its error:
+    one line in its log, after its traceback unless it is an :class:`~rp1.core.errors.Rp1Error`),
+    its learning curve drawn if it finished."""
     if not isinstance(result, Exception):
         try:
             write_learning_curve(job.run_dir, job.cfg.preset)
         except Exception as error:
             result = error
     if isinstance(result, Exception):
-        trace = "".join(traceback.format_exception(result))
+        trace = "" if isinstance(result, Rp1Error) else "".join(traceback.format_exception(result))
         _log(job, f"{trace}{log_head(job, 'failed')} at {now()}: {one_line(result)}")
         return job.outcome("failed", one_line(result), time.perf_counter() - started)
     wall_s = time.perf_counter() - started

@@ -14,7 +14,10 @@ last checkpoint or of a step after it (several with ``checkpoint_every_s``), whi
 repeats identically: a resumed run ends with the uninterrupted run's files. On resume, the best
 so far is that of the checkpointed rows (so a step repeated after a kill writes its best file and
 video again); in a run resumed without policy files, of the rows from the resume on
-(``kept_since``).
+(``kept_since``). The policy files hold the hash of the run's config as the rp1 that began the run
+wrote it: the files of a run begun by an earlier rp1, whose config this one migrated, are still the
+run's (:func:`~rp1.rundir.files.config_hashes`), and a resumed run writes what it would have written
+uninterrupted.
 
 The switches are :class:`RunOptions`, options of the run rather than of its config: they change
 no number, are not in ``config.json``, and a run may be resumed with other options than it
@@ -48,6 +51,7 @@ from rp1.rundir.files import (
     TENSORBOARD_DIR,
     VIDEO_DIR,
     config_hash,
+    config_hashes,
     evaluates_trained,
 )
 from rp1.rundir.policy_files import (
@@ -130,8 +134,9 @@ class RunOutputs:
         self.hash = config_hash(cfg.to_dict())
         last = policy_path(self.dir, LAST)
         kept = read_policy(last, self.dir) if last.exists() else None
-        if kept is not None and kept.config_hash == self.hash:
-            self.kept_since = kept.kept_since
+        if kept is not None and kept.config_hash in config_hashes(cfg.to_dict()):
+            # the run's files, perhaps of an earlier rp1: they go on with the hash they hold
+            self.hash, self.kept_since = kept.config_hash, kept.kept_since
         else:  # a fresh run, or one checkpointed without policy files
             self.kept_since = rows[-1]["iteration"] + 1 if rows else 0
         # the best of the checkpointed rows: a step repeated after a kill writes its files again

@@ -67,11 +67,15 @@ def unpack_checkpoint(
 COUNTERS = ("iteration", "update", "samples")
 """The counters of a checkpoint's metadata (an agent has some of them): integers >= 0."""
 
+STEPS = ("iteration", "update")
+"""The counters of an agent's steps (model-based, model-free): each step appends one metric row."""
+
 
 def check_progress(meta: Any) -> None:
     """``ValueError`` saying what is wrong unless ``meta`` is a map whose counters
     (:data:`COUNTERS`) are integers >= 0, whose ``rows`` are a list of maps from names to numbers
-    (or ``None``) and whose ``evaluations``, where present, are too."""
+    (or ``None``), one per step its step counter (:data:`STEPS`) counts, and whose
+    ``evaluations``, where present, are a list of such maps too."""
     if not isinstance(meta, dict):
         raise ValueError(f"its metadata is a {type(meta).__name__}, not a map")
     for key in COUNTERS:
@@ -82,6 +86,12 @@ def check_progress(meta: Any) -> None:
         rows = meta.get(key, [])
         if not isinstance(rows, list) or not all(_is_row(row) for row in rows):
             raise ValueError(f"its metadata's {key} are not a list of metric rows: {_short(rows)}")
+    rows = meta.get("rows", [])
+    for key in STEPS:
+        if key in meta and len(rows) != meta[key]:
+            raise ValueError(
+                f"its metadata has {key} = {meta[key]} but {len(rows)} metric rows (one per {key})"
+            )
 
 
 def _is_row(row: Any) -> bool:

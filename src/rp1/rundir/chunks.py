@@ -10,7 +10,8 @@ writes only their new rows, as one chunk file beside the checkpoint::
 
 so a save costs what changed, not the whole store. A chunk is sealed (:mod:`rp1.rundir.sealed`)
 and written atomically before the head, whose list records each chunk's file name, the SHA-256 of
-its bytes and its rows per array; a chunk is read only through that list and must match it. A kill
+its bytes and its rows per array, chunks 0, 1, … each once and in order; a chunk is read only
+through that list and must match it, and a list of any other order is refused. A kill
 between a chunk and its head leaves the previous head, which does not list the new chunk: the next
 save writes a chunk of that number again (the next number is always the number of chunks the head
 lists), so a resumed run continues exactly from the previous head.
@@ -102,12 +103,19 @@ class Chunks:
     ) -> dict[str, np.ndarray]:
         """Every array the chunks ``listed`` by the head ``head`` hold, their rows in order,
         read with ``read_file`` (a path relative to the run directory), and :meth:`commit` them.
-        :class:`~rp1.core.errors.DamagedFile` naming the file if the list is not one of chunks,
-        a chunk is missing, or it is not what the head lists (its checksum, its rows)."""
+        :class:`~rp1.core.errors.DamagedFile` naming the file if the list is not one of chunks
+        numbered from 0 on, each once and in order (as :meth:`write` numbers them), a chunk is
+        missing, or it is not what the head lists (its checksum, its rows)."""
         if not isinstance(listed, list) or not all(_is_entry(e) for e in listed):
             raise DamagedFile(f"checkpoint {head} is damaged: its list of chunks is malformed")
         parts: dict[str, list[np.ndarray]] = {}
-        for entry in listed:
+        for index, entry in enumerate(listed):
+            if entry["file"] != chunk_name(index):  # a chunk left out, or listed twice
+                raise DamagedFile(
+                    f"checkpoint {head} is damaged: it lists {entry['file']} as chunk {index}, "
+                    f"where {chunk_name(index)} belongs (a head lists its chunks from "
+                    f"{chunk_name(0)} on, each once, in order)"
+                )
             path = self.directory / entry["file"]
             if not path.exists():
                 raise DamagedFile(f"checkpoint {head} lists {path}, which is missing")

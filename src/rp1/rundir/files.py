@@ -65,7 +65,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from rp1.config.migrations import SCHEMA_KEY, check_continuable, continued, migrate
+from rp1.config.migrations import (
+    SCHEMA,
+    SCHEMA_KEY,
+    check_continuable,
+    continued,
+    migrate,
+    written_as,
+)
 from rp1.core.errors import ConfigError, DamagedFile
 from rp1.core.storage import (
     check_writable_dir,
@@ -131,6 +138,11 @@ CONFIG = "config.json"
 METRICS = "metrics.csv"
 EVALUATIONS = "evaluations.csv"
 CHECKPOINT = Path("checkpoint") / "state.msgpack"
+PROGRAM = "seeds_per_process"
+"""The checkpoint's entry beside the config: the size of the program the run computes in
+(:func:`rp1.train.run_seeds`, batches of that many seeds; 1: alone), which decides its last bits.
+Sealed with the state, so that a resume in a program of another size is refused whatever
+``environment.json``, a record, says (:func:`rp1.train.restore_state`)."""
 FINISHED = "finished"
 CURVE = "learning_curve.png"
 POLICY_DIR = "policy"
@@ -185,6 +197,7 @@ class RunDir:
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self._config: dict[str, Any] | None = None
+        self._program = 1  # the size of the program it runs in (prepare)
         self._chunks = Chunks(self.path / CHECKPOINT.parent)  # as the last head lists them
 
     @property
@@ -282,13 +295,17 @@ class RunDir:
         resume: bool = False,
         overwrite: bool = False,
         restore: Callable[[dict[str, Any]], Any] | None = None,
+        seeds_per_process: int = 1,
     ) -> Any:
         """Check that ``config`` may run here, write ``config.json`` and return the checkpointed
         state to continue from (``restore`` applied to the checkpoint's dict), or ``None`` to start
         afresh. Neither flag: the directory holds no run; ``resume``: it holds a run of ``config``
-        (stored config migrated; a run killed before its first checkpoint starts afresh);
-        ``overwrite``: :data:`RUN_FILES` are deleted first. Every refusal (ConfigError, or what
-        ``restore`` raises) comes before anything is written. The caller owns the directory."""
+        (stored config migrated; a run killed before its first checkpoint starts afresh; a run
+        that :meth:`holds_finished` is checked and left as it is, its ``finished`` marker telling
+        the caller that nothing is to continue); ``overwrite``: :data:`RUN_FILES` are deleted
+        first. Every refusal (ConfigError, or what ``restore`` raises) comes before anything is
+        written. The caller owns the directory. ``seeds_per_process``: the size of the program the
+        run continues in, which its checkpoints seal (:data:`PROGRAM`)."""
         check_writable_dir(self.path)
         if resume and overwrite:
             raise ConfigError(
@@ -304,7 +321,9 @@ class RunDir:
                 saved = restore(saved)
         else:
             self._check_new(config)
-        self._config = config
+        self._config, self._program = config, seeds_per_process
+        if resume and self.holds_finished(config):
+            return saved  # nothing to continue: no file is written
         with storage_errors("write", self.path / FINISHED):
             self.path.mkdir(parents=True, exist_ok=True)
             (self.path / FINISHED).unlink(missing_ok=True)
@@ -428,8 +447,9 @@ class RunDir:
 
     def save_checkpoint(self, state: dict[str, Any]) -> None:
         """Write ``state`` (nested dicts of arrays, numbers, strings) with the config it belongs
-        to, sealed with its checksum (:mod:`rp1.rundir.sealed`), atomically: on any failure the
-        previous checkpoint stays as it was. Its ``appended`` arrays (:mod:`rp1.rundir.checkpoints`)
+        to and the size of its program (:data:`PROGRAM`), sealed with its checksum
+        (:mod:`rp1.rundir.sealed`), atomically: on any failure the previous checkpoint stays as it
+        was. Its ``appended`` arrays (:mod:`rp1.rundir.checkpoints`)
         are written in chunks of the rows new since the last save (:mod:`rp1.rundir.chunks`),
         before the head that lists them."""
         appended = state.get("appended", {})
@@ -438,6 +458,7 @@ class RunDir:
             "config": _canonical(self._bound_config()),
             "agent": {**state, "appended": {}} if appended else state,
             "chunks": listed,
+            PROGRAM: self._program,
         }
         write_atomically(self.checkpoint_path, sealed_parts(data), "checkpoint")
         self._chunks.commit(listed)
@@ -474,6 +495,20 @@ class RunDir:
                 f"checkpoint {file} is corrupt or not an rp1 checkpoint ({_cause(err)})"
             ) from None
 
+    def sealed_program(self) -> int | None:
+        """The size of the program the run's checkpoint was written in (:data:`PROGRAM`, its
+        checksum checked); ``None`` for a checkpoint written before sizes were sealed.
+        :class:`~rp1.core.errors.DamagedFile` naming the checkpoint if it is not one or the size
+        is not a positive integer."""
+        file = self.checkpoint_path
+        data, _ = unseal(self.read_file(CHECKPOINT, "checkpoint"), file, "checkpoint")
+        size = data.get(PROGRAM)
+        if size is not None and (type(size) is not int or size < 1):
+            raise DamagedFile(
+                f"checkpoint {file} is damaged: its program size {_quoted(repr(size))} is not a positive integer"
+            )
+        return size
+
     def mark_finished(self) -> None:
         """Write the ``finished`` marker of the bound config, atomically."""
         write_atomically(
@@ -496,6 +531,15 @@ def config_hash(config: dict[str, Any]) -> str:
     return hashlib.sha256(
         _canonical({k: v for k, v in config.items() if k != SCHEMA_KEY}).encode()
     ).hexdigest()
+
+
+def config_hashes(config: dict[str, Any]) -> set[str]:
+    """The hashes (:func:`config_hash`) a file of the run of ``config`` (as this rp1 reads it) may
+    hold: that of ``config`` as each schema up to this one wrote it
+    (:func:`~rp1.config.migrations.written_as`), so that a file an earlier rp1 wrote for the run
+    (a policy file) is still the run's after its config was migrated."""
+    written = (written_as(config, schema) for schema in range(1, SCHEMA + 1))
+    return {config_hash(c) for c in written if c is not None}
 
 
 def _canonical(config: dict[str, Any]) -> str:

@@ -73,7 +73,8 @@ class TrainedPolicy:
     `policy(obs)` acts: the deterministic action of `obs [obs_dim]` (`[act_dim]`) or
     `[B, obs_dim]` (`[B, act_dim]`), with the run's normaliser, clipped to the action bounds;
     observations are taken as float64, as environments return them (the run's evaluation saw the
-    same). A `ValueError` for an observation of another shape.
+    same). A `ValueError` for an observation of another shape. `print(policy)` shows what it acts
+    on, what produced it and its file, not its weights.
 
     Attributes:
         snapshot: The actor, its normaliser and its evaluation's episodes.
@@ -88,7 +89,8 @@ class TrainedPolicy:
         samples: Real samples it was trained on.
         eval_return: Mean return of its evaluation (`None`: not evaluated).
         eval_std: Standard deviation of its evaluation's returns.
-        config_hash: The hash of the run's config.
+        config_hash: The hash of the run's config as the rp1 that began the run wrote it
+            (`rp1.rundir.files.config_hashes`).
         which: `"best"` or `"last"` (`""` for one not read from a file).
         kept_since: The first iteration the run's policy files saw (> 0: a run resumed without
             policy files).
@@ -121,6 +123,15 @@ class TrainedPolicy:
     def act_dim(self) -> int:
         return len(self.action_low)
 
+    @property
+    def hidden(self) -> tuple[int, ...]:
+        """The actor's hidden layer widths."""
+        return tuple(int(w.shape[1]) for w, _ in self.snapshot.policy.actor[:-1])
+
+    def __repr__(self) -> str:
+        """A summary (:data:`SUMMARY`): the sizes, what produced the policy and its file."""
+        return f"TrainedPolicy({', '.join(f'{name}={getattr(self, name)!r}' for name in SUMMARY)})"
+
     @cached_property
     def _actor(self) -> MeanAction:
         return self.snapshot.actor()
@@ -150,7 +161,7 @@ class TrainedPolicy:
             "act_dim": self.act_dim,
             "action_low": list(self.action_low),
             "action_high": list(self.action_high),
-            "hidden": [int(w.shape[1]) for w, _ in self.snapshot.policy.actor[:-1]],
+            "hidden": list(self.hidden),
             "obs_clip": float(self.snapshot.obs_norm.clip),
             "method": self.method,
             "preset": self.preset,
@@ -164,6 +175,23 @@ class TrainedPolicy:
             "evaluator": self.snapshot.evaluator,
             "replay": None if self.snapshot.replay is None else self.snapshot.replay.to_json(),
         }
+
+
+SUMMARY = (
+    "task",
+    "obs_dim",
+    "act_dim",
+    "hidden",
+    "preset",
+    "seed",
+    "which",
+    "iteration",
+    "samples",
+    "eval_return",
+    "path",
+)
+"""What a :class:`TrainedPolicy` shows of itself (its ``repr``, what ``print`` shows): not the
+snapshot's weights, which run to tens of thousands of characters."""
 
 
 def write_policy(path: Path, policy: TrainedPolicy) -> None:

@@ -27,6 +27,8 @@ resume elsewhere appends one and returns a one-line warning. A damaged record (n
 of the wrong shape) is rewritten with this environment alone, and the warning says so. ``host`` and ``recorded`` (local time)
 are kept with each entry but not compared: identical machines give identical numbers. An entry
 written before a field existed is read too; the field counts as differing (``not recorded``).
+:func:`changes_since` says how this process differs from where a run's iteration ran (what ``rp1
+evaluate`` names when a replay's return is not the recorded one).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from typing import Any
 
 from rp1._version import __version__
 from rp1.core.storage import write_atomically
-from rp1.rundir.files import ENVIRONMENT, RunDir
+from rp1.rundir.files import CHECKPOINT, ENVIRONMENT, RunDir
 
 PACKAGES = ("jax", "jaxlib", "flax", "numpy", "mujoco", "gymnasium", "optax")
 """The libraries whose versions a run's numbers depend on."""
@@ -60,7 +62,9 @@ NOT_COMPARED = ("from_iteration", "host", "recorded")
 SEEDS_PER_PROCESS = "seeds_per_process"
 """The field of a record entry that says the size of the run's program (:func:`rp1.train.run_seeds`):
 1, a run alone (an entry without it: 1); ``N`` more, a run computed in batches of ``N``, whose last
-bits differ from a run alone's and from a run's in batches of another size."""
+bits differ from a run alone's and from a run's in batches of another size. What a resume is held
+to is the size its checkpoint seals (:data:`rp1.rundir.files.PROGRAM`); the record says it for
+readers (``rp1 report``), and is rewritten from it when damaged."""
 
 
 def environment() -> dict[str, Any]:
@@ -157,12 +161,7 @@ def record(run_dir: str | os.PathLike, iteration: int, seeds_per_process: int = 
             f"rp1: warning: {run_dir} has no record of where iterations 0-{iteration - 1} ran (an earlier rp1 wrote "
             f"them); from iteration {iteration} on it runs on {summary(here)}"
         )
-    compared = _compared(last)
-    changed = "; ".join(
-        _change(key, last, value)
-        for key, value in here.items()
-        if compared.get(key) != value and key != SEEDS_PER_PROCESS
-    )
+    changed = "; ".join(changes(last, here))
     if not changed:  # only the program's size, which program_mismatch checks
         return None
     return (
@@ -174,6 +173,27 @@ def record(run_dir: str | os.PathLike, iteration: int, seeds_per_process: int = 
 def summary(env: dict[str, Any]) -> str:
     """``device, N XLA threads, jax X, rp1 V (commit)`` of an :func:`environment`."""
     return f"{env['device']}, {env['xla_threads']} XLA threads, jax {env['jax']}, rp1 {env['rp1']} ({env['commit']})"
+
+
+def changes(entry: dict[str, Any], here: dict[str, Any]) -> list[str]:
+    """How the environment ``here`` differs from record entry ``entry`` in what numbers depend on,
+    a :func:`_change` per field of ``here`` (the program's size left out: it is
+    :func:`program_mismatch`'s to judge); ``[]`` where they agree."""
+    compared = _compared(entry)
+    return [
+        _change(key, entry, value)
+        for key, value in here.items()
+        if compared.get(key) != value and key != SEEDS_PER_PROCESS
+    ]
+
+
+def changes_since(run_dir: str | os.PathLike, iteration: int) -> list[str] | None:
+    """How this process's :func:`environment` differs from the one ``run_dir``'s record says ran
+    its iteration ``iteration`` (the last entry from that iteration or before; :func:`changes`),
+    or ``None`` where the record does not say (none, a damaged one, or none so early)."""
+    entries, _ = _read(RunDir(run_dir))
+    ran = [e for e in entries if e.get("from_iteration", 0) <= iteration]
+    return changes(ran[-1], environment()) if ran else None
 
 
 def _change(key: str, last: dict[str, Any], now: Any) -> str:
@@ -197,18 +217,19 @@ def _compared(entry: dict[str, Any]) -> dict[str, Any]:
     return {SEEDS_PER_PROCESS: 1, **compared}
 
 
-def program_mismatch(run_dir: str | os.PathLike, seeds_per_process: int) -> str:
+def program_mismatch(
+    run_dir: str | os.PathLike, seeds_per_process: int, sealed: int | None = None
+) -> str:
     """Why the run in ``run_dir`` may not continue in a program of ``seeds_per_process`` seeds
-    (``""`` if it may): its record's last entry says it ran in a program of another size (a
-    program of ``N`` seeds computes in batches of ``N``; one seed, alone). Another batch size
-    computes with other kernels (the last bits of every number differ), so such a continuation
-    would not be the run it continues. A run without a record, or with a damaged one, may
-    continue."""
-    entries, _ = _read(RunDir(run_dir))
-    if not entries:
-        return ""
-    was = _compared(entries[-1])[SEEDS_PER_PROCESS]
-    if not isinstance(was, int) or was < 1 or was == seeds_per_process:
+    (``""`` if it may): it ran in a program of another size (a program of ``N`` seeds computes in
+    batches of ``N``; one seed, alone), as its checkpoint seals (``sealed``,
+    :meth:`~rp1.rundir.files.RunDir.sealed_program`) or, for a checkpoint sealed before sizes were
+    (``None``), as its record's last entry says. Another batch size computes with other kernels
+    (the last bits of every number differ), so such a continuation would not be the run it
+    continues. A run of such a checkpoint without a record, or with a damaged one, may continue."""
+    source = Path(run_dir) / (CHECKPOINT if sealed is not None else ENVIRONMENT)
+    was = sealed if sealed is not None else _recorded_program(RunDir(run_dir))
+    if was is None or was == seeds_per_process:
         return ""
     how = (
         "ran alone: resume it alone (rp1 train, or rp1 sweep with --seeds-per-process 1)"
@@ -217,8 +238,19 @@ def program_mismatch(run_dir: str | os.PathLike, seeds_per_process: int) -> str:
     )
     return (
         f"{run_dir} {how}, since another batch size computes every number with other kernels and "
-        f"would not continue it exactly ({Path(run_dir) / ENVIRONMENT})"
+        f"would not continue it exactly ({source})"
     )
+
+
+def _recorded_program(run: RunDir) -> int | None:
+    """The program size the last entry of ``run``'s record says (:data:`SEEDS_PER_PROCESS`; an
+    entry without it: 1), or ``None`` if it has no record, a damaged one or a size that is not a
+    positive integer."""
+    entries, _ = _read(run)
+    if not entries:
+        return None
+    was = _compared(entries[-1])[SEEDS_PER_PROCESS]
+    return was if isinstance(was, int) and was >= 1 else None
 
 
 def _read(run: RunDir) -> tuple[list[dict[str, Any]], str]:
