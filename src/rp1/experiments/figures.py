@@ -29,8 +29,9 @@ from rp1.config.methods import (
 from rp1.core.storage import write_atomically
 from rp1.experiments import stats
 from rp1.experiments.measures import MODEL_ERROR
+from rp1.experiments.references import REFERENCES, Reference, reference_for, seeds_text
 from rp1.experiments.runs_table import DEFAULT_SCALE, scale_order
-from rp1.rundir.files import CURVE, METRICS
+from rp1.rundir.files import CURVE, METRICS, RunDir
 
 GRID_POINTS = 200
 """Points of the common sample grid that curves are aligned on."""
@@ -302,8 +303,11 @@ def diagnostics_figure(metrics: pd.DataFrame, task: str, path: Path) -> Path | N
     return save(figure, path)
 
 
-def learning_curve_figure(metrics: pd.DataFrame, title: str, path: Path) -> Path | None:
-    """One run's evaluation return (points) and best-so-far (steps) against real samples.
+def learning_curve_figure(
+    metrics: pd.DataFrame, title: str, path: Path, reference: Reference | None = None
+) -> Path | None:
+    """One run's evaluation return (points) and best-so-far (steps) against real samples, over its
+    preset's ``reference`` seeds' band, if given (:func:`draw_reference`).
 
     ``metrics`` is the run's ``metrics.csv`` as read by pandas (columns ``samples``, ``eval_return``).
     """
@@ -312,6 +316,8 @@ def learning_curve_figure(metrics: pd.DataFrame, title: str, path: Path) -> Path
         return None
     figure, axes = new_figure()
     ax = axes[0, 0]
+    if reference is not None:
+        draw_reference(ax, reference)
     ax.plot(
         rows["samples"],
         rows["eval_return"],
@@ -330,7 +336,21 @@ def learning_curve_figure(metrics: pd.DataFrame, title: str, path: Path) -> Path
     return save(figure, path)
 
 
-def write_learning_curve(run_dir: Path, title: str) -> Path | None:
-    """``learning_curve.png`` of the run in ``run_dir``, from its ``metrics.csv``; ``None`` if the
-    run has no evaluation yet."""
-    return learning_curve_figure(pd.read_csv(run_dir / METRICS), title, run_dir / CURVE)
+def draw_reference(ax: Axes, reference: Reference) -> None:
+    """The band of ``reference``'s seeds behind a run's curve: the 25th to 75th percentile over
+    seeds of the return of the policy in force at each grid point (shaded, joined by straight
+    lines), and their median (dashed)."""
+    band = reference.band
+    label = f"reference {seeds_text(reference.seeds)}"
+    ax.fill_between(band["samples"], band["q25"], band["q75"], color="0.85", label=f"{label}: IQR")
+    ax.plot(band["samples"], band["median"], color="0.5", ls="--", label=f"{label}: median")
+
+
+def write_learning_curve(run_dir: Path, title: str, references: Path = REFERENCES) -> Path | None:
+    """``learning_curve.png`` of the run in ``run_dir``, from its ``metrics.csv``, over its preset's
+    reference band where ``references`` has one for its preset, scale and budget
+    (:func:`~rp1.experiments.references.reference_for`); ``None`` if the run has no evaluation
+    yet."""
+    config = RunDir(run_dir).read_config()
+    reference = None if config is None else reference_for(config, references)
+    return learning_curve_figure(pd.read_csv(run_dir / METRICS), title, run_dir / CURVE, reference)

@@ -4,6 +4,9 @@ Example::
 
     print(run_summary(Path("runs/hopper-quick/seed0"), curve=None))
     # best evaluation return 812.3 (at 9,000 samples; first evaluation -3.1)
+    # against the preset's 10 reference seeds (seeds 0–9; …):
+    #   best 812.3 is above every one of them (highest 381.8)
+    #   …
     # metrics:        runs/hopper-quick/seed0/metrics.csv
 """
 
@@ -12,17 +15,42 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from rp1.experiments.fair import in_force_returns
+from rp1.experiments.references import REFERENCES, reference_for, reference_lines
 from rp1.rundir.files import METRICS, RunDir, evaluates_trained
 
 
-def run_summary(run_dir: Path, curve: Path | None) -> str:
+def final_return(rows: pd.DataFrame, budget: int) -> float:
+    """The evaluation return of the policy in force at ``budget`` real samples
+    (:func:`~rp1.experiments.fair.in_force_returns`), from a run's ``metrics.csv`` rows."""
+    at = in_force_returns(rows.sort_values("samples", kind="stable"), np.array([budget], float))
+    return float(at[0])
+
+
+def standing_lines(run: RunDir, rows: pd.DataFrame, best: float, references: Path) -> list[str]:
+    """Where a run with ``metrics.csv`` ``rows`` and ``best`` evaluation return stands among its
+    preset's reference seeds (:mod:`rp1.experiments.references`), if it reached the budget of a
+    reference of its preset and scale; no line otherwise."""
+    config = run.read_config()
+    reference = None if config is None else reference_for(config, references)
+    if reference is None or not run.is_finished():
+        return []
+    return reference_lines(reference, best, final_return(rows, reference.budget))
+
+
+def run_summary(run_dir: Path, curve: Path | None, references: Path = REFERENCES) -> str:
     """The best evaluation of a trained policy (:func:`~rp1.rundir.files.evaluates_trained`, as
     ``rp1 report`` counts) in ``run_dir``'s ``metrics.csv`` and the first evaluation (the
-    untrained policy's), then where the metrics and the learning curve ``curve`` (if any) are."""
-    metrics = RunDir(run_dir).read_file(METRICS, "metrics")
-    evals = pd.read_csv(io.BytesIO(metrics)).dropna(subset=["eval_return"])
+    untrained policy's); where the run stands among its preset's reference seeds, if the run
+    reached the budget of a reference in ``references``
+    (:func:`~rp1.experiments.references.reference_for`); then where the metrics and the learning
+    curve ``curve`` (if any) are."""
+    run = RunDir(run_dir)
+    rows = pd.read_csv(io.BytesIO(run.read_file(METRICS, "metrics")))
+    evals = rows.dropna(subset=["eval_return"])
     trained = evals[evaluates_trained(evals["iteration"])]
     lines = []
     if not evals.empty:
@@ -34,6 +62,7 @@ def run_summary(run_dir: Path, curve: Path | None) -> str:
             lines.append(
                 f"best evaluation return {best['eval_return']:.1f} (at {int(best['samples']):,} samples; first evaluation {first:.1f})"
             )
+            lines += standing_lines(run, rows, float(best["eval_return"]), references)
     lines.append(f"metrics:        {run_dir / METRICS}")
     if curve is not None:
         lines.append(f"learning curve: {curve}")
