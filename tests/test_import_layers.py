@@ -20,11 +20,11 @@ LAYERS = (
     ("rp1.agents",),
     ("rp1.outputs",),
     ("rp1.rundir",),
-    ("rp1.config",),
     ("rp1.imagination",),
-    ("rp1.policy", "rp1.realenv", "rp1.dynamics"),
+    ("rp1.policy", "rp1.realenv", "rp1.dynamics", "rp1.acquisition"),
+    ("rp1.config",),
     ("rp1.envs",),
-    ("rp1.acquisition", "rp1.core", "rp1._version"),
+    ("rp1.core", "rp1._version"),
 )
 ROOT = "rp1"
 SOURCE = Path(rp1.__file__).parent
