@@ -6,11 +6,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from rp1.config.defaults import EAGER, MASKED, STATISTICS
 from rp1.core.executables import compilations, held
 from rp1.core.normalizer import (
-    EAGER,
-    MASKED,
-    STATISTICS,
     VAR_FLOOR,
     denormalize,
     first_rows,

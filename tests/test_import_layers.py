@@ -7,9 +7,14 @@ the root itself (its lazy API, ``rp1.__getattr__``) may import from the layers a
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+
 import rp1
+from helpers import subprocess_env
 
 # docs/development.md's Layout, top to bottom: a module's layer is that of the longest prefix (a module
 # or a package) it falls under.
@@ -20,11 +25,11 @@ LAYERS = (
     ("rp1.agents",),
     ("rp1.outputs",),
     ("rp1.rundir",),
-    ("rp1.config",),
     ("rp1.imagination",),
-    ("rp1.policy", "rp1.realenv", "rp1.dynamics"),
+    ("rp1.policy", "rp1.realenv", "rp1.dynamics", "rp1.acquisition"),
+    ("rp1.config",),
     ("rp1.envs",),
-    ("rp1.acquisition", "rp1.core", "rp1._version"),
+    ("rp1.core", "rp1._version"),
 )
 ROOT = "rp1"
 SOURCE = Path(rp1.__file__).parent
@@ -155,3 +160,61 @@ def test_readme_layout_names_every_top_level_entry():
     entries -= {"__init__", "__main__"}
     assert sorted(entries - named) == []
     assert all(layer(f"rp1.{e}") is not None for e in entries)
+
+
+# --- config at the bottom: reading runs needs no JAX ---------------------------------------------
+
+NO_JAX = """
+import atexit, os, sys
+def check():
+    loaded = sorted(m for m in ("jax", "jaxlib", "flax", "optax") if m in sys.modules)
+    print("loaded:", ",".join(loaded) or "none", flush=True)
+atexit.register(check)
+from rp1.cli import main
+code = main(sys.argv[1:])
+check()
+os._exit(code)
+"""
+
+
+def _rp1_without_jax(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", NO_JAX, *args],
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_the_config_imports_no_jax():
+    """``rp1.config`` (schema, defaults, methods, presets, validation, migrations) sits below the
+    algorithm: importing it, and reading a stored config, loads none of JAX, flax or optax."""
+    script = (
+        "import sys, json\n"
+        "from rp1.config import Config, resolve, validate\n"
+        "from rp1.config.migrations import migrate\n"
+        "from rp1.experiments import runs_table, sweep_status\n"
+        "validate(resolve('hopper-rp1'))\n"
+        "print(sorted(m for m in ('jax', 'flax', 'optax') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=subprocess_env(), capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_rp1_report_and_rp1_status_import_no_jax(tmp_path):
+    """``rp1 report`` and ``rp1 status`` on committed runs (docs/gpu-pilot/runs) read their
+    config.json, metrics and evaluations without JAX, flax or optax: checked at exit."""
+    runs = SOURCE.parents[1] / "docs" / "gpu-pilot" / "runs"
+    out = _rp1_without_jax("report", str(runs), "--out", str(tmp_path / "report"))
+    assert out.splitlines()[-1] == "loaded: none", out[-2000:]
+    assert (tmp_path / "report" / "table1.md").is_file()
+    out = _rp1_without_jax("status", str(runs))
+    assert out.splitlines()[-1] == "loaded: none", out[-2000:]

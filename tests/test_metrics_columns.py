@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from helpers import environment_differences
-from rp1.core.normalizer import EAGER
+from rp1.config.defaults import EAGER
 from rp1.experiments.runs_table import OPTIONAL_COLUMNS, read_metrics
 from rp1.rundir.files import METRIC_COLUMNS, METRICS, TIMING_COLUMNS, RunDir, metric_columns
 from rp1.rundir.provenance import environment

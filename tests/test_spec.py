@@ -179,7 +179,7 @@ def test_imagination_defaults_to_the_reward_variance_bonus():
 
 def test_settings_take_each_config_value_by_its_name():
     """check_every and patience are both 5 by default: set apart, each reaches its own setting."""
-    from rp1.config.settings import collect_settings, fit_settings, lambda_bandit
+    from rp1.agents.settings import collect_settings, fit_settings, lambda_bandit
 
     sets = {
         "model.check_every": "3",

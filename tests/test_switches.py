@@ -6,17 +6,24 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from collections.abc import Mapping
 
 import numpy as np
 import pytest
 
 from rp1.acquisition.bandit import BASELINES, WEIGHTINGS
-from rp1.config import Config, ModelConfig, PolicyConfig, resolve
+from rp1.agents.settings import (
+    SWITCHES,
+    fit_settings,
+    lambda_bandit,
+    lambda_start,
+    ppo_settings,
+)
+from rp1.config import Config, LambdaConfig, ModelConfig, PolicyConfig, resolve
+from rp1.config.defaults import BONUS_NAMES
 from rp1.config.schema import declared_range
-from rp1.config.settings import fit_settings, lambda_bandit, lambda_start, ppo_settings
 from rp1.core.errors import ConfigError
 from rp1.dynamics.fit import DEALINGS, STOP_RULES, FitSettings
+from rp1.imagination.rollouts import BONUSES
 from rp1.policy.ppo import ADVANTAGES, PPOSettings
 
 
@@ -48,6 +55,24 @@ def test_every_literal_field_declares_exactly_its_values_as_choices():
         choices = declared_range(section, name)["choices"]
         assert sorted(choices) == sorted(typing.get_args(hint)), name
         assert getattr(section(), name) in typing.get_args(hint)
+
+
+def test_each_switch_maps_exactly_its_declared_names_and_the_bonuses_are_the_configs():
+    """The config names a switch's values (rp1.config.defaults), the algorithm maps each to its
+    function (rp1.agents.settings.SWITCHES): the same names, in the same order; and every field
+    with declared choices but ``lam.mode`` (resolved by ``lambda_start``) and the model's sources
+    and ``statistics`` (read by the agents as names) is a switch."""
+    for (section, name), switch in SWITCHES.items():
+        assert tuple(switch) == tuple(declared_range(section, name)["choices"]), name
+    assert tuple(BONUSES) == BONUS_NAMES
+    declared = {
+        (section, name) for section, name, _ in literal_fields() if section is not Config
+    } | {(ModelConfig, "reward"), (ModelConfig, "done")}
+    assert declared - set(SWITCHES) == {
+        (LambdaConfig, "mode"),
+        (ModelConfig, "reward"),
+        (ModelConfig, "done"),
+    }
 
 
 def test_settings_hold_the_function_each_switch_selects():
@@ -125,4 +150,4 @@ def test_a_switch_read_from_config_json_is_resolved_as_one_set_by_hand():
     cfg = Config.from_dict(data)
     assert cfg.model.dealing == "round-robin"
     assert fit_settings(cfg).dealing is DEALINGS["round-robin"]
-    assert isinstance(declared_range(type(cfg.model), "dealing")["choices"], Mapping)
+    assert (type(cfg.model), "dealing") in SWITCHES

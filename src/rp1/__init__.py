@@ -35,9 +35,10 @@ directory), [`DivergedError`][rp1.core.errors.DivergedError],
 [`RenderError`][rp1.core.errors.RenderError], all [`Rp1Error`][rp1.core.errors.Rp1Error]; and
 [`Interrupted`][rp1.core.errors.Interrupted] (SIGINT or SIGTERM, a `BaseException`).
 
-Importing rp1 is light: the names above are imported on first use. It points JAX's persistent
-compilation cache at its directory if that exists, so repeated runs do not recompile their inner
-loops; it writes nothing to disk. A run creates the directory.
+Importing rp1 is light: the names above are imported on first use, and JAX only with them. It
+points JAX's persistent compilation cache at its directory if that exists (once JAX is imported),
+so repeated runs do not recompile their inner loops; it writes nothing to disk. A run creates the
+directory.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from rp1._version import __version__
-from rp1.core.compilation import enable_compilation_cache
+from rp1.core.compilation import enable_compilation_cache, enable_when_jax_is_imported
 from rp1.core.errors import (
     ConfigError,
     DivergedError,
@@ -64,7 +65,7 @@ if TYPE_CHECKING:
     from rp1.rundir.lock import RunInUse
     from rp1.train import run_seeds, run_training
 
-enable_compilation_cache(create=False)
+enable_when_jax_is_imported()
 
 _LAZY = {
     "Config": ("rp1.config", "Config"),

@@ -20,21 +20,23 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
-ARMS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)  # algorithm.md §6: the λ values
-LEARNING_RATE = 0.2
-EPS = 0.2  # share of uniform exploration
-DECAY = 0.9  # of the scores, per update
-WINDOW = 5  # feedbacks in the running mean
-Weighting = Literal["probability", "exp-score"]
-"""What an arm's credit is divided by (``lam.weighting``, :data:`WEIGHTINGS`)."""
-WEIGHTING: Weighting = "probability"
-Baseline = Literal["previous", "including"]
-"""What ĝ's running mean covers (``lam.baseline``, :data:`BASELINES`)."""
-BASELINE: Baseline = "previous"
+from rp1.config.defaults import (  # the defaults of ExpWeights
+    ARMS,
+    BASELINE,
+    DECAY,
+    EPS,
+    WEIGHTING,
+    WINDOW,
+    Baseline,
+    FirstFeedback,
+    GNormalizers,
+    Weighting,
+)
+from rp1.config.defaults import BANDIT_LEARNING_RATE as LEARNING_RATE
 
 
 def by_probability(played_prob: float, decayed: float) -> float:
@@ -300,10 +302,6 @@ class ExpWeights:
 
 # --- the feedback G: which model measures it, and whether the initial phase's enters the window ---
 
-FirstFeedback = Literal["exclude", "include"]
-"""Whether the initial random phase's G enters the window (``lam.first_feedback``,
-:data:`FIRST_FEEDBACKS`)."""
-
 
 def leave_out(bandit: ExpWeights, feedback: float) -> None:
     """First feedback ``"exclude"`` (algorithm.md §6): the initial random phase's G is left out."""
@@ -321,9 +319,6 @@ FIRST_FEEDBACKS: dict[FirstFeedback, Callable[[ExpWeights, float], None]] = {
 }
 """What each value of ``lam.first_feedback`` does with the initial random phase's G."""
 
-GNormalizers = Literal["all", "inputs"]
-"""Which normalisers are refreshed when a phase's G is measured (``lam.g_normalizers``,
-:data:`G_MODELS`)."""
 Model = TypeVar("Model")
 
 

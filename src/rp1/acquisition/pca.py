@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-SHARE = 0.99  # algorithm.md §5: the principal subspace keeps this share of the singular values
+from rp1.config.defaults import SHARE
 
 
 def principal_basis(old_rows: np.ndarray, share: float = SHARE) -> tuple[np.ndarray, float, float]:

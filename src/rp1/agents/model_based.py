@@ -43,8 +43,7 @@ from flax import struct
 from rp1 import envs
 from rp1.acquisition.bandit import BanditWeights, ExpWeights
 from rp1.agents.grid import evaluate_on_grid
-from rp1.config import Config
-from rp1.config.settings import (
+from rp1.agents.settings import (
     collect_settings,
     fit_settings,
     lambda_start,
@@ -52,6 +51,7 @@ from rp1.config.settings import (
     policy_training_settings,
     resolved,
 )
+from rp1.config import Config
 from rp1.core.errors import DivergedError
 from rp1.core.seeding import generator_from, int_seed, spawn_streams
 from rp1.dynamics import Ensemble, ensemble_init, with_heads

@@ -40,16 +40,14 @@ import optax
 from flax import struct
 
 from rp1.agents.grid import evaluate_on_grid
+from rp1.agents.settings import ppo_settings
 from rp1.config import Config
-from rp1.config.settings import ppo_settings
+from rp1.config.defaults import EAGER, MASKED, Statistics
 from rp1.core.errors import DivergedError
 from rp1.core.executables import releasing
 from rp1.core.normalizer import (
-    EAGER,
-    MASKED,
     STATE_CLIP,
     Normalizer,
-    Statistics,
     normalizer_init,
     normalizer_update,
 )

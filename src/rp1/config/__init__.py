@@ -7,12 +7,13 @@ once (:func:`validate`).
 
 The package, one job per module:
 
+- :mod:`~rp1.config.defaults` — the paper's defaults as plain values, which the algorithm's modules
+  read too (the config sits below the algorithm and imports neither it nor JAX);
 - :mod:`~rp1.config.schema` — the sections and their defaults (:class:`Config`, ``config.json``);
 - :mod:`~rp1.config.methods` — the methods of algorithm.md §8 as configs, and rows of one's own;
 - :mod:`~rp1.config.presets` — scales and the preset registry;
 - :mod:`~rp1.config.overrides` — ``--set key=value``;
-- :mod:`~rp1.config.settings` — the library's settings objects built from a config;
-- :mod:`~rp1.config.validation` — :func:`validate`.
+- :mod:`~rp1.config.validation` — :func:`validate`;
 - :mod:`~rp1.config.migrations` — schema versions, and a config written by an earlier rp1 read as it ran.
 """
 

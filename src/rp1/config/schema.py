@@ -7,10 +7,12 @@ and a method); the methods of algorithm.md §8 differ only in their :class:`Lamb
 
 One place per default: every value is written once. Where a library function has a default of its
 own (so that a piece lifted out of rp1 behaves as in a run: ``ExpWeights()``, ``fit(…)``,
-``train_policy(…)``), the value is a constant of that function's module and the field here reads
-it (``lr: float = bandit.LEARNING_RATE``); every other default is written in its field only.
+``train_policy(…)``), the value is a plain constant of :mod:`rp1.config.defaults`, which both the
+field here (``lr: float = defaults.BANDIT_LEARNING_RATE``) and that function's module read;
+every other default is written in its field only. The config sits below the algorithm: it
+imports none of it (nor JAX), so reading a ``config.json`` costs no more than reading it.
 Library functions never read a :class:`Config`: the agents build their settings from it
-(:mod:`rp1.config.settings`). Values that no field exposes (PPO's γ and clip ε, the stop rule's
+(:mod:`rp1.agents.settings`). Values that no field exposes (PPO's γ and clip ε, the stop rule's
 70 % and 6 checks) are constants of their modules only.
 
 One place per range and meaning: a field declares the values it may take and what it means with
@@ -18,8 +20,8 @@ its default (:func:`ranged`), :func:`rp1.config.validate` checks what the fields
 ``rp1 config`` (:mod:`rp1.config.reference`) and the documentation's configuration page print
 them. rp1's limits (``at_most``) are far above the paper's scale (5 members of [1024, 1024],
 50,000-step batches, 10⁷ samples). A setting that selects behaviour is a ``Literal`` whose
-``choices`` map each name to the function it selects, which :mod:`rp1.config.settings` hands to
-the fit, PPO and the bandit in its place.
+``choices`` are its names; the module that implements it maps each name to a function, which
+:mod:`rp1.agents.settings` hands to the fit, PPO and the bandit in its place.
 """
 
 from __future__ import annotations
@@ -31,31 +33,17 @@ from collections.abc import Collection
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from rp1.acquisition import bandit, pca
+from rp1.config import defaults
+from rp1.config.defaults import MASKED, STATISTICS, Dealing, Statistics, StopOn
 from rp1.config.migrations import SCHEMA, SCHEMA_KEY
-from rp1.core.normalizer import MASKED, STATISTICS, Statistics
-from rp1.dynamics import ensemble, heads, store
-from rp1.dynamics.fit import (
-    BATCH_SIZE,
-    CHECK_EVERY,
-    DEALINGS,
-    MAX_EPOCHS,
-    PATIENCE,
-    SHUFFLE,
-    STOP_ON,
-    STOP_RULES,
-    Dealing,
-    StopOn,
-)
-from rp1.dynamics.fit import LEARNING_RATE as MODEL_LEARNING_RATE
 from rp1.envs.task import SOURCES
-from rp1.imagination import policy_training, rollouts
-from rp1.policy import networks, ppo
 
-FIRST_FEEDBACK = bandit.FIRST_FEEDBACKS
-"""The values of ``lam.first_feedback`` and what each does."""
-G_NORMALIZERS = bandit.G_MODELS
-"""The values of ``lam.g_normalizers`` and the model each measures G with."""
+FIRST_FEEDBACK = defaults.FIRST_FEEDBACK_NAMES
+"""The values of ``lam.first_feedback`` (:data:`rp1.acquisition.bandit.FIRST_FEEDBACKS`: what each
+does)."""
+G_NORMALIZERS = defaults.G_NORMALIZER_NAMES
+"""The values of ``lam.g_normalizers`` (:data:`rp1.acquisition.bandit.G_MODELS`: the model each
+measures G with)."""
 LambdaMode = Literal["adaptive", "fixed"]
 """How λ is chosen (``lam.mode``): online by the exponential-weights bandit (algorithm.md §6), or
 fixed at ``lam.value``."""
@@ -99,9 +87,9 @@ def ranged(
     """A field with ``default``, the values it may take, which :func:`rp1.config.validate`
     checks (for a tuple: every item), and ``doc``, its meaning in one line: at least ``at_least``;
     above ``above``; at most ``at_most``, rp1's limit, where a larger value could only exhaust
-    memory or time; in ``within``; one of ``choices``, names, or a mapping from each name to what
-    it selects (a switch: the settings receive the selected function,
-    :func:`rp1.config.settings.by_name`); ``layers``: a tuple of 1 to ``layers`` hidden layer
+    memory or time; in ``within``; one of ``choices``, names (for a switch, the module that
+    implements it maps each name to what it selects, and the settings receive the selected
+    function, :func:`rp1.agents.settings.by_name`); ``layers``: a tuple of 1 to ``layers`` hidden layer
     widths. Range and meaning are the field's metadata (:data:`RANGE`,
     :func:`declared_range`; :data:`DOC`, :func:`field_doc`), not part of ``config.json``."""
     declared = {
@@ -157,21 +145,25 @@ WIDTHS = LayerWidths(at_least=1, at_most=16384, layers=MAX_LAYERS)
 class ModelConfig:
     """World model and its fitting (algorithm.md §3)."""
 
-    members: int = ranged(ensemble.MEMBERS, at_least=1, at_most=100, doc="ensemble members M")
+    members: int = ranged(defaults.MEMBERS, at_least=1, at_most=100, doc="ensemble members M")
     hidden: tuple[int, ...] = ranged(
-        ensemble.HIDDEN, **WIDTHS, doc="hidden layer widths of every member"
+        defaults.HIDDEN, **WIDTHS, doc="hidden layer widths of every member"
     )
-    lr: float = ranged(MODEL_LEARNING_RATE, above=0, doc="the fit's Adam learning rate")
+    lr: float = ranged(defaults.MODEL_LEARNING_RATE, above=0, doc="the fit's Adam learning rate")
     batch_size: int = ranged(
-        BATCH_SIZE, at_least=1, at_most=10**6, doc="rows per minibatch of the fit"
+        defaults.BATCH_SIZE, at_least=1, at_most=10**6, doc="rows per minibatch of the fit"
     )
-    check_every: int = ranged(CHECK_EVERY, at_least=1, doc="epochs between validation checks")
+    check_every: int = ranged(
+        defaults.CHECK_EVERY, at_least=1, doc="epochs between validation checks"
+    )
     patience: int = ranged(
-        PATIENCE, at_least=1, doc="checks without improvement after which the fit stops"
+        defaults.PATIENCE, at_least=1, doc="checks without improvement after which the fit stops"
     )
-    max_epochs: int = ranged(MAX_EPOCHS, at_least=1, at_most=10**5, doc="epochs a fit runs at most")
+    max_epochs: int = ranged(
+        defaults.MAX_EPOCHS, at_least=1, at_most=10**5, doc="epochs a fit runs at most"
+    )
     max_train_samples: int = ranged(
-        store.MAX_TRAIN_SAMPLES,
+        defaults.MAX_TRAIN_SAMPLES,
         at_least=1,
         at_most=10**8,
         doc="training rows a fit uses at most (a uniform subsample beyond)",
@@ -189,16 +181,18 @@ class ModelConfig:
     )
     # the learned reward / termination heads
     head_hidden: tuple[int, ...] = ranged(
-        heads.HIDDEN, **WIDTHS, doc="hidden layer widths of the learned reward/termination heads"
+        defaults.HEAD_HIDDEN,
+        **WIDTHS,
+        doc="hidden layer widths of the learned reward/termination heads",
     )
     stop_on: StopOn = ranged(
-        STOP_ON,
-        choices=STOP_RULES,
+        defaults.STOP_ON,
+        choices=defaults.STOP_ONS,
         doc="with learned heads, what the fit's early stopping counts: any improvement or dynamics",
     )
     dealing: Dealing = ranged(
-        SHUFFLE,
-        choices=DEALINGS,
+        defaults.SHUFFLE,
+        choices=defaults.DEALING_NAMES,
         doc="how minibatches reach the members: shuffle (each its own) or round-robin (the authors')",
     )
 
@@ -208,32 +202,32 @@ class PolicyConfig:
     """Policy, PPO inside the model and the stop rule (algorithm.md §4)."""
 
     hidden: tuple[int, ...] = ranged(
-        networks.HIDDEN, **WIDTHS, doc="hidden layer widths of the actor and of the critic"
+        defaults.POLICY_HIDDEN, **WIDTHS, doc="hidden layer widths of the actor and of the critic"
     )
     action_std: float = ranged(
-        networks.DEFAULT_ACTION_STD, above=0, doc="the policy's fixed action std while training"
+        defaults.DEFAULT_ACTION_STD, above=0, doc="the policy's fixed action std while training"
     )
-    lr: float = ranged(ppo.LEARNING_RATE, above=0, doc="PPO's Adam learning rate")
+    lr: float = ranged(defaults.PPO_LEARNING_RATE, above=0, doc="PPO's Adam learning rate")
     batch_steps: int = ranged(
-        policy_training.BATCH_STEPS,
+        defaults.BATCH_STEPS,
         at_most=10**7,
         doc="imagined steps per PPO update, at least one horizon (model-free: real steps)",
     )
     epochs: int = ranged(
-        ppo.EPOCHS, at_least=1, at_most=1000, doc="full-batch Adam steps per PPO update"
+        defaults.EPOCHS, at_least=1, at_most=1000, doc="full-batch Adam steps per PPO update"
     )
     max_updates: int = ranged(
-        policy_training.MAX_UPDATES,
+        defaults.MAX_UPDATES,
         at_least=1,
         at_most=10**5,
         doc="PPO updates in the model per outer iteration, at most",
     )
     first_check: int = ranged(
-        policy_training.FIRST_CHECK, at_least=1, doc="the update from which the stop rule checks"
+        defaults.FIRST_CHECK, at_least=1, doc="the update from which the stop rule checks"
     )
-    advantage: ppo.Advantage = ranged(
-        ppo.ADVANTAGE,
-        choices=ppo.ADVANTAGES,
+    advantage: defaults.Advantage = ranged(
+        defaults.ADVANTAGE,
+        choices=defaults.ADVANTAGE_NAMES,
         doc="PPO's advantage once per update (fixed, the paper) or every epoch (the authors')",
     )
     restore_best: bool = ranged(
@@ -255,12 +249,12 @@ class CollectConfig:
         3.0, at_least=0, doc="collection noise: each episode's std is drawn from U(0, noise_max)"
     )
     share: float = ranged(
-        pca.SHARE,
+        defaults.SHARE,
         within=Interval(0, 1, open_low=True),
         doc="share of the singular values the PCA test's principal subspace keeps",
     )
     min_val_rollouts: int = ranged(
-        store.MIN_VAL_ROLLOUTS,
+        defaults.MIN_VAL_ROLLOUTS,
         at_least=0,
         doc="validation rollouts per phase at least (0: the literal ⌊n/3⌋ split)",
     )
@@ -277,32 +271,34 @@ class LambdaConfig:
     )
     value: float = ranged(0.0, within=Interval(0, 1), doc="λ when lam.mode is fixed")
     arms: tuple[float, ...] = ranged(
-        bandit.ARMS, within=Interval(0, 1), doc="the λ values the bandit chooses from"
+        defaults.ARMS, within=Interval(0, 1), doc="the λ values the bandit chooses from"
     )
-    lr: float = ranged(bandit.LEARNING_RATE, above=0, doc="the bandit's step size η")
-    eps: float = ranged(bandit.EPS, within=Interval(0, 1), doc="share of arms drawn uniformly (ε)")
+    lr: float = ranged(defaults.BANDIT_LEARNING_RATE, above=0, doc="the bandit's step size η")
+    eps: float = ranged(
+        defaults.EPS, within=Interval(0, 1), doc="share of arms drawn uniformly (ε)"
+    )
     decay: float = ranged(
-        bandit.DECAY, within=Interval(0, 1), doc="factor on the arm scores per update"
+        defaults.DECAY, within=Interval(0, 1), doc="factor on the arm scores per update"
     )
     window: int = ranged(
-        bandit.WINDOW, at_least=1, at_most=10**4, doc="previous G values in Ĝ's running mean"
+        defaults.WINDOW, at_least=1, at_most=10**4, doc="previous G values in Ĝ's running mean"
     )
-    weighting: bandit.Weighting = ranged(
-        bandit.WEIGHTING,
-        choices=bandit.WEIGHTINGS,
+    weighting: defaults.Weighting = ranged(
+        defaults.WEIGHTING,
+        choices=defaults.WEIGHTING_NAMES,
         doc="an arm's credit divided by its probability (the paper) or exp-score (the authors')",
     )
-    baseline: bandit.Baseline = ranged(
-        bandit.BASELINE,
-        choices=bandit.BASELINES,
+    baseline: defaults.Baseline = ranged(
+        defaults.BASELINE,
+        choices=defaults.BASELINE_NAMES,
         doc="Ĝ's running mean: of the previous G (the paper) or including this one (the authors')",
     )
-    first_feedback: bandit.FirstFeedback = ranged(
+    first_feedback: defaults.FirstFeedback = ranged(
         "exclude",
         choices=FIRST_FEEDBACK,
         doc="whether the initial random phase's G enters the window (include: the authors')",
     )
-    g_normalizers: bandit.GNormalizers = ranged(
+    g_normalizers: defaults.GNormalizers = ranged(
         "all",
         choices=G_NORMALIZERS,
         doc="G measured with every normaliser refreshed, or inputs: before the delta normaliser",
@@ -383,7 +379,7 @@ class Config:
     )
     horizon: int = ranged(0, at_least=0, at_most=10**6, doc="steps per episode; 0: the task's own")
     bonus: str = ranged(
-        rollouts.BONUS,
+        defaults.BONUS,
         doc="the exploration bonus: reward or state variance, or package.module:function",
     )
     eval_episodes: int = ranged(

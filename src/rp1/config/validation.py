@@ -1,16 +1,17 @@
 """Checking a :class:`~rp1.config.schema.Config` once, at the edge (CLI, Python API), before a run
-touches anything: :func:`validate`."""
+touches anything: :func:`validate`. Below the algorithm, as the rest of the config: it checks the
+bandit's and the bonus's settings as those pieces would (:func:`bonus_reference`), without them."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 import typing
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection
 from dataclasses import fields
 from typing import Any
 
+from rp1.config.defaults import BONUS_NAMES
 from rp1.config.methods import (
     MATCHED_PHASE_LENGTH,
     MODEL_FREE,
@@ -21,11 +22,10 @@ from rp1.config.methods import (
 from rp1.config.overrides import of_type, type_name
 from rp1.config.presets import SCALES
 from rp1.config.schema import ADAPTIVE, FIXED, Config, declared_range
-from rp1.config.settings import lambda_bandit
 from rp1.core.errors import ConfigError, shown
 from rp1.envs import Task
 from rp1.envs import make as make_task
-from rp1.imagination import bonus_function
+from rp1.envs.lookup import import_reference
 
 SEED_LIMIT = 2**31 - 2**22
 """Seeds are in ``[0, SEED_LIMIT)``: ``jax.random.PRNGKey`` keeps only a seed's low 32 bits (larger
@@ -38,16 +38,21 @@ def _check(ok: bool, message: str) -> None:
         raise ConfigError(message)
 
 
-@contextlib.contextmanager
-def _as_config_error(prefix: str) -> Iterator[None]:
-    """A library's ``ValueError`` about one of its settings (``"name must …"``) as a ConfigError
-    about the config key ``prefix + name``."""
-    try:
-        yield
-    except ConfigError:
-        raise
-    except ValueError as err:
-        raise ConfigError(f"{prefix}{err}") from None
+def bonus_reference(name: str) -> Callable[..., Any]:
+    """The user's bonus function named ``name``, ``package.module:function`` (imported, so that
+    every process of a sweep finds it, as a task's ``TaskSpec``; see docs/extending.md);
+    ``ConfigError`` for a name that is neither this nor a built-in bonus (:data:`BONUS_NAMES`).
+    :func:`rp1.imagination.bonus_function` resolves a built-in name itself and any other here."""
+    if ":" not in name:
+        raise ConfigError(
+            f"unknown bonus {name!r}; valid bonuses: {', '.join(BONUS_NAMES)}, or package.module:function"
+        )
+    bonus = import_reference(name, "bonus")
+    if not callable(bonus):
+        raise ConfigError(
+            f"bonus {name!r}: a {type(bonus).__name__}, not a function (rewards [M, N], next_norm [M, N, obs_dim]) -> [N]"
+        )
+    return bonus
 
 
 def _values(
@@ -127,8 +132,8 @@ def validate(cfg: Config) -> Config:
     ``±inf`` are refused everywhere) and in the ranges their fields declare (:func:`check_fields`:
     counts and sizes, networks' hidden layers, rates, fractions, choices), the scale one of the
     presets' scales, the seed in ``[0, SEED_LIMIT)``, the task one that
-    :func:`rp1.envs.make` can make, the bandit and the bonus as those pieces check them
-    (:mod:`rp1.config.settings`), ``model.reward`` and ``model.done`` sources the
+    :func:`rp1.envs.make` can make, the bandit's arms (at least one) and the bonus (a built-in
+    one or a function :func:`bonus_reference` imports), ``model.reward`` and ``model.done`` sources the
     task can give (:meth:`~rp1.envs.task.Task.source`), and ``policy.batch_steps`` at least the
     task's horizon for a model-based method (one imagined rollout), at least 1 for ``modelfree``.
     The message names the key, what is allowed and the value given.
@@ -147,10 +152,10 @@ def validate(cfg: Config) -> Config:
         0 <= cfg.seed < SEED_LIMIT,
         f"seed must be in [0, {SEED_LIMIT}) (2**31 - 2**22), got {shown(cfg.seed)}",
     )
-    bonus_function(cfg.bonus)
+    if cfg.bonus not in BONUS_NAMES:
+        bonus_reference(cfg.bonus)
     lam = cfg.lam
-    with _as_config_error("lam."):
-        lambda_bandit(cfg)
+    _check(len(lam.arms) >= 1, f"lam.arms must hold at least one value, got {tuple(lam.arms)}")
     _check(
         0.0 in lam.arms or lam.mode == FIXED, "lam.arms must contain 0 (the first iteration's λ)"
     )

@@ -10,12 +10,15 @@ only (mode 0700); a directory given in ``RP1_JAX_CACHE`` must not be writable by
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
 import os
 import sys
 import tempfile
+from collections.abc import Sequence
+from importlib.machinery import ModuleSpec
 from pathlib import Path
-
-import jax
+from types import ModuleType
 
 DEFAULT_CACHE_DIR = Path.home() / ".cache" / "rp1" / "jax"
 _POINTED_AT: list[Path | None] = [None]  # the directory JAX's cache was pointed at here
@@ -40,6 +43,8 @@ def enable_compilation_cache(
         The directory, or `None` when the cache is off: disabled, missing without `create`, or
             not creatable or not writable (a read-only file system, another user's directory).
     """
+    import jax
+
     if path is None:
         env = os.environ.get("RP1_JAX_CACHE")
         if env == "":
@@ -84,3 +89,37 @@ def _not_writable(directory: Path) -> str:
     """Why this process may not write in ``directory`` as the file system's permissions say
     (``""`` if it may), without writing there."""
     return "" if os.access(directory, os.W_OK | os.X_OK) else f"{directory} is not writable"
+
+
+def enable_when_jax_is_imported() -> None:
+    """``enable_compilation_cache(create=False)`` now if JAX is imported, else right after JAX's
+    import, whoever imports it: what ``import rp1`` calls, so that importing rp1 imports no JAX
+    (``rp1 report`` and ``rp1 status`` never do) and JAX's first compilation still finds its cache."""
+    if "jax" in sys.modules:
+        enable_compilation_cache(create=False)
+    elif not any(isinstance(finder, _AfterJaxImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _AfterJaxImport())
+
+
+class _AfterJaxImport(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: at JAX's import it leaves ``sys.meta_path`` and has JAX's own loader
+    run :func:`enable_compilation_cache` once JAX's package has run."""
+
+    def find_spec(
+        self, name: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if name != "jax":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        loader = spec.loader if spec is not None else None
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run = loader.exec_module
+
+        def exec_module(module: ModuleType) -> None:
+            run(module)
+            enable_compilation_cache(create=False)
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec

@@ -3,7 +3,7 @@
 A batch is folded in over all its rows, whose count is a shape (JAX compiles per count), or over
 the rows a mask selects, whose count is traced (one compilation serves every count of a padded
 shape): the same statistics, summed in a different order, so in different last bits. Which one a
-run uses over its growing data is its ``statistics`` key (:data:`STATISTICS`).
+run uses over its growing data is its ``statistics`` key (:data:`rp1.config.defaults.STATISTICS`).
 
 Example::
 
@@ -17,9 +17,6 @@ Example::
 
 from __future__ import annotations
 
-import typing
-from typing import Literal
-
 import jax
 import jax.numpy as jnp
 from flax import struct
@@ -28,14 +25,6 @@ from jax.typing import ArrayLike
 VAR_FLOOR = 1e-4
 STATE_CLIP = 3.0
 """The clip of every state normaliser (the world model's, the policy's): normalised states in ±3."""
-Statistics = Literal["masked", "eager"]
-"""How a run computes statistics over data whose row count changes (the ``statistics`` key): over
-the data padded to a size bucket with the count traced, compiled once per bucket (``masked``), or
-over the data as it is, compiled per row count (``eager``, rp1 before config schema 10)."""
-MASKED: Statistics = "masked"
-EAGER: Statistics = "eager"
-STATISTICS: tuple[Statistics, ...] = typing.get_args(Statistics)
-"""The values of ``statistics``; each agent maps them to its own refreshes."""
 
 
 class Normalizer(struct.PyTreeNode):

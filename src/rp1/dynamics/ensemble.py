@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from rp1.config.defaults import HIDDEN, MEMBERS
 from rp1.core.nn import Params, member_count, mlp_apply, mlp_init
 from rp1.core.normalizer import (
     STATE_CLIP,
@@ -26,8 +27,6 @@ from rp1.core.normalizer import (
     normalizer_init,
 )
 
-MEMBERS = 5  # algorithm.md §3
-HIDDEN = (1024, 1024)  # algorithm.md §3
 ACTION_CLIP = 3.0
 
 

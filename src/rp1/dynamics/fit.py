@@ -45,7 +45,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -54,6 +54,18 @@ import optax
 from flax import struct
 from jax.typing import ArrayLike
 
+from rp1.config.defaults import (  # the defaults of FitSettings, fit(…)
+    BATCH_SIZE,
+    CHECK_EVERY,
+    MAX_EPOCHS,
+    PATIENCE,
+    ROUND_ROBIN,
+    SHUFFLE,
+    STOP_ON,
+    Dealing,
+    StopOn,
+)
+from rp1.config.defaults import MODEL_LEARNING_RATE as LEARNING_RATE
 from rp1.core.batching import SEEDS_AXIS, cond_any, entries, stacked
 from rp1.core.nn import Params, member_count
 from rp1.core.normalizer import normalize, normalizer_fit, normalizer_update
@@ -62,19 +74,6 @@ from rp1.dynamics.heads import head_row_errors
 from rp1.dynamics.losses import masked_member_losses, row_errors
 from rp1.dynamics.parts import ModelParts
 from rp1.dynamics.store import Dataset, padded_to
-
-LEARNING_RATE = 1e-3  # algorithm.md §3
-BATCH_SIZE = 1024
-CHECK_EVERY = 5  # epochs between validations
-PATIENCE = 5  # checks without improvement before stopping
-MAX_EPOCHS = 2000
-StopOn = Literal["any", "dynamics"]
-"""What counts as an improvement for early stopping (``model.stop_on``, :data:`STOP_RULES`)."""
-STOP_ON: StopOn = "any"
-Dealing = Literal["shuffle", "round-robin"]
-"""How an epoch's minibatches reach the members (``model.dealing``, :data:`DEALINGS`)."""
-SHUFFLE: Dealing = "shuffle"
-ROUND_ROBIN: Dealing = "round-robin"
 
 
 class NonFiniteLossError(FloatingPointError):

@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import optax
 from jax.typing import ArrayLike
 
+from rp1.config.defaults import HEAD_HIDDEN as HIDDEN
 from rp1.core.nn import Params, mlp_apply, mlp_init
 from rp1.core.normalizer import (
     denormalize,
@@ -36,7 +37,6 @@ from rp1.core.normalizer import (
 )
 from rp1.dynamics.ensemble import Ensemble
 
-HIDDEN = (200, 200)
 REWARD, DONE = 0, 1  # output columns: normalised reward, termination logit
 
 

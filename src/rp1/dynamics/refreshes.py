@@ -29,8 +29,9 @@ import jax
 import numpy as np
 from jax.typing import ArrayLike
 
+from rp1.config.defaults import EAGER, MASKED, Statistics
 from rp1.core.executables import releasing
-from rp1.core.normalizer import EAGER, MASKED, Statistics, first_rows
+from rp1.core.normalizer import first_rows
 from rp1.core.transitions import Transitions
 from rp1.dynamics.ensemble import Ensemble
 from rp1.dynamics.fit import refresh_delta_normalizer, update_input_normalizers

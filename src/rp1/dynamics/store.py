@@ -26,11 +26,10 @@ from typing import Any, NamedTuple
 import numpy as np
 from flax import struct
 
+from rp1.config.defaults import MAX_TRAIN_SAMPLES, MIN_VAL_ROLLOUTS
 from rp1.core.transitions import Transitions
 
 MIN_CAPACITY = 1024
-MAX_TRAIN_SAMPLES = 200_000  # algorithm.md §3: the fit subsamples beyond this many training rows
-MIN_VAL_ROLLOUTS = 1  # see validation_rollouts; 0 is the literal ⌊n/3⌋ rule
 _FIELDS = ("obs", "act", "rew", "next_obs", "done")
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+from rp1.config.defaults import BONUS_NAMES
 from rp1.config.methods import (
     GREEDY,
     GREEDY_MATCHED,
@@ -35,7 +36,6 @@ from rp1.config.methods import (
     model_based_methods,
 )
 from rp1.experiments.measures import MEASURES, MODEL_ERROR, QUANTITY_MEASURES, RETURN, Measure
-from rp1.imagination.rollouts import BONUSES
 
 
 class Comparison(NamedTuple):
@@ -134,7 +134,7 @@ def short_header(method: Method) -> str:
 def bonus_header(method: Method) -> str:
     """A column's header in Table 2: rp1's bonus by its name (``Reward``, ``State``), a bonus of
     one's own by the method's label."""
-    return method.bonus.capitalize() if method.bonus in BONUSES else method_label(method.name)
+    return method.bonus.capitalize() if method.bonus in BONUS_NAMES else method_label(method.name)
 
 
 class TableSpec(NamedTuple):

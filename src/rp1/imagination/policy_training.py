@@ -48,6 +48,7 @@ import numpy as np
 import optax
 from flax import struct
 
+from rp1.config.defaults import BATCH_STEPS, FIRST_CHECK, MAX_UPDATES
 from rp1.core.batching import SEEDS_AXIS, cond_any, entries, stacked
 from rp1.core.errors import ConfigError
 from rp1.core.nn import member_count
@@ -55,11 +56,8 @@ from rp1.imagination.rollouts import Imagination, WorldModel, imagine, member_re
 from rp1.policy.networks import DEFAULT_ACTION_STD, Policy
 from rp1.policy.ppo import PPOMetrics, PPOSettings, ppo_summary, ppo_update
 
-MAX_UPDATES = 200
-FIRST_CHECK = 11
 IMPROVE_SHARE = 0.7
 STOP_WINDOW = 6
-BATCH_STEPS = 50_000
 
 
 class StopRuleState(struct.PyTreeNode):

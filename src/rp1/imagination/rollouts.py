@@ -41,12 +41,13 @@ from typing import Any, NamedTuple, Protocol, Self, cast
 import jax
 import jax.numpy as jnp
 
+from rp1.config.defaults import BONUS
+from rp1.config.validation import bonus_reference
 from rp1.core.errors import ConfigError
 from rp1.core.nn import member_count
 from rp1.core.normalizer import Normalizer, standardize
 from rp1.dynamics.ensemble import Ensemble, predict_all
 from rp1.dynamics.heads import predict_heads
-from rp1.envs.lookup import import_reference
 from rp1.envs.task import KNOWN, LEARNED, RESOLVED_SOURCES, Task
 from rp1.policy.networks import DEFAULT_ACTION_STD, Policy, act_mean, act_sample
 
@@ -119,7 +120,6 @@ def state_variance_bonus(rewards: jax.Array, next_norm: jax.Array) -> jax.Array:
 
 
 BONUSES: dict[str, BonusFn] = {"reward": reward_variance_bonus, "state": state_variance_bonus}
-BONUS = "reward"  # RP1's bonus; "state" is the ablation
 
 
 def bonus_function(name: str) -> BonusFn:
@@ -129,16 +129,7 @@ def bonus_function(name: str) -> BonusFn:
     ``ConfigError`` otherwise."""
     if name in BONUSES:
         return BONUSES[name]
-    if ":" not in name:
-        raise ConfigError(
-            f"unknown bonus {name!r}; valid bonuses: {', '.join(BONUSES)}, or package.module:function"
-        )
-    bonus = import_reference(name, "bonus")
-    if not callable(bonus):
-        raise ConfigError(
-            f"bonus {name!r}: a {type(bonus).__name__}, not a function (rewards [M, N], next_norm [M, N, obs_dim]) -> [N]"
-        )
-    return bonus
+    return cast(BonusFn, bonus_reference(name))
 
 
 def clip_action(task: Task, act: jax.Array) -> jax.Array:

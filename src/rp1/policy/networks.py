@@ -27,11 +27,11 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from rp1.config.defaults import DEFAULT_ACTION_STD
+from rp1.config.defaults import POLICY_HIDDEN as HIDDEN
 from rp1.core.nn import Params, mlp_apply, mlp_init
 from rp1.core.normalizer import Normalizer, normalize
 
-HIDDEN = (32, 32)  # algorithm.md §4, actor and critic alike
-DEFAULT_ACTION_STD = 0.5
 ACTOR_OUT_SCALE = 0.01  # a near-zero initial mean: the first policy acts like pure noise
 CRITIC_OUT_SCALE = 1.0
 

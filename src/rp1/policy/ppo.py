@@ -24,13 +24,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Literal, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
+from rp1.config.defaults import ADVANTAGE, EPOCHS, Advantage
+from rp1.config.defaults import PPO_LEARNING_RATE as LEARNING_RATE
 from rp1.core.normalizer import Normalizer
 from rp1.policy.networks import (
     DEFAULT_ACTION_STD,
@@ -41,17 +43,12 @@ from rp1.policy.networks import (
     value,
 )
 
-LEARNING_RATE = 3e-4
 ADAM_BETAS = (0.9, 0.999)
 GAMMA = 0.99
 CLIP_EPS = 0.2
 VALUE_COEF = 0.5
 ENTROPY_COEF = 0.01
-EPOCHS = 10
 RETURN_STD_EPS = 1e-8
-Advantage = Literal["fixed", "per-epoch"]
-"""When ``A = R̂ − V(s)`` is computed (``policy.advantage``): once per update or every epoch."""
-ADVANTAGE: Advantage = "fixed"
 
 
 class Rollouts(Protocol):

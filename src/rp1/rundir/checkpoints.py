@@ -23,10 +23,9 @@ import jax
 import numpy as np
 from flax import serialization
 
-T = TypeVar("T")
+from rp1.rundir.layouts import LAYOUT
 
-LAYOUT = 2
-"""The checkpoint layout this rp1 writes (:mod:`rp1.rundir.layouts`)."""
+T = TypeVar("T")
 
 
 def pack_checkpoint(

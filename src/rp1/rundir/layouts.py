@@ -2,7 +2,7 @@
 reads a checkpoint an earlier one wrote. The checkpoint's side of :mod:`rp1.config.migrations`, and
 read through it: :meth:`rp1.rundir.files.RunDir.load_checkpoint` migrates the checkpoint's config
 (:func:`~rp1.config.migrations.migrate`), then its layout (:func:`migrate_layout`), so an agent
-only ever restores the layout of :data:`~rp1.rundir.checkpoints.LAYOUT`.
+only ever restores the layout of :data:`LAYOUT`.
 
 ====== =========================================================================================
 layout the agent state (:mod:`rp1.rundir.checkpoints`)
@@ -32,12 +32,12 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from flax import serialization
-
 from rp1.acquisition.bandit import BanditWeights
 from rp1.config.migrations import NewerSchema
-from rp1.rundir.checkpoints import LAYOUT
 
+LAYOUT = 2
+"""The checkpoint layout this rp1 writes (:mod:`rp1.rundir.checkpoints`; here, so that reading a
+run's files imports no JAX)."""
 FIRST_LAYOUT = 1
 """The layout of a checkpoint that records none."""
 
@@ -88,6 +88,8 @@ def layout_1_to_2(state: dict[str, Any], config: dict[str, Any]) -> dict[str, An
     weights = None
     if bandit is not None:
         rngs["bandit"] = bandit["rng"]
+        from flax import serialization  # imports JAX: only when an old layout is read
+
         weights = serialization.to_state_dict(
             BanditWeights.from_state_dict(bandit, config["lam"]["window"])
         )

@@ -22,8 +22,6 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from flax import serialization
-
 from rp1.core.errors import DamagedFile
 
 SEAL = ("sha256", "body")
@@ -39,6 +37,8 @@ def sealed_parts(payload: dict[str, Any]) -> tuple[bytes, bytes, bytes]:
     """The bytes of :func:`seal` in three parts, to be written one after the other: the msgpack of
     the map (keys in flax's sorted order) up to the body's bytes, the body (not copied again), and
     the rest, its checksum."""
+    from flax import serialization  # imports JAX: only when a file is sealed or read
+
     body = serialization.msgpack_serialize(payload)
     pack = serialization.msgpack_serialize
     head = _MAP_OF_2 + pack("body") + _bin_header(len(body))
@@ -75,6 +75,8 @@ def unseal(data: bytes, path: Path, kind: str) -> tuple[dict[str, Any], bool]:
 
 def _restore(data: bytes, path: Path, kind: str) -> dict[str, Any]:
     """``data`` as msgpack of a map; DamagedFile naming the file if it is not."""
+    from flax import serialization  # imports JAX: only when a file is sealed or read
+
     try:
         restored = serialization.msgpack_restore(data)
     except Exception as err:  # msgpack's own errors (ExtraData, FormatError, …) and ValueError

@@ -1,9 +1,10 @@
 """The library's settings objects built from a :class:`~rp1.config.schema.Config`: the one place
 where a config's fields are mapped onto what the fit, PPO, policy training and the bandit take.
+It sits above both: the config (below the algorithm) knows no function, the algorithm no config.
 
-Each setting is taken by its field name. A switch (a field whose declared ``choices`` map each name
-to what it selects, :func:`~rp1.config.schema.ranged`) is resolved here, once: the settings hold
-the function its name selects, never the name.
+Each setting is taken by its field name. A switch (a field whose value names what it selects,
+:data:`SWITCHES`) is resolved here, once: the settings hold the function its name selects, never
+the name.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from rp1.acquisition import ExpWeights
-from rp1.config.schema import ADAPTIVE, Config, declared_range
-from rp1.dynamics.fit import FitSettings
+from rp1.acquisition import ExpWeights, bandit
+from rp1.config.schema import ADAPTIVE, Config, LambdaConfig, ModelConfig, PolicyConfig
+from rp1.dynamics.fit import DEALINGS, STOP_RULES, FitSettings
 from rp1.envs.task import Task
 from rp1.imagination import PolicyTraining, make_imagination
-from rp1.policy.ppo import PPOSettings
+from rp1.policy.ppo import ADVANTAGES, PPOSettings
 from rp1.realenv import CollectSettings
 
 if TYPE_CHECKING:
@@ -28,11 +29,24 @@ if TYPE_CHECKING:
 Settings = TypeVar("Settings", bound="DataclassInstance")
 
 
+SWITCHES: dict[tuple[type, str], Mapping[Any, Any]] = {
+    (ModelConfig, "stop_on"): STOP_RULES,
+    (ModelConfig, "dealing"): DEALINGS,
+    (PolicyConfig, "advantage"): ADVANTAGES,
+    (LambdaConfig, "weighting"): bandit.WEIGHTINGS,
+    (LambdaConfig, "baseline"): bandit.BASELINES,
+    (LambdaConfig, "first_feedback"): bandit.FIRST_FEEDBACKS,
+    (LambdaConfig, "g_normalizers"): bandit.G_MODELS,
+}
+"""Every switch, ``(section, field) -> {name: what it selects}``: the field's declared ``choices``
+(:mod:`rp1.config.defaults`) are the mapping's keys, in its order."""
+
+
 def resolved(section: Any, name: str) -> Any:
     """The value of field ``name`` of a config section, or, for a switch, what its value selects."""
     value = getattr(section, name)
-    choices = declared_range(type(section), name).get("choices")
-    return choices[value] if isinstance(choices, Mapping) else value
+    switch = SWITCHES.get((type(section), name))
+    return value if switch is None else switch[value]
 
 
 def by_name(section: Any, names: tuple[str, ...]) -> dict[str, Any]:
