@@ -395,18 +395,25 @@ def test_the_fixture_resumes_finishes_and_keeps_its_rows(resumed):
     ), done.stderr
 
 
+def skip_unless_made_here(run_dir, done, made_in: dict) -> None:
+    """After a resume ``done`` (a finished subprocess) of ``run_dir``: it succeeded, and the test
+    skips, saying why, unless this machine's environment (the run's last record entry) is the one
+    the fixture was made in (``made_in``): bit for bit holds only there."""
+    assert done.returncode == 0, done.stderr
+    here = json.loads((run_dir / "environment.json").read_text())["environments"][-1]
+    differences = environment_differences(made_in, here)
+    if differences:
+        pytest.skip(
+            f"the fixture was made in another environment (made_in.json, here): {differences}"
+        )
+
+
 @pytest.mark.slow
 def test_the_fixture_finishes_with_the_old_codes_metrics(resumed):
     """Bit for bit where the environment matches :data:`MADE_IN`: the arithmetic of XLA and
     NumPy's OpenBLAS depends on the CPU's features and XLA's thread count."""
     run_dir, done = resumed
-    assert done.returncode == 0, done.stderr
-    here = json.loads((run_dir / "environment.json").read_text())["environments"][-1]
-    differences = environment_differences(MADE_IN, here)
-    if differences:
-        pytest.skip(
-            f"the fixture's metrics were written in another environment (made_in.json, here): {differences}"
-        )
+    skip_unless_made_here(run_dir, done, MADE_IN)
     expected = [
         {k: v for k, v in r.items() if k not in TIMING_COLUMNS}
         for r in rows(FIXTURE / "uninterrupted.csv")
@@ -514,13 +521,7 @@ def test_a_resumed_older_run_ends_with_the_uninterrupted_runs_files(resumed_olde
     """Bit for bit where the environment matches ``made_in.json``: the metrics, the evaluations
     and both policy files of the uninterrupted run of the earlier rp1."""
     run_dir, done, made_in = resumed_older
-    assert done.returncode == 0, done.stderr
-    here = json.loads((run_dir / "environment.json").read_text())["environments"][-1]
-    differences = environment_differences(made_in, here)
-    if differences:
-        pytest.skip(
-            f"the fixture was made in another environment (made_in.json, here): {differences}"
-        )
+    skip_unless_made_here(run_dir, done, made_in)
     finished = BEFORE_STATISTICS / "finished"
     assert metrics_without_timing(run_dir) == metrics_without_timing(finished)
     assert (run_dir / EVALUATIONS).read_bytes() == (finished / EVALUATIONS).read_bytes()
