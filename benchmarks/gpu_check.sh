@@ -16,12 +16,12 @@
 #                                             # PILOT_SEEDS, all at once for S seconds (--resume
 #                                             # continues them); run files to $OUT/pilot.tar.gz
 #
-#   bash benchmarks/gpu_check.sh seeds S      # issue 44: small-scale halfcheetah-rp1, seeds 0-9, in
-#                                             # one program (--seeds-per-process 10) to 10^5 for at
-#                                             # most S (300) seconds (resumes), then paper-scale seeds 0-9
-#                                             # to SEEDS_BUDGET (10^4) as one program and as ten
-#                                             # processes, SEEDS_PAPER_S (120) seconds each: samples
-#                                             # reached, wall times and the run files to $OUT
+#   bash benchmarks/gpu_check.sh seeds S      # a ten-seed cell on one GPU: small-scale halfcheetah-rp1,
+#                                             # seeds 0-9 as ten processes (--workers 10, one shared
+#                                             # compilation cache) to 10^5 for at most S (300) seconds
+#                                             # (resumes), then paper-scale seeds 0-9 to SEEDS_BUDGET
+#                                             # (10^4), SEEDS_PAPER_S (120) seconds: samples reached,
+#                                             # wall times and the run files to $OUT
 #
 # PRESET_ARGS (default empty: paper scale) is added to every train command of the last three, e.g.
 # '--scale small' to try the script on a CPU, or '--checkpoint-every 60' to measure a run that
@@ -120,20 +120,17 @@ pilot)
     ;;
 seeds)
     small=/tmp/seeds/small
-    { date -u; /usr/bin/time -f "small-scale cell, one program: %e s" timeout -s INT "${2:-300}" \
+    { date -u; /usr/bin/time -f "small-scale cell, ten processes: %e s" timeout -s INT "${2:-300}" \
         python3 -m rp1 sweep --presets halfcheetah-rp1 --seeds 0-9 --scale small --budget 100000 \
-        --seeds-per-process 10 --out "$small" 2>&1 | tail -3
+        --workers 10 --out "$small" 2>&1 | tail -3
       for run in "$small"/halfcheetah-rp1/seed*; do
           echo "$run: $(($(wc -l < "$run/metrics.csv") - 1)) iterations, $(tail -1 "$run/metrics.csv" | cut -d, -f2) samples"
       done; } 2>&1 | tee "$OUT/seeds_small.txt"
     budget=${SEEDS_BUDGET:-10000}
-    { /usr/bin/time -f "paper scale, one program of ten: %e s" timeout -s INT "${SEEDS_PAPER_S:-120}" \
-        python3 -m rp1 sweep --presets halfcheetah-rp1 --seeds 0-9 --budget "$budget" \
-        --seeds-per-process 10 --out /tmp/seeds/program 2>&1 | tail -2
-      /usr/bin/time -f "paper scale, ten processes: %e s" timeout -s INT "${SEEDS_PAPER_S:-120}" \
+    { /usr/bin/time -f "paper scale, ten processes: %e s" timeout -s INT "${SEEDS_PAPER_S:-120}" \
         python3 -m rp1 sweep --presets halfcheetah-rp1 --seeds 0-9 --budget "$budget" \
         --workers 10 --out /tmp/seeds/processes 2>&1 | tail -2
-      for run in /tmp/seeds/{program,processes}/halfcheetah-rp1/seed*; do
+      for run in /tmp/seeds/processes/halfcheetah-rp1/seed*; do
           echo "$run: $(($(wc -l < "$run/metrics.csv") - 1)) iterations, $(tail -1 "$run/metrics.csv" | cut -d, -f2) samples"
       done; } 2>&1 | tee "$OUT/seeds_paper.txt"
     tar -czf "$OUT/seeds.tar.gz" -C /tmp --exclude checkpoint --exclude policy --exclude lock seeds

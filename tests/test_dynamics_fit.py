@@ -332,7 +332,6 @@ def test_round_robin_gives_each_member_the_gradient_of_its_own_minibatch(small_s
         optimizer,
         model,
         train,
-        None,
         FIT_MODULE.Deal(batches, jnp.int32(8), jnp.int32(first)),
         (weights, opt),
         0,

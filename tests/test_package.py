@@ -159,7 +159,7 @@ def test_run_training_takes_a_preset_name_as_resolve_resolves_it(tmp_path, monke
     from rp1 import train
 
     given = []
-    monkeypatch.setattr(train, "run_seeds", lambda cfgs, outs, *_, **__: given.extend(cfgs) or outs)
+    monkeypatch.setattr(train, "drive", lambda agent, cfg, *_, **__: given.append(cfg))
     assert rp1.run_training("halfcheetah-quick", tmp_path) == tmp_path
     assert given == [rp1.resolve("halfcheetah-quick")]
     with pytest.raises(rp1.ConfigError, match="unknown preset 'halfcheetah-quik'"):
@@ -167,8 +167,8 @@ def test_run_training_takes_a_preset_name_as_resolve_resolves_it(tmp_path, monke
 
 
 def test_the_training_api_refuses_arguments_of_other_types_before_any_work(tmp_path):
-    """What is neither a config nor a preset's name is a TypeError naming what is taken; a
-    number of seeds per process that is not a whole number a ConfigError; nothing is written."""
+    """What is neither a config nor a preset's name is a TypeError naming what is taken; nothing
+    is written."""
     from helpers import TINY
 
     cfg = rp1.resolve("halfcheetah-rp1", budget=300, overrides=TINY)
@@ -176,11 +176,8 @@ def test_the_training_api_refuses_arguments_of_other_types_before_any_work(tmp_p
     takes = r"a run's config is an rp1\.Config .* also takes a preset's name\), not a "
     with pytest.raises(TypeError, match=takes + "dict"):
         rp1.run_training(cfg.to_dict(), out)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match=takes + "str"):
-        rp1.run_seeds(["halfcheetah-quick"], [out])  # type: ignore[list-item]
-    for size in (1.5, "1", True):
-        with pytest.raises(rp1.ConfigError, match="seeds per process must be a whole number"):
-            rp1.run_seeds([cfg], [out], seeds_per_process=size)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=takes + "int"):
+        rp1.run_training(3, out)  # type: ignore[arg-type]
     assert not any(tmp_path.iterdir())
 
 

@@ -1,23 +1,36 @@
 """In-process round trip through the real msgpack checkpoint: a run that dies after a few
 iterations and is resumed writes exactly the metrics of an uninterrupted run (every column but
-the wall-clock ones), for a model-based and a model-free agent."""
+the wall-clock ones), for a model-based and a model-free agent; a run made with several seeds in
+one program (rp1 0.2.x) is refused on resume."""
 
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
 from helpers import (
+    BUDGET,
+    PRESET,
     TINY,
     Crash,
     before_each_save,
     before_each_step,
     crash_after_steps,
     metrics_without_timing,
+    one_error,
+    run_cli,
+    set_args,
+    snapshot,
+    tiny_sets,
+    train_args,
 )
 from rp1.config import resolve
-from rp1.rundir.files import EVALUATIONS
+from rp1.core.errors import DamagedFile
+from rp1.rundir.files import CHECKPOINT, ENVIRONMENT, EVALUATIONS, FINISHED, PROGRAM, RunDir
+from rp1.rundir.sealed import seal, unseal
 from rp1.train import run_training
 
 CASES = {
@@ -197,3 +210,70 @@ def test_a_kill_between_a_chunk_and_its_head_resumes_exactly(tmp_path, monkeypat
     for folder in ("reference", "resumed"):
         chunks = sorted(p.name for p in (tmp_path / folder / CHECKPOINT.parent).glob("rows-*"))
         assert chunks == [chunk_name(i) for i in range(4)], folder  # one a save, none left over
+
+
+# --- runs made with several seeds in one program (rp1 0.2.x's --seeds-per-process N) -----------
+
+
+def as_made_in_a_program(run: Path, seeds: int | None, recorded: int | None = None) -> None:
+    """``run`` (finished) as an unfinished run of rp1 0.2.x made with ``seeds`` seeds in one
+    program: its checkpoint sealed with that size (``None``: sealed before sizes were), and its
+    record saying ``recorded`` seeds (``None``: the record left as it is)."""
+    (run / FINISHED).unlink()
+    data, _ = unseal(run.joinpath(CHECKPOINT).read_bytes(), run / CHECKPOINT, "checkpoint")
+    data = {key: value for key, value in data.items() if key != PROGRAM}
+    run.joinpath(CHECKPOINT).write_bytes(seal(data if seeds is None else {**data, PROGRAM: seeds}))
+    if recorded is not None:
+        record = json.loads((run / ENVIRONMENT).read_text())
+        record["environments"][-1]["seeds_per_process"] = recorded
+        (run / ENVIRONMENT).write_text(json.dumps(record))
+
+
+def test_a_run_made_in_a_program_is_refused_on_resume(copied_run, capsys):
+    """One line naming the run, its size and the release that continues it, exit code 2, nothing
+    written: whether the checkpoint seals the size (also with a damaged record) or, sealed before
+    sizes were, the record says it."""
+    for seeds, recorded, source in ((2, None, CHECKPOINT), (None, 3, ENVIRONMENT)):
+        as_made_in_a_program(copied_run, seeds, recorded)
+        before = snapshot(copied_run)
+        code, err = run_cli(train_args(copied_run, "--resume"), capsys)
+        size = seeds or recorded
+        one_error(code, err, 2, f"ran with {size} seeds in one program", str(source))
+        assert f"rp1 0.2.x with --seeds-per-process {size}, up to commit 23cde81" in err[0]
+        assert snapshot(copied_run) == before
+        (copied_run / FINISHED).write_text("")
+    (copied_run / FINISHED).unlink()
+    (copied_run / ENVIRONMENT).write_text("{ damaged")
+    data, _ = unseal(copied_run.joinpath(CHECKPOINT).read_bytes(), copied_run, "checkpoint")
+    copied_run.joinpath(CHECKPOINT).write_bytes(seal({**data, PROGRAM: 2}))
+    code, err = run_cli(train_args(copied_run, "--resume"), capsys)
+    one_error(code, err, 2, "ran with 2 seeds in one program", str(CHECKPOINT))
+
+
+def test_a_sweep_refuses_to_resume_a_run_made_in_a_program(finished_run, tmp_path, capsys):
+    """Planned, before any run starts: one line naming the run, exit code 2, nothing written."""
+    run = Path(shutil.copytree(finished_run, tmp_path / PRESET / "seed0"))
+    as_made_in_a_program(run, 2)
+    before = snapshot(tmp_path)
+    sets = set_args(tiny_sets())
+    args = ["sweep", "--presets", PRESET, "--seeds", "0", "--budget", str(BUDGET)]
+    code, err = run_cli([*args, "--out", tmp_path, *sets], capsys)
+    one_error(code, err, 2, str(run), "ran with 2 seeds in one program")
+    assert snapshot(tmp_path) == before
+
+
+def test_a_checkpoint_seals_a_run_alone(tmp_path):
+    """A checkpoint says its run computes alone (size 1), beside the config; one written before
+    sizes were sealed has none, and one whose size is not a positive integer is damaged."""
+    run = RunDir(tmp_path / "run")
+    config = resolve(PRESET, seed=1, budget=BUDGET, overrides=TINY).to_dict()
+    run.prepare(config)
+    run.save_checkpoint({})
+    assert RunDir(run.path).sealed_program() == 1
+    head = {"config": json.dumps(config), "agent": {}, "chunks": []}
+    run.checkpoint_path.write_bytes(seal(head))
+    assert RunDir(run.path).sealed_program() is None
+    for size in ("3", 0, True):
+        run.checkpoint_path.write_bytes(seal({**head, PROGRAM: size}))
+        with pytest.raises(DamagedFile, match=r"program size .* is not a positive integer"):
+            RunDir(run.path).sealed_program()

@@ -21,8 +21,7 @@ env, task = rp1.make_env("halfcheetah", seed=0)       # a Gymnasium env and its 
 - configs: [`resolve`][rp1.config.resolve], [`env_config`][rp1.config.env_config],
   [`Config`][rp1.config.schema.Config], [`Method`][rp1.config.Method],
   [`register_method`][rp1.config.register_method];
-- runs: [`run_training`][rp1.train.run_training], [`run_seeds`][rp1.train.run_seeds] (several
-  seeds in one program), [`load_policy`][rp1.evaluation.load_policy],
+- runs: [`run_training`][rp1.train.run_training], [`load_policy`][rp1.evaluation.load_policy],
   [`evaluate_run`][rp1.evaluation.evaluate_run];
 - tasks: [`make_env`][rp1.envs.make], [`TaskSpec`][rp1.envs.TaskSpec],
   [`never_done`][rp1.envs.never_done];
@@ -63,7 +62,7 @@ if TYPE_CHECKING:
     from rp1.envs import make as make_env
     from rp1.evaluation import evaluate_run, load_policy
     from rp1.rundir.lock import RunInUse
-    from rp1.train import run_seeds, run_training
+    from rp1.train import run_training
 
 enable_when_jax_is_imported()
 
@@ -79,7 +78,6 @@ _LAZY = {
     "evaluate_run": ("rp1.evaluation", "evaluate_run"),
     "load_policy": ("rp1.evaluation", "load_policy"),
     "RunInUse": ("rp1.rundir.lock", "RunInUse"),
-    "run_seeds": ("rp1.train", "run_seeds"),
     "run_training": ("rp1.train", "run_training"),
 }
 """The names of the top-level API that are imported on first use: ``name -> (module, attribute)``."""
@@ -104,7 +102,6 @@ __all__ = [
     "never_done",
     "register_method",
     "resolve",
-    "run_seeds",
     "run_training",
 ]
 

@@ -31,7 +31,7 @@ compared or kept.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -56,18 +56,18 @@ from rp1.core.errors import DivergedError
 from rp1.core.seeding import generator_from, int_seed, spawn_streams
 from rp1.dynamics import Ensemble, ensemble_init, with_heads
 from rp1.dynamics.fit import (
-    FitInput,
-    FitOutcome,
+    FitResult,
+    FitSettings,
     NonFiniteLossError,
-    fit_seeds,
+    fit,
     init_model_opt_state,
 )
 from rp1.dynamics.losses import model_error
-from rp1.dynamics.refreshes import REFRESHES
-from rp1.dynamics.store import TransitionStore
+from rp1.dynamics.refreshes import REFRESHES, Refreshes
+from rp1.dynamics.store import Dataset, TransitionStore
 from rp1.dynamics.testset import errors_on_test_set, shipped_test_set
 from rp1.envs.task import LEARNED
-from rp1.imagination import PolicyInput, TrainInfo, train_policies
+from rp1.imagination import PolicyTraining, TrainInfo, train_policy
 from rp1.policy.networks import Policy, host_actor, is_finite, policy_init
 from rp1.policy.ppo import make_policy_optimizer
 from rp1.realenv import Phase, RealEnvs, collect_phase
@@ -266,48 +266,66 @@ class ModelBasedAgent:
     def step(self, state: AgentState) -> tuple[AgentState, dict[str, Any]]:
         """One iteration of Algorithm 3: the new state and its metrics row (also appended to the new
         state's ``rows``). ``state`` is left as it was: the environments draw from generators made
-        from its streams' states for this step. The batch of one of :func:`step_seeds`."""
-        (outcome,) = step_seeds([self], [state])
-        if isinstance(outcome, BaseException):
-            raise outcome
-        return outcome
+        from its streams' states for this step.
 
-    def _begin(self, state: AgentState) -> StepUnderWay:
-        """The step of ``state`` as it begins: the generators it draws from (the bandit's:
-        :meth:`feed_bandit`), made from the state's streams, and its row's first entries."""
+        Past iteration 0: fit the ensemble to the data so far and train the policy in it with the
+        state's λ. Then, every iteration: evaluate the policy in the real environment, collect a
+        phase with it (and evaluate it on the grid points the phase covers), absorb the phase (the
+        normalisers, the store, G on the phase), and feed G to the bandit, which draws the next λ.
+        """
+        cfg, started = self.cfg, time.perf_counter()
         rngs = {n: generator_from(state.rngs[n]) for n in ("env", "eval_env", "noise", "subsample")}
         row: dict[str, Any] = {"iteration": state.iteration, "samples": state.samples}
-        return StepUnderWay(self, state, time.perf_counter(), rngs, state.device, row)
+        learner = state.learner
+        if state.iteration > 0:
+            key, k_fit, k_policy = split_twice(learner.key)
+            t = time.perf_counter()
+            train, val = training_sets(state.store, rngs["subsample"], cfg.model.max_train_samples)
+            model, model_opt, fitted = fit_model(
+                learner.model, learner.model_opt, train, val, k_fit, self.fitting, state.iteration
+            )
+            row |= {**fitted.metrics(), "fit_s": time.perf_counter() - t}
+            if self.test_set is not None:  # draws nothing: every other metric stays as it was
+                row |= errors_on_test_set(model, self.test_set, self.test_scale)
+            t = time.perf_counter()
+            policy, policy_opt, trained = train_policy_in_model(
+                self.training,
+                model,
+                learner,
+                state.device.start_obs,
+                k_policy,
+                state.lam,
+                state.iteration,
+                cfg.policy.lr,
+            )
+            row |= {"lambda": state.lam, **trained.metrics(), "policy_s": time.perf_counter() - t}
+            learner = Learner(key, model, model_opt, policy, policy_opt)
 
-    def _end(self, step: StepUnderWay) -> tuple[AgentState, dict[str, Any]]:
-        """The rest of ``step`` once its fit and policy training are done: evaluate the policy,
-        collect a phase, evaluate on the grid, absorb the phase, feed the bandit."""
-        cfg, state, rngs, row = self.cfg, step.state, step.rngs, step.row
         self.real.use_generators([rngs["env"]])
         self.eval_real.use_generators([rngs["eval_env"]])
-        device = step.device
-        evaluated = self._to_evaluate(device.learner, rngs["eval_env"].bit_generator.state)
+        evaluated = self._to_evaluate(learner, rngs["eval_env"].bit_generator.state)
         row["eval_return"], row["eval_std"] = returns_summary(evaluated.evaluate(self.eval_real))
-        mean_action = host_actor(device.learner.policy, device.learner.model.obs_norm)
+
         t = time.perf_counter()
-        phase = collect_phase(
-            self.real,
-            mean_action,
-            rngs["noise"],
-            self.collecting,
-            budget=cfg.budget - state.samples,
-        )
+        mean_action = host_actor(learner.policy, learner.model.obs_norm)
+        budget = cfg.budget - state.samples
+        phase = collect_phase(self.real, mean_action, rngs["noise"], self.collecting, budget)
         row["collect_s"] = time.perf_counter() - t
+        covered = (state.samples, state.samples + phase.samples)
         evaluations = state.evaluations + evaluate_on_grid(
             evaluated,
             self.grid_real,
             cfg.seed,
             cfg.eval.every,
             cfg.eval_episodes,
-            (state.samples, state.samples + phase.samples),
+            covered,
             state.iteration,
         )
-        device, absorbed = self._absorb(device, phase)
+
+        device = state.device.replace(learner=learner)
+        device, absorbed = absorb(
+            device, phase, self.refresh, self.g_model, cfg.collect.min_val_rollouts
+        )
         row |= absorbed
         s = replace(
             state,
@@ -320,7 +338,7 @@ class ModelBasedAgent:
         s, row["g_hat"] = self.feed_bandit(s, row["model_error"], row.get("val_loss"))
         if s.device.bandit is not None:  # the probabilities the next λ was drawn from
             row |= self._bandit(s).metrics()
-        row["wall_s"] = time.perf_counter() - step.start
+        row["wall_s"] = time.perf_counter() - started
         s = replace(s, iteration=s.iteration + 1, rows=s.rows + [row])
         return s, row
 
@@ -337,92 +355,6 @@ class ModelBasedAgent:
         absorbed the last phase (so it is not the policy evaluated last), and the episodes the next
         evaluation would run."""
         return s.evaluated or self._to_evaluate(s.learner, s.rngs["eval_env"])
-
-    # The helpers below split a step's fit and policy training into the host's halves around the
-    # compiled call that :func:`step_seeds` makes for every seed at once.
-
-    def _fit_input(self, step: StepUnderWay) -> FitInput:
-        """What ``step``'s fit starts from: the learner's ensemble, the training set (subsampled
-        with the step's generator) and the validation set, and a key split off the run's key."""
-        learner, store = step.device.learner, step.device.store
-        key, k = jax.random.split(learner.key)
-        step.device = step.device.replace(learner=learner.replace(key=key))
-        train = store.train_set(step.rngs["subsample"], self.cfg.model.max_train_samples)
-        # a first phase of a single rollout leaves no validation data: then validate on training data
-        val = store.val_set() if store.n_val else train
-        return FitInput(learner.model, learner.model_opt, train, val, k)
-
-    def _fitted(self, step: StepUnderWay, outcome: FitOutcome, seconds: float) -> None:
-        """``step`` with its fit's ``outcome`` (the error a diverged fit gives, raised) and its
-        row's fit entries, the test set's errors included."""
-        if isinstance(outcome, NonFiniteLossError):
-            raise DivergedError.of(
-                "the world model's fit",
-                step.state.iteration,
-                "model.lr",
-                self.fitting.lr,
-                str(outcome),
-            ) from outcome
-        model, model_opt, result = outcome
-        step.device = step.device.replace(
-            learner=step.device.learner.replace(model=model, model_opt=model_opt)
-        )
-        step.row |= {**result.metrics(), "fit_s": seconds}
-        if self.test_set is not None:  # draws nothing: every other metric stays as it was
-            step.row |= errors_on_test_set(model, self.test_set, self.test_scale)
-
-    def _policy_input(self, step: StepUnderWay) -> PolicyInput:
-        """What ``step``'s policy training starts from (a key split off the run's key)."""
-        learner = step.device.learner
-        key, k = jax.random.split(learner.key)
-        step.device = step.device.replace(learner=learner.replace(key=key))
-        lam = step.state.lam
-        return PolicyInput(
-            learner.model, learner.policy, learner.policy_opt, step.device.start_obs, k, lam
-        )
-
-    def _trained(
-        self, step: StepUnderWay, trained: tuple[Policy, optax.OptState, TrainInfo], seconds: float
-    ) -> None:
-        """``step`` with its trained policy (a policy that is not finite raises before its
-        actions reach the real environment) and its row's policy entries."""
-        policy, policy_opt, info = trained
-        if not is_finite(policy):
-            raise DivergedError.of(
-                "policy training in the model",
-                step.state.iteration,
-                "policy.lr",
-                self.cfg.policy.lr,
-                "its parameters became inf or NaN",
-            )
-        learner = step.device.learner.replace(policy=policy, policy_opt=policy_opt)
-        step.device = step.device.replace(learner=learner)
-        step.row |= {"lambda": step.state.lam, **info.metrics(), "policy_s": seconds}
-
-    def _absorb(self, device: DeviceState, phase: Phase) -> tuple[DeviceState, dict[str, Any]]:
-        """Fold the phase into the input normalisers, store it, refresh the delta (and reward)
-        normaliser from all stored data (as ``statistics`` says, :mod:`rp1.dynamics.refreshes`),
-        and measure G on the phase with the model weights as they were before the refit
-        (algorithm.md §6: every normaliser already refreshed, the reference's order, so every G is
-        in the same units; ``lam.g_normalizers="inputs"`` measures it before the delta normaliser
-        is refreshed; G does not read the reward normaliser)."""
-        obs, act, next_obs = (
-            np.concatenate([getattr(e, f) for e in phase.episodes])
-            for f in ("obs", "act", "next_obs")
-        )
-        finals = np.stack([e.next_obs[-1] for e in phase.episodes])
-        model = self.refresh.inputs(device.learner.model, np.concatenate([obs, finals]), act)
-        store = device.store.add_phase(phase.episodes, min_val=self.cfg.collect.min_val_rollouts)
-        refreshed = self.refresh.outputs(model, store.transitions())
-        g = model_error(self.g_model(model, refreshed), obs, act, next_obs)
-        device = device.replace(learner=device.learner.replace(model=refreshed), store=store)
-        return device, {
-            "model_error": g,
-            "phase_samples": phase.samples,
-            "residual": phase.residual,
-            "steps_per_s": phase.steps_per_s,
-            "phase_stop": phase.stop,
-        }
 
     def _bandit(self, s: AgentState) -> ExpWeights:
         """The bandit of ``s`` (its weights, drawing from a generator in the state of its
@@ -458,25 +390,101 @@ class ModelBasedAgent:
         ), g_hat
 
 
-@dataclass
-class StepUnderWay:
-    """One seed's outer iteration while :func:`step_seeds` makes it: its agent, the state it
-    started from, when it started (``time.perf_counter()``), the generators it draws from, the
-    device state so far, its metrics row so far, and the error that stopped it (``None`` while it
-    goes on)."""
-
-    agent: ModelBasedAgent
-    state: AgentState
-    start: float
-    rngs: dict[str, np.random.Generator]
-    device: DeviceState
-    row: dict[str, Any]
-    error: BaseException | None = None
+# --- the pure parts of a step ------------------------------------------------------------------
 
 
-StepOutcome = tuple[AgentState, dict[str, Any]] | BaseException
-"""What :func:`step_seeds` gives a seed: its new state and metrics row, or the error its step
-stopped on."""
+def split_twice(key: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The run's next key and the keys of a step's fit and policy training, split off in turn."""
+    key, k_fit = jax.random.split(key)
+    key, k_policy = jax.random.split(key)
+    return key, k_fit, k_policy
+
+
+def training_sets(
+    store: TransitionStore, subsample: np.random.Generator, max_train_samples: int
+) -> tuple[Dataset, Dataset]:
+    """The fit's training set (subsampled with ``subsample``) and validation set; a first phase
+    of a single rollout leaves no validation data: then it validates on the training data."""
+    train = store.train_set(subsample, max_train_samples)
+    return train, store.val_set() if store.n_val else train
+
+
+def fit_model(
+    model: Ensemble,
+    model_opt: optax.OptState,
+    train: Dataset,
+    val: Dataset,
+    key: jax.Array,
+    settings: FitSettings,
+    iteration: int,
+) -> tuple[Ensemble, optax.OptState, FitResult]:
+    """:func:`~rp1.dynamics.fit.fit`, a loss that is not finite raised as the run's
+    :class:`DivergedError` (naming ``iteration`` and ``model.lr``)."""
+    try:
+        return fit(model, model_opt, train, val, key, settings)
+    except NonFiniteLossError as error:
+        raise DivergedError.of(
+            "the world model's fit", iteration, "model.lr", settings.lr, str(error)
+        ) from error
+
+
+def train_policy_in_model(
+    training: PolicyTraining,
+    model: Ensemble,
+    learner: Learner,
+    start_obs: np.ndarray,
+    key: jax.Array,
+    lam: float,
+    iteration: int,
+    lr: float,
+) -> tuple[Policy, optax.OptState, TrainInfo]:
+    """:func:`~rp1.imagination.train_policy` of ``learner``'s policy in ``model`` with ``lam``; a
+    policy that is not finite raises :class:`DivergedError` (naming ``iteration`` and
+    ``policy.lr``) before its actions reach the real environment."""
+    policy, policy_opt, info = train_policy(
+        training, model, learner.policy, learner.policy_opt, start_obs, key, lam
+    )
+    if not is_finite(policy):
+        raise DivergedError.of(
+            "policy training in the model",
+            iteration,
+            "policy.lr",
+            lr,
+            "its parameters became inf or NaN",
+        )
+    return policy, policy_opt, info
+
+
+def absorb(
+    device: DeviceState,
+    phase: Phase,
+    refresh: Refreshes,
+    g_model: Callable[[Ensemble, Ensemble], Ensemble],
+    min_val_rollouts: int,
+) -> tuple[DeviceState, dict[str, Any]]:
+    """Fold the phase into the input normalisers, store it, refresh the delta (and reward)
+    normaliser from all stored data (as ``statistics`` says, :mod:`rp1.dynamics.refreshes`),
+    and measure G on the phase with the model weights as they were before the refit
+    (algorithm.md §6: every normaliser already refreshed, the reference's order, so every G is
+    in the same units; ``lam.g_normalizers="inputs"`` measures it before the delta normaliser
+    is refreshed; G does not read the reward normaliser). ``min_val_rollouts``: the store's
+    (``collect.min_val_rollouts``). Returns the new device state and the row's entries."""
+    obs, act, next_obs = (
+        np.concatenate([getattr(e, f) for e in phase.episodes]) for f in ("obs", "act", "next_obs")
+    )
+    finals = np.stack([e.next_obs[-1] for e in phase.episodes])
+    model = refresh.inputs(device.learner.model, np.concatenate([obs, finals]), act)
+    store = device.store.add_phase(phase.episodes, min_val=min_val_rollouts)
+    refreshed = refresh.outputs(model, store.transitions())
+    g = model_error(g_model(model, refreshed), obs, act, next_obs)
+    device = device.replace(learner=device.learner.replace(model=refreshed), store=store)
+    return device, {
+        "model_error": g,
+        "phase_samples": phase.samples,
+        "residual": phase.residual,
+        "steps_per_s": phase.steps_per_s,
+        "phase_stop": phase.stop,
+    }
 
 
 def check_stored(store: TransitionStore, samples: int) -> None:
@@ -487,55 +495,6 @@ def check_stored(store: TransitionStore, samples: int) -> None:
         raise ValueError(
             f"its store holds {held:,} transitions, but its metadata counts {samples:,} samples"
         )
-
-
-def step_seeds(
-    agents: Sequence[ModelBasedAgent], states: Sequence[AgentState], batch: int | None = None
-) -> list[StepOutcome]:
-    """One outer iteration of every seed, in lockstep: each agent (one per seed, of one config
-    but the seed) steps its state. The host's parts (evaluation, collection, the store, the
-    normalisers, the bandit) run seed by seed; each seed's fit, then each seed's policy training,
-    are one compiled call for all the seeds past iteration 0 (:func:`~rp1.dynamics.fit.fit_seeds`,
-    :func:`~rp1.imagination.train_policies`, with ``batch`` entries as they take it; default:
-    the seeds). A seed's failure (a diverged fit or policy, an environment's error) is its outcome and
-    the others go on. :meth:`ModelBasedAgent.step` is the batch of one."""
-    steps = [agent._begin(state) for agent, state in zip(agents, states, strict=True)]
-    batch = len(steps) if batch is None else batch
-    learning = [s for s in steps if s.state.iteration > 0]
-    if learning:
-        lead = learning[0].agent
-        t = time.perf_counter()
-        fits = fit_seeds([s.agent._fit_input(s) for s in learning], lead.fitting, batch)
-        seconds = time.perf_counter() - t
-        _each(learning, lambda s, outcome: s.agent._fitted(s, outcome, seconds), fits)
-        learning = [s for s in learning if s.error is None]
-    if learning:
-        t = time.perf_counter()
-        inputs = [s.agent._policy_input(s) for s in learning]
-        trained = train_policies(lead.training, inputs, batch)
-        seconds = time.perf_counter() - t
-        _each(learning, lambda s, outcome: s.agent._trained(s, outcome, seconds), trained)
-    ended: list[StepOutcome] = []
-    for s in steps:
-        if s.error is None:
-            try:
-                ended.append(s.agent._end(s))
-                continue
-            except Exception as error:
-                s.error = error
-        ended.append(s.error)
-    return ended
-
-
-def _each(
-    steps: list[StepUnderWay], apply: Callable[[StepUnderWay, Any], None], outcomes: list[Any]
-) -> None:
-    """``apply(step, outcome)`` for each step and its outcome; an error is kept as the step's."""
-    for s, outcome in zip(steps, outcomes, strict=True):
-        try:
-            apply(s, outcome)
-        except Exception as error:
-            s.error = error
 
 
 def _names(value: Any) -> str:

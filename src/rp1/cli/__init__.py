@@ -359,7 +359,6 @@ def sweep(o: Options) -> None:
         overrides=cli_overrides(o.set_, horizon=o.horizon),
         scale=o.scale,
         order=o.order,
-        seeds_per_process=o.seeds_per_process,
     )
     backend = Backend(o.backend, workers=o.workers, address=o.address)
     # it stops them first

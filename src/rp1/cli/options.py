@@ -330,28 +330,13 @@ MANY_RUNS = (
             BACKENDS[0],
             "--backend",
             metavar=listed(BACKENDS),
-            help="local (a process per run or program) or ray.",
+            help="local (a process per run) or ray.",
         ),
     ),
     Option(
         "workers",
         int | None,
-        typer.Option(
-            None, "--workers", metavar="N", help="Processes at a time (one run or program each)."
-        ),
-    ),
-    Option(
-        "seeds_per_process",
-        int,
-        typer.Option(
-            1,
-            "--seeds-per-process",
-            metavar="N",
-            help="Seeds of a preset advanced together in one program, their fits and policy "
-            "trainings one compiled call (model-based methods): less memory, but slower than as "
-            "many processes on a CPU and a GPU alike. Their last bits "
-            "differ from runs alone; a run resumes only with the same choice of 1 or more.",
-        ),
+        typer.Option(None, "--workers", metavar="N", help="Processes at a time (one run each)."),
     ),
     Option(
         "address",

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import jax
@@ -66,14 +66,13 @@ from rp1.config.defaults import (  # the defaults of FitSettings, fit(…)
     StopOn,
 )
 from rp1.config.defaults import MODEL_LEARNING_RATE as LEARNING_RATE
-from rp1.core.batching import SEEDS_AXIS, cond_any, entries, stacked
 from rp1.core.nn import Params, member_count
 from rp1.core.normalizer import normalize, normalizer_fit, normalizer_update
 from rp1.dynamics.ensemble import Ensemble
 from rp1.dynamics.heads import head_row_errors
 from rp1.dynamics.losses import masked_member_losses, row_errors
 from rp1.dynamics.parts import ModelParts
-from rp1.dynamics.store import Dataset, padded_to
+from rp1.dynamics.store import Dataset
 
 
 class NonFiniteLossError(FloatingPointError):
@@ -227,7 +226,6 @@ def _minibatch_update(
     optimizer: optax.GradientTransformation,
     model: Ensemble,
     data: Dataset,
-    seeds_axis: str | None,
     carry: tuple[ModelParts, optax.OptState],
     batch: tuple[jax.Array, jax.Array],
 ) -> tuple[tuple[ModelParts, optax.OptState], jax.Array]:
@@ -254,7 +252,7 @@ def _minibatch_update(
     ) -> tuple[tuple[ModelParts, optax.OptState], jax.Array]:
         return carry, jnp.zeros((rows.shape[0],))
 
-    return cond_any(start < data.n_valid, step, skip, carry, seeds_axis)
+    return jax.lax.cond(start < data.n_valid, step, skip, carry)
 
 
 class Deal(NamedTuple):
@@ -271,7 +269,6 @@ def _round_update(
     optimizer: optax.GradientTransformation,
     model: Ensemble,
     data: Dataset,
-    seeds_axis: str | None,
     deal: Deal,
     carry: tuple[ModelParts, optax.OptState],
     round_index: jax.Array,
@@ -305,7 +302,7 @@ def _round_update(
         return carry, (zeros, zeros.astype(jnp.int32))
 
     complete = (round_index + 1) * members <= first + count
-    return cond_any(complete, step, skip, carry, seeds_axis)
+    return jax.lax.cond(complete, step, skip, carry)
 
 
 EpochCarry = tuple[ModelParts, optax.OptState, jax.Array, jax.Array]
@@ -326,7 +323,6 @@ def shuffled_epochs(
     train: Dataset,
     batch_size: int,
     members: int,
-    seeds_axis: str | None = None,
 ) -> Epoch:
     """The ``shuffle`` dealing's epoch: every member trains on every row of ``train``, in its own
     shuffle, one Adam step per minibatch of ``batch_size`` rows."""
@@ -338,7 +334,7 @@ def shuffled_epochs(
         key, sub = jax.random.split(key)
         rows = _shuffles(sub, members, train, n_batches * batch_size)
         rows = rows.reshape(members, n_batches, batch_size).swapaxes(0, 1)
-        update = functools.partial(_minibatch_update, optimizer, model, train, seeds_axis)
+        update = functools.partial(_minibatch_update, optimizer, model, train)
         (weights, opt_state), err_sums = jax.lax.scan(update, (weights, opt_state), (starts, rows))
         return (weights, opt_state, key, next_member), err_sums.sum(0) / train.n_valid
 
@@ -351,7 +347,6 @@ def dealt_epochs(
     train: Dataset,
     batch_size: int,
     members: int,
-    seeds_axis: str | None = None,
 ) -> Epoch:
     """The ``round-robin`` dealing's epoch: one shared shuffle of ``train``, its minibatches of
     ``batch_size`` rows dealt to the ``members`` in turn (:func:`_round_update`)."""
@@ -364,7 +359,7 @@ def dealt_epochs(
         count = (jnp.asarray(train.n_valid) + batch_size - 1) // batch_size  # minibatches with data
         batches = order.reshape(n_batches, batch_size)
         deal = Deal(batches, count, first)
-        update = functools.partial(_round_update, optimizer, model, train, seeds_axis, deal)
+        update = functools.partial(_round_update, optimizer, model, train, deal)
         rounds = jnp.arange(-(-(n_batches + members - 1) // members))
         (weights, opt_state), (err_sums, rows) = jax.lax.scan(update, (weights, opt_state), rounds)
         losses = err_sums.sum(0) / jnp.maximum(rows.sum(0), 1)
@@ -373,10 +368,8 @@ def dealt_epochs(
     return epoch
 
 
-Dealer = Callable[[optax.GradientTransformation, Ensemble, Dataset, int, int, str | None], Epoch]
-"""A dealing: ``(optimizer, model, train, batch_size, members, seeds_axis)`` -> its :data:`Epoch`
-(``seeds_axis``: the seed axis of a vmapped program, :func:`~rp1.core.batching.cond_any`; ``None``
-for a run alone)."""
+Dealer = Callable[[optax.GradientTransformation, Ensemble, Dataset, int, int], Epoch]
+"""A dealing: ``(optimizer, model, train, batch_size, members)`` -> its :data:`Epoch`."""
 DEALINGS: dict[Dealing, Dealer] = {SHUFFLE: shuffled_epochs, ROUND_ROBIN: dealt_epochs}
 """The dealing each value of ``model.dealing`` selects (the module docstring)."""
 
@@ -396,19 +389,17 @@ def train_epochs(
     :data:`DEALINGS`), Adam with learning rate ``lr`` (a float32 scalar, traced). Returns the new
     state and each epoch's mean training loss per member ``[check_every, M]`` over the rows it
     trained on (zeros for skipped epochs, and for a member that trained on no row in an epoch).
-    Compiled once per dataset bucket and ``program``. Vmapped over the seeds of a program
-    (``program.seeds_axis``, the axis's name), an epoch or minibatch that some seed skips runs
-    once for all and each seed keeps its own outcome (:func:`~rp1.core.batching.cond_any`)."""
-    seeds_axis, epochs = program.seeds_axis, program.check_every
+    Compiled once per dataset bucket and ``program``."""
+    epochs = program.check_every
     optimizer = make_model_optimizer(lr)
     members = member_count(state.weights.dynamics)
-    epoch = program.dealing(optimizer, model, train, program.batch_size, members, seeds_axis)
+    epoch = program.dealing(optimizer, model, train, program.batch_size, members)
 
     def skip(carry: EpochCarry) -> tuple[EpochCarry, jax.Array]:
         return carry, jnp.zeros((members,))
 
     def maybe_epoch(carry: EpochCarry, index: jax.Array) -> tuple[EpochCarry, jax.Array]:
-        return cond_any(index < n_epochs, epoch, skip, carry, seeds_axis)
+        return jax.lax.cond(index < n_epochs, epoch, skip, carry)
 
     init = (state.weights, state.opt_state, state.key, state.next_member)
     (weights, opt_state, key, next_member), losses = jax.lax.scan(
@@ -524,16 +515,13 @@ class FitLimits(NamedTuple):
 class FitProgram:
     """What is compiled into :func:`fit_loop` (a static argument, hashable): minibatches of
     ``batch_size`` rows, a check every ``check_every`` epochs, a history of ``max_checks + 1`` rows
-    (``max_checks ≥ ⌈max_epochs / check_every⌉``), the ``dealing`` and the ``stop_on`` rule;
-    ``seeds_axis``, the seed axis's name where the loop is vmapped over a program's seeds
-    (:func:`fit_loops`), else ``None``."""
+    (``max_checks ≥ ⌈max_epochs / check_every⌉``), the ``dealing`` and the ``stop_on`` rule."""
 
     batch_size: int
     check_every: int
     max_checks: int
     dealing: Dealer
     stop_on: ImprovementRule
-    seeds_axis: str | None = None
 
     @classmethod
     def of(cls, settings: FitSettings) -> FitProgram:
@@ -645,42 +633,6 @@ def _check_data(train: Dataset, val: Dataset) -> None:
             )
 
 
-class FitInput(NamedTuple):
-    """One seed's fit (:func:`fit_seeds`): the ensemble and its Adam state to start from, the
-    padded training and validation sets and the fit's key."""
-
-    model: Ensemble
-    opt_state: optax.OptState
-    train: Dataset
-    val: Dataset
-    key: jax.Array
-
-
-FitOutcome = tuple[Ensemble, optax.OptState, FitResult] | NonFiniteLossError
-"""What :func:`fit_seeds` gives a seed: its fitted ensemble, Adam state and :class:`FitResult`, or
-the error its fit stopped on."""
-
-
-@functools.partial(jax.jit, static_argnames=("program",))
-def fit_loops(
-    model: Ensemble,
-    opt_state: optax.OptState,
-    key: jax.Array,
-    train: Dataset,
-    val: Dataset,
-    limits: FitLimits,
-    program: FitProgram,
-) -> FitLoop:
-    """:func:`fit_loop` of every seed of a batch: each argument but ``limits`` and ``program``
-    stacked along a leading seed axis ``[B, ...]`` (:func:`rp1.core.batching.stacked`), the result
-    too. A seed whose fit has stopped keeps its loop's state while the others go on. Compiled once
-    per batch size, dataset bucket and ``program``."""
-    one = functools.partial(
-        fit_loop, limits=limits, program=replace(program, seeds_axis=SEEDS_AXIS)
-    )
-    return jax.vmap(one, axis_name=SEEDS_AXIS)(model, opt_state, key, train, val)
-
-
 def fit(
     model: Ensemble,
     opt_state: optax.OptState,
@@ -704,68 +656,16 @@ def fit(
     Raises :class:`NonFiniteLossError` (a ``FloatingPointError``) naming the member and epoch
     (0 = before training) when a loss becomes inf or NaN, and ``ValueError`` on empty data.
     """
-    (outcome,) = fit_seeds([FitInput(model, opt_state, train, val, key)], settings)
-    if isinstance(outcome, NonFiniteLossError):
-        raise outcome
-    return outcome
-
-
-def fit_seeds(
-    inputs: list[FitInput], settings: FitSettings = FitSettings(), batch: int | None = None
-) -> list[FitOutcome]:
-    """:func:`fit` of several seeds of one config, in one program: each seed's outcome, in order
-    (its error, not raised, where its fit stopped on a loss that is not finite).
-
-    ``batch`` (default: the seeds) ``≥ 2`` runs the seeds' loops as one vmapped program
-    (:func:`fit_loops`) of ``batch`` entries (:func:`~rp1.core.batching.stacked`), their datasets
-    padded to the batch's largest buckets (which changes no seed's arithmetic); ``1`` runs one
-    seed's loop alone (:func:`fit_loop`). The two compute the same fit with other kernels, so their
-    last bits differ. Either way the host reads the outcome once. Raises ``ValueError`` on empty
-    data or seeds that do not fit ``batch``.
-    """
-    batch = len(inputs) if batch is None else batch
-    if not 1 <= len(inputs) <= batch:
-        raise ValueError(f"{len(inputs)} seeds do not fit a batch of {batch}")
-    for x in inputs:
-        _check_data(x.train, x.val)
+    _check_data(train, val)
     # traced: a new learning rate, patience or (within the history's rows) cap reuses the loop
     limits = FitLimits(
         np.float32(settings.lr), np.int32(settings.max_epochs), np.int32(settings.patience)
     )
-    program = FitProgram.of(settings)
-    if batch == 1:
-        (x,) = inputs
-        train, val = jax.device_put((x.train, x.val))
-        loops = [fit_loop(x.model, x.opt_state, x.key, train, val, limits, program=program)]
-    else:
-        capacity = {
-            split: max(getattr(x, split).obs.shape[0] for x in inputs) for split in ("train", "val")
-        }
-        batched = fit_loops(
-            stacked([x.model for x in inputs], batch),
-            stacked([x.opt_state for x in inputs], batch),
-            stacked([x.key for x in inputs], batch),
-            stacked([padded_to(x.train, capacity["train"]) for x in inputs], batch),
-            stacked([padded_to(x.val, capacity["val"]) for x in inputs], batch),
-            limits,
-            program=program,
-        )
-        loops = entries(batched, len(inputs))
-    # the fits' one read from the device: everything but the weights and Adam's states
-    seen = jax.device_get([(loop.replace(state=None), loop.state.best_losses) for loop in loops])
-    return [
-        _outcome(x.model, loop.state, *read)
-        for x, loop, read in zip(inputs, loops, seen, strict=True)
-    ]
-
-
-def _outcome(model: Ensemble, state: FitState, seen: FitLoop, best: ModelParts) -> FitOutcome:
-    """One seed's :data:`FitOutcome` from its loop's final ``state`` (on the device) and what the
-    host read of it (``seen``, ``best``: the best validation losses)."""
-    try:
-        _raise_if_stopped_by_a_non_finite_loss(seen)
-    except NonFiniteLossError as error:
-        return error
+    train, val = jax.device_put((train, val))
+    loop = fit_loop(model, opt_state, key, train, val, limits, program=FitProgram.of(settings))
+    # the fit's one read from the device: everything but the weights and Adam's states
+    seen, best = jax.device_get((loop.replace(state=None), loop.state.best_losses))
+    _raise_if_stopped_by_a_non_finite_loss(seen)
     checks, trained = int(seen.checks), int(seen.trained)
     result = FitResult(
         float(best.dynamics.min()),
@@ -775,5 +675,5 @@ def _outcome(model: Ensemble, state: FitState, seen: FitLoop, best: ModelParts) 
         best.heads,
         np.asarray(seen.train_losses[trained - 1]),
     )
-    weights = state.best_weights
-    return model.replace(params=weights.dynamics, heads=weights.heads), state.opt_state, result
+    weights = loop.state.best_weights
+    return model.replace(params=weights.dynamics, heads=weights.heads), loop.state.opt_state, result

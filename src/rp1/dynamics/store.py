@@ -83,17 +83,6 @@ def padded_dataset(
     return Dataset(obs, act, next_obs, rew, done, np.asarray(n, np.int32))
 
 
-def padded_to(data: Dataset, capacity: int) -> Dataset:
-    """``data`` with zero rows added up to ``capacity ≥ len(data.obs)`` rows: the same valid rows,
-    which the fit reads as it reads them in ``data``'s own bucket (padding weighs nothing)."""
-    if data.obs.shape[0] == capacity:
-        return data
-    obs, act, next_obs, rew, done = (
-        padded_rows(x, capacity) for x in (data.obs, data.act, data.next_obs, data.rew, data.done)
-    )
-    return Dataset(obs, act, next_obs, rew, done, data.n_valid)
-
-
 def transitions_dataset(t: Transitions) -> Dataset:
     """Stored transitions ``t`` (``done`` set) as a padded :class:`Dataset`."""
     return padded_dataset(t.obs, t.act, t.next_obs, t.rew, t.done)

@@ -1,6 +1,6 @@
-"""Where a sweep's runs go: processes on this machine, one per program (``local``), or Ray tasks on
-a cluster (``ray``), behind one small :class:`Executor` interface. A program is one run, or several
-seeds of one config advanced together (:func:`rp1.experiments.sweep_plan.programs`)."""
+"""Where a sweep's runs go: processes on this machine, one per run (``local``), or Ray tasks on a
+cluster (``ray``), behind one small :class:`Executor` interface. Runs that share a machine (a CPU
+pool, a GPU) are processes, which share the persistent compilation cache."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from rp1.core.errors import ConfigError
 from rp1.experiments.sweep_plan import RunJob, RunOutcome
 from rp1.experiments.sweep_worker import (
     died,
-    execute_runs,
+    execute_run,
     run_in_process,
     start_local_worker,
     worker_env,
@@ -28,37 +28,37 @@ from rp1.experiments.sweep_worker import (
 
 BACKENDS = ("local", "ray")
 MAX_WORKERS = 1024
-"""Programs a sweep may have in flight at once, at most."""
+"""Runs a sweep may have in flight at once, at most."""
 GPU_SHARE = 0.25
 """GPUs a Ray run asks for by default when the cluster has GPUs: four runs share one GPU."""
 
 
 class Executor(Protocol):
-    """Where programs go: a context manager with :meth:`submit`, :meth:`wait` and :meth:`result`."""
+    """Where runs go: a context manager with :meth:`submit`, :meth:`wait` and :meth:`result`."""
 
     def __enter__(self) -> Executor: ...
 
     def __exit__(self, *exc: object) -> None: ...
 
-    def prepare(self, programs: int) -> int:
-        """Get ready for ``programs`` programs; returns how many to have in flight at once."""
+    def prepare(self, runs: int) -> int:
+        """Get ready for ``runs`` runs; returns how many to have in flight at once."""
 
-    def submit(self, jobs: tuple[RunJob, ...]) -> Any:
-        """Start the program of ``jobs``; returns a handle."""
+    def submit(self, job: RunJob) -> Any:
+        """Start the run of ``job``; returns a handle."""
 
     def wait(self, handles: list[Any], timeout: float) -> list[Any]:
         """The handles among ``handles`` that completed, waiting at most ``timeout`` seconds."""
 
-    def result(self, handle: Any) -> list[RunOutcome]:
-        """The outcomes of a completed handle's runs; raises if the worker itself died."""
+    def result(self, handle: Any) -> RunOutcome:
+        """The outcome of a completed handle's run; raises if the worker itself died."""
 
 
 @dataclass(frozen=True)
 class Backend:
-    """Where a sweep's runs go: ``name`` (:data:`BACKENDS`); ``workers`` programs at a time (local
-    default: one per CPU core, at most one per program; Ray default: as many as the cluster's
+    """Where a sweep's runs go: ``name`` (:data:`BACKENDS`); ``workers`` runs at a time (local
+    default: one per CPU core, at most one per run; Ray default: as many as the cluster's
     resources allow); for Ray, the cluster's ``address`` (``None``: a local Ray instance started
-    here) and what each program (a run, or its seeds in one program) asks for: ``cpus_per_run``
+    here) and what each run asks for: ``cpus_per_run``
     CPUs and ``gpus_per_run`` GPUs (``None``: :data:`GPU_SHARE` of a GPU if the cluster has GPUs,
     else 0)."""
 
@@ -92,10 +92,10 @@ def make_executor(backend: Backend) -> Executor:
 
 @dataclass(eq=False)  # a handle: equal only to itself, hashable
 class LocalRun:
-    """One program of the local backend: its jobs, the process it runs in alone and the end of
-    the pipe its outcomes come back on."""
+    """One run of the local backend: its job, the process it runs in alone and the end of the
+    pipe its outcome comes back on."""
 
-    jobs: tuple[RunJob, ...]
+    job: RunJob
     process: BaseProcess
     outcome: Connection
 
@@ -128,24 +128,23 @@ class LocalExecutor:
             run.outcome.close()
         self._runs = []
 
-    def prepare(self, programs: int) -> int:
+    def prepare(self, runs: int) -> int:
         cores = os.cpu_count() or 1
-        self.workers = self.workers or min(programs, cores)
+        self.workers = self.workers or min(runs, cores)
         self._env = worker_env(max(1, cores // self.workers))
         return self.workers
 
-    def submit(self, jobs: tuple[RunJob, ...]) -> LocalRun:
+    def submit(self, job: RunJob) -> LocalRun:
         receive, send = self._context.Pipe(duplex=False)
-        seeds = ",".join(str(job.cfg.seed) for job in jobs)
         process = self._context.Process(
             target=run_in_process,
             # start_local_worker looked up now: a test patches it here
-            args=(start_local_worker, self._env, os.getpid(), jobs, send),
-            name=f"rp1 sweep: {jobs[0].cfg.preset} seed {seeds}",
+            args=(start_local_worker, self._env, os.getpid(), job, send),
+            name=f"rp1 sweep: {job.cfg.preset} seed {job.cfg.seed}",
         )
         process.start()
         send.close()  # the process holds the sending end: the pipe ends with it
-        run = LocalRun(jobs, process, receive)
+        run = LocalRun(job, process, receive)
         self._runs.append(run)
         return run
 
@@ -153,7 +152,7 @@ class LocalExecutor:
         ended = set(wait_connections([run.process.sentinel for run in handles], timeout))
         return [run for run in handles if run.process.sentinel in ended]
 
-    def result(self, handle: LocalRun) -> list[RunOutcome]:
+    def result(self, handle: LocalRun) -> RunOutcome:
         handle.process.join()
         self._runs.remove(handle)
         try:
@@ -162,7 +161,7 @@ class LocalExecutor:
             outcome = None
         finally:
             handle.outcome.close()
-        return outcome or [died(job, handle.process.exitcode) for job in handle.jobs]
+        return outcome or died(handle.job, handle.process.exitcode)
 
 
 class RayExecutor:
@@ -195,7 +194,7 @@ class RayExecutor:
         env = worker_env(max(1, math.ceil(self.cpus_per_run)))
         if METHODS_VARIABLE in os.environ:
             env[METHODS_VARIABLE] = os.environ[METHODS_VARIABLE]
-        self._task = ray.remote(execute_runs).options(
+        self._task = ray.remote(execute_run).options(
             num_cpus=self.cpus_per_run, num_gpus=gpus, max_retries=0, runtime_env={"env_vars": env}
         )
         return self
@@ -206,18 +205,18 @@ class RayExecutor:
         if self._owns_ray:
             ray.shutdown()
 
-    def prepare(self, programs: int) -> int:
-        return min(programs, self.workers or programs)
+    def prepare(self, runs: int) -> int:
+        return min(runs, self.workers or runs)
 
-    def submit(self, jobs: tuple[RunJob, ...]) -> Any:
-        return self._task.remote(jobs)
+    def submit(self, job: RunJob) -> Any:
+        return self._task.remote(job)
 
     def wait(self, handles: list[Any], timeout: float) -> list[Any]:
         import ray
 
         return ray.wait(handles, num_returns=1, timeout=timeout)[0]
 
-    def result(self, handle: Any) -> list[RunOutcome]:
+    def result(self, handle: Any) -> RunOutcome:
         import ray
 
         return ray.get(handle)

@@ -39,7 +39,6 @@ The pieces: :mod:`~rp1.experiments.sweep_plan` (what to do with every run),
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
 from typing import Any
 
 from rich.console import Console
@@ -63,7 +62,6 @@ from rp1.experiments.sweep_plan import (
     SweepRequest,
     best_return,
     plan_sweep,
-    programs,
     with_options,
 )
 from rp1.experiments.sweep_worker import one_line
@@ -95,7 +93,7 @@ def run_sweep(
         jobs = with_options(jobs, options)
     todo = [job for job in jobs if job.action not in ("skip", FAIL)]
     skipped = sum(job.action == "skip" for job in jobs)
-    outcomes = {(o.preset, o.seed): o for o in run_jobs(executor, programs(todo), skipped=skipped)}
+    outcomes = {(o.preset, o.seed): o for o in run_jobs(executor, todo, skipped=skipped)}
     summary = [
         outcomes.get((job.cfg.preset, job.cfg.seed))
         or (job.outcome("failed", job.problem) if job.action == FAIL else job.outcome("skipped"))
@@ -109,35 +107,28 @@ def run_sweep(
 # ----------------------------------------------------------------------------- driving and display
 
 
-def run_jobs(
-    executor: Executor, programs: list[tuple[RunJob, ...]], skipped: int
-) -> list[RunOutcome]:
-    """Do the runs of ``programs`` (:func:`~rp1.experiments.sweep_plan.programs`) on ``executor``
-    with a live display of the counts of runs; returns their outcomes."""
+def run_jobs(executor: Executor, jobs: list[RunJob], skipped: int) -> list[RunOutcome]:
+    """Do the runs of ``jobs`` on ``executor``, a process each, with a live display of the counts
+    of runs; returns their outcomes."""
     outcomes: list[RunOutcome] = []
-    if not programs:
+    if not jobs:
         return outcomes
-    queued = deque(programs)
-    in_flight: dict[Any, tuple[RunJob, ...]] = {}
-    total = _runs(programs)
+    queued = deque(jobs)
+    in_flight: dict[Any, RunJob] = {}
     with executor, sweep_progress() as progress:
-        task = progress.add_task("sweep", total=total, **counts(outcomes, 0, total, skipped))
-        limit = executor.prepare(len(programs))
+        task = progress.add_task(
+            "sweep", total=len(jobs), **counts(outcomes, 0, len(jobs), skipped)
+        )
+        limit = executor.prepare(len(jobs))
         while queued or in_flight:
             while queued and len(in_flight) < limit:
-                program = queued.popleft()
-                in_flight[executor.submit(program)] = program
-            shown = counts(outcomes, _runs(in_flight.values()), _runs(queued), skipped)
-            progress.update(task, **shown)
+                job = queued.popleft()
+                in_flight[executor.submit(job)] = job
+            progress.update(task, **counts(outcomes, len(in_flight), len(queued), skipped))
             for handle in executor.wait(list(in_flight), POLL_S):
-                outcomes.extend(collect(executor, handle, in_flight.pop(handle)))
+                outcomes.append(collect(executor, handle, in_flight.pop(handle)))
         progress.update(task, **counts(outcomes, 0, 0, skipped))
     return outcomes
-
-
-def _runs(programs: Iterable[tuple[RunJob, ...]]) -> int:
-    """The runs ``programs`` hold."""
-    return sum(len(program) for program in programs)
 
 
 def counts(outcomes: list[RunOutcome], running: int, queued: int, skipped: int) -> dict[str, Any]:
@@ -157,13 +148,13 @@ def counts(outcomes: list[RunOutcome], running: int, queued: int, skipped: int) 
     )
 
 
-def collect(executor: Executor, handle: Any, program: tuple[RunJob, ...]) -> list[RunOutcome]:
-    """The outcomes of the runs of ``program``; a worker that died without reporting (an executor
-    that raises for it: Ray) fails each of them."""
+def collect(executor: Executor, handle: Any, job: RunJob) -> RunOutcome:
+    """The outcome of ``job``; a worker that died without reporting (an executor that raises for
+    it: Ray) fails it."""
     try:
         return executor.result(handle)
     except Exception as error:
-        return [job.outcome("failed", f"worker died: {one_line(error)}") for job in program]
+        return job.outcome("failed", f"worker died: {one_line(error)}")
 
 
 def sweep_progress() -> Progress:

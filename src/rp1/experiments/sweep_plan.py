@@ -11,14 +11,14 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from rp1.config import MODEL_FREE, Config, env_config, resolve
+from rp1.config import Config, env_config, resolve
 from rp1.config.methods import DEFAULT_METHOD
 from rp1.core.errors import ConfigError, DamagedFile
 from rp1.experiments.runs_table import read_metrics
 from rp1.experiments.stats import best_trained
 from rp1.outputs.writer import RunOptions
 from rp1.rundir.files import RunDir
-from rp1.train import check_program, config_but_seed, continued_config
+from rp1.train import check_program, continued_config
 
 RUN_LOG = "log.txt"
 FAIL = "fail"
@@ -57,7 +57,6 @@ class RunJob:
     action: str
     options: RunOptions = RunOptions()  # videos, TensorBoard (rp1.outputs.writer)
     problem: str = ""
-    seeds_per_process: int = 1  # the program it runs in (rp1.train.run_seeds)
 
     @property
     def log(self) -> Path:
@@ -92,8 +91,7 @@ class SweepRequest:
     ``out/<preset>/seed<k>/``, and every (task, method, seed) of ``envs`` × ``methods`` × ``seeds``
     in ``out/<task>-<method>/seed<k>/``; every run with ``budget``, ``scale`` (``None``: its own;
     :func:`rp1.config.with_scale`) and the ``--set`` items ``overrides``; in the ``order`` of
-    :data:`ORDERS`; ``seeds_per_process`` seeds of a preset (or task and method) in one program
-    (:func:`programs`)."""
+    :data:`ORDERS`."""
 
     presets: Sequence[str]
     seeds: Sequence[int]
@@ -104,11 +102,8 @@ class SweepRequest:
     overrides: Mapping[str, str] = field(default_factory=dict)
     scale: str | None = None
     order: str = "cells"
-    seeds_per_process: int = 1
 
 
-MAX_SEEDS_PER_PROCESS = 256
-"""Seeds one program of a sweep may hold, at most (``--seeds-per-process``)."""
 ORDERS = ("cells", "seeds")
 """The orders a sweep may start its runs in (``--order``): every seed of a preset (or task and
 method) before the next, or seed k of every one before seed k + 1, so that a sweep stopped early
@@ -120,11 +115,6 @@ def plan_sweep(request: SweepRequest) -> list[RunJob]:
     presets, then tasks × methods)."""
     if request.order not in ORDERS:
         raise ConfigError(f"--order must be one of {', '.join(ORDERS)}, got {request.order!r}")
-    if not 1 <= request.seeds_per_process <= MAX_SEEDS_PER_PROCESS:
-        raise ConfigError(
-            f"--seeds-per-process must be in [1, {MAX_SEEDS_PER_PROCESS}], "
-            f"got {request.seeds_per_process}"
-        )
     sources = config_sources(request.presets, request.envs, request.methods)
     if not sources or not request.seeds:
         raise ConfigError(
@@ -139,13 +129,8 @@ def plan_sweep(request: SweepRequest) -> list[RunJob]:
                 overrides=dict(request.overrides),
                 scale=request.scale,
             )
-            if request.seeds_per_process > 1 and cfg.method == MODEL_FREE:
-                raise ConfigError(
-                    f"--seeds-per-process: {cfg.preset} is model-free PPO, which runs one seed a "
-                    "process; several seeds in one program need a model-based method"
-                )
             run_dir = Path(request.out) / cfg.preset / f"seed{cfg.seed}"
-            job, note = planned(cfg, run_dir, request.seeds_per_process)
+            job, note = planned(cfg, run_dir)
             if note:
                 print(f"{job.run_dir}: {note.removeprefix('rp1: note: ')}")
             jobs[cfg.preset, cfg.seed] = job
@@ -154,33 +139,18 @@ def plan_sweep(request: SweepRequest) -> list[RunJob]:
     return list(jobs.values())
 
 
-def programs(jobs: Sequence[RunJob]) -> list[tuple[RunJob, ...]]:
-    """``jobs`` as the programs that run them: the runs of one config but the seed, in their order,
-    ``seeds_per_process`` at a time (the last program of a config may hold fewer); programs in the
-    order of their first run."""
-    by_config: dict[str, list[list[RunJob]]] = {}
-    order: list[list[RunJob]] = []
-    for job in jobs:
-        groups = by_config.setdefault(config_but_seed(job.cfg), [])
-        if not groups or len(groups[-1]) >= job.seeds_per_process:
-            groups.append([])
-            order.append(groups[-1])
-        groups[-1].append(job)
-    return [tuple(group) for group in order]
-
-
-def planned(cfg: Config, run_dir: Path, seeds_per_process: int = 1) -> tuple[RunJob, str]:
-    """The job of ``cfg`` in ``run_dir`` in a program of ``seeds_per_process`` seeds (its config
+def planned(cfg: Config, run_dir: Path) -> tuple[RunJob, str]:
+    """The job of ``cfg`` in ``run_dir`` (its config
     as it continues a run held there, :func:`rp1.train.continued_config`, and :func:`run_action`)
     and that function's note; a :data:`FAIL` job if the directory holds a damaged file.
-    ConfigError if it would resume a run made in a program of another size
+    ConfigError if it would resume a run made with several seeds in one program
     (:func:`rp1.train.check_program`)."""
     run = RunDir(run_dir)
     try:
         cfg, note = continued_config(cfg, run)
-        job = RunJob(cfg, run_dir, run_action(cfg, run), seeds_per_process=seeds_per_process)
+        job = RunJob(cfg, run_dir, run_action(cfg, run))
         if job.action == "resume":
-            check_program(run, seeds_per_process)
+            check_program(run)
         return job, note
     except DamagedFile as damaged:
         return RunJob(cfg, run_dir, FAIL, problem=str(damaged)), ""

@@ -1,8 +1,7 @@
-"""One program of a sweep, in a worker process: one run, or several seeds of one config advanced
-together (:func:`rp1.train.run_seeds`). :func:`execute_runs` does a program's :class:`RunJob` s,
+"""One run of a sweep, in a worker process. :func:`execute_run` does a :class:`RunJob`,
 :func:`worker_env` is the environment a worker gets, :func:`run_in_process` is the body of the
-local backend's process of one program (readied by :func:`start_local_worker`, it ends with its
-runs and with the sweep) and :func:`died` the outcome of a run whose process ended without one.
+local backend's process of one run (readied by :func:`start_local_worker`, it ends with its run
+and with the sweep) and :func:`died` the outcome of a run whose process ended without one.
 
 Besides the run's own output, its log (``RUN/log.txt``) says what the sweep did with it, one line
 each, ``=== rp1 sweep: …``: started or resumed (when), and how it ended: finished (when, its best
@@ -18,7 +17,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from datetime import datetime
 from multiprocessing.connection import Connection
@@ -30,7 +29,7 @@ from rp1.experiments.figures import write_learning_curve
 from rp1.experiments.sweep_plan import ELSEWHERE, RunJob, RunOutcome, best_return, run_action
 from rp1.rundir.files import RunDir
 from rp1.rundir.lock import RunInUse, RunLock
-from rp1.train import run_seeds
+from rp1.train import run_training
 
 SINGLE_THREAD_XLA_FLAG = "--xla_cpu_multi_thread_eigen=false"
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -41,90 +40,58 @@ STOPPED = "the sweep was stopped: run the same sweep again to resume this run"
 
 
 def execute_run(job: RunJob, stop_on_signals: bool = False) -> RunOutcome:
-    """:func:`execute_runs` of one run: its outcome."""
-    (outcome,) = execute_runs((job,), stop_on_signals)
-    return outcome
-
-
-def execute_runs(jobs: Sequence[RunJob], stop_on_signals: bool = False) -> list[RunOutcome]:
-    """Do ``jobs`` (one run, or several seeds of one config in one program,
-    :func:`rp1.train.run_seeds`) in this process, owning their directories
-    (:mod:`rp1.rundir.lock`); each job's outcome, in order. A failure is returned, not raised, and
-    a run another process owns is left to it (:data:`~rp1.experiments.sweep_plan.ELSEWHERE`).
-    What to do with a run is decided again once its lock is held: the directory may have changed
-    since planning. The process's output is appended to the first run's log, and every run's log
-    gets the sweep's lines about it (and the traceback of its failure). ``stop_on_signals`` (a
-    local worker's runs): SIGINT or SIGTERM stops the runs at once as it stops ``rp1 train``
-    (:func:`rp1.core.signals.exit_on_signals`), its line appended to the first log; the locks go
-    with the process."""
+    """Do ``job`` in this process, owning its directory (:mod:`rp1.rundir.lock`); its outcome. A
+    failure is returned, not raised, and a run another process owns is left to it
+    (:data:`~rp1.experiments.sweep_plan.ELSEWHERE`). What to do with the run is decided again once
+    its lock is held: the directory may have changed since planning. The process's output is
+    appended to the run's log, with the sweep's lines about it (and the traceback of its
+    failure). ``stop_on_signals`` (a local worker's run): SIGINT or SIGTERM stops the run at once
+    as it stops ``rp1 train`` (:func:`rp1.core.signals.exit_on_signals`), its line appended to the
+    log; the lock goes with the process."""
     started = time.perf_counter()
-    outcomes: dict[int, RunOutcome] = {}
-    locks: dict[int, RunLock] = {}
-    for i, job in enumerate(jobs):
-        lock = RunLock(job.run_dir)
-        try:
-            lock.acquire()
-        except RunInUse as busy:
-            outcomes[i] = job.outcome(ELSEWHERE, one_line(busy))
-            continue
-        except Exception as error:  # the file system cannot lock, the directory cannot be made
-            outcomes[i] = job.outcome("failed", one_line(error))
-            continue
-        locks[i] = lock
+    lock = RunLock(job.run_dir)
     try:
-        if locks:
-            first = jobs[min(locks)]
-            with (
-                output_to(first.log),
-                exit_on_signals(STOPPED) if stop_on_signals else contextlib.nullcontext(),
-            ):
-                outcomes |= _train_owned({i: jobs[i] for i in locks}, locks, started)
+        lock.acquire()
+    except RunInUse as busy:
+        return job.outcome(ELSEWHERE, one_line(busy))
+    except Exception as error:  # the file system cannot lock, the directory cannot be made
+        return job.outcome("failed", one_line(error))
+    try:
+        with (
+            output_to(job.log),
+            exit_on_signals(STOPPED) if stop_on_signals else contextlib.nullcontext(),
+        ):
+            return _train_owned(job, lock, started)
     finally:
-        for lock in locks.values():
-            lock.release()
-    return [outcomes[i] for i in range(len(jobs))]
+        lock.release()
 
 
-def _train_owned(
-    jobs: dict[int, RunJob], locks: dict[int, RunLock], started: float
-) -> dict[int, RunOutcome]:
-    """Train the runs of ``jobs`` (by their place in the program), whose ``locks`` are held:
-    their outcomes."""
-    outcomes: dict[int, RunOutcome] = {}
-    todo: dict[int, RunJob] = {}
-    for i, job in jobs.items():
-        try:
-            job = replace(job, action=run_action(job.cfg, RunDir(job.run_dir)))
-        except Exception as error:
-            _log(job, f"{log_head(job, 'failed')} at {now()}: {one_line(error)}")
-            outcomes[i] = job.outcome("failed", one_line(error), time.perf_counter() - started)
-            continue
-        if job.action == "skip":  # finished by another process since planning
-            outcomes[i] = job.outcome("skipped")
-            continue
-        _log(job, f"{log_head(job, job.action)} at {now()}")
-        # what a run that died before its first checkpoint left (the log stays)
-        if job.action == "start":
-            RunDir(job.run_dir).clear()
-        todo[i] = job
-    if not todo:
-        return outcomes
-    runs = list(todo.values())
+def _train_owned(job: RunJob, lock: RunLock, started: float) -> RunOutcome:
+    """Train the run of ``job``, whose ``lock`` is held: its outcome."""
     try:
-        results: list[Path | Exception] = run_seeds(
-            [job.cfg for job in runs],
-            [job.run_dir for job in runs],
-            resume=[job.action == "resume" for job in runs],
+        job = replace(job, action=run_action(job.cfg, RunDir(job.run_dir)))
+    except Exception as error:
+        _log(job, f"{log_head(job, 'failed')} at {now()}: {one_line(error)}")
+        return job.outcome("failed", one_line(error), time.perf_counter() - started)
+    if job.action == "skip":  # finished by another process since planning
+        return job.outcome("skipped")
+    _log(job, f"{log_head(job, job.action)} at {now()}")
+    # what a run that died before its first checkpoint left (the log stays)
+    if job.action == "start":
+        RunDir(job.run_dir).clear()
+    result: Path | Exception
+    try:
+        result = run_training(
+            job.cfg,
+            job.run_dir,
+            resume=job.action == "resume",
             progress=False,
-            options=runs[0].options,
-            locks=[locks[i] for i in todo],
-            seeds_per_process=runs[0].seeds_per_process,
+            options=job.options,
+            lock=lock,
         )
-    except Exception as error:  # what concerns every run of the program
-        results = [error] * len(runs)
-    for (i, job), result in zip(todo.items(), results, strict=True):
-        outcomes[i] = _ended(job, result, started)
-    return outcomes
+    except Exception as error:
+        result = error
+    return _ended(job, result, started)
 
 
 def _ended(job: RunJob, result: Path | Exception, started: float) -> RunOutcome:
@@ -171,14 +138,14 @@ def run_in_process(
     start: Callable[[dict[str, str], int], None],
     env: dict[str, str],
     sweep_pid: int,
-    jobs: tuple[RunJob, ...],
+    job: RunJob,
     outcome: Connection,
 ) -> None:
-    """The body of the local backend's process of the program of ``jobs``: ``start(env,
-    sweep_pid)`` readies it (:func:`start_local_worker`), then its runs (:func:`execute_runs`,
-    stopped by SIGINT or SIGTERM), whose outcomes are sent on ``outcome``."""
+    """The body of the local backend's process of the run of ``job``: ``start(env, sweep_pid)``
+    readies it (:func:`start_local_worker`), then its run (:func:`execute_run`, stopped by SIGINT
+    or SIGTERM), whose outcome is sent on ``outcome``."""
     start(env, sweep_pid)
-    outcome.send(execute_runs(jobs, stop_on_signals=True))
+    outcome.send(execute_run(job, stop_on_signals=True))
     outcome.close()
 
 

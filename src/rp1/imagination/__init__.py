@@ -3,7 +3,6 @@
 (:mod:`~rp1.imagination.policy_training`) (algorithm.md §4). Built on ``rp1.dynamics`` and ``rp1.policy``."""
 
 from rp1.imagination.policy_training import (
-    PolicyInput,
     PolicyStepSettings,
     PolicyTraining,
     StepMetrics,
@@ -15,7 +14,6 @@ from rp1.imagination.policy_training import (
     restore_best,
     stop_rule_init,
     stop_rule_update,
-    train_policies,
     train_policy,
     train_updates,
 )
@@ -42,7 +40,6 @@ __all__ = [
     "Imagination",
     "ImagineStats",
     "Outcomes",
-    "PolicyInput",
     "PolicyStepSettings",
     "PolicyTraining",
     "RolloutState",
@@ -65,7 +62,6 @@ __all__ = [
     "state_variance_bonus",
     "stop_rule_init",
     "stop_rule_update",
-    "train_policies",
     "train_policy",
     "train_updates",
 ]

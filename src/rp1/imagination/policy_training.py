@@ -38,7 +38,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from typing import NamedTuple
 
@@ -49,7 +49,6 @@ import optax
 from flax import struct
 
 from rp1.config.defaults import BATCH_STEPS, FIRST_CHECK, MAX_UPDATES
-from rp1.core.batching import SEEDS_AXIS, cond_any, entries, stacked
 from rp1.core.errors import ConfigError
 from rp1.core.nn import member_count
 from rp1.imagination.rollouts import Imagination, WorldModel, imagine, member_returns
@@ -116,13 +115,10 @@ def restore_best(rule: StopRuleState, policy: Policy) -> Policy:
 @dataclass(frozen=True)
 class PolicyStepSettings:
     """What is compiled into one policy update (a static argument of its ``jax.jit``, hashable):
-    ``imagination``, how rollouts are made, ``ppo``, PPO's settings, and ``seeds_axis``, the seed
-    axis's name where the update is vmapped over a program's seeds (:func:`_trained_seeds`), else
-    ``None``."""
+    ``imagination``, how rollouts are made, and ``ppo``, PPO's settings."""
 
     imagination: Imagination
     ppo: PPOSettings = PPOSettings()
-    seeds_axis: str | None = None
 
 
 @dataclass(frozen=True)
@@ -229,7 +225,7 @@ def _train_step(
         returns = member_returns(imagination, model, policy, start_obs)
         return stop_rule_update(rule, improved(rule.best_returns, returns), returns, policy)
 
-    rule = cond_any(updates >= first_check, check, lambda r: r, state.rule, settings.seeds_axis)
+    rule = jax.lax.cond(updates >= first_check, check, lambda r: r, state.rule)
     new_state = TrainState(policy=policy, opt_state=opt_state, rule=rule, key=key, updates=updates)
     return new_state, StepMetrics(stats.model_return, stats.bonus, ppo)
 
@@ -296,20 +292,8 @@ def train_updates(
     return jax.lax.while_loop(going, update, (state, metrics, record))
 
 
-class PolicyInput(NamedTuple):
-    """One seed's policy training (:func:`train_policies`): the world model, the policy and its
-    optimiser state to start from, the start observations ``[≥N, obs_dim]``, the key and λ."""
-
-    model: WorldModel
-    policy: Policy
-    opt_state: optax.OptState
-    start_obs: jax.Array | np.ndarray
-    key: jax.Array
-    lam: float
-
-
 class Trained(NamedTuple):
-    """What one seed's training leaves on the device (:func:`_trained`): the policy returned, the
+    """What a training leaves on the device (:func:`_trained`): the policy returned, the
     last training state, the last update's metrics, every update's PPO diagnostics and the
     returned policy's mean deterministic return over the members."""
 
@@ -322,7 +306,6 @@ class Trained(NamedTuple):
 
 def _trained(
     training: PolicyTraining,
-    seeds_axis: str | None,
     state: TrainState,
     model: WorldModel,
     start: jax.Array,
@@ -330,37 +313,16 @@ def _trained(
     first_check: jax.Array | int,
     action_std: jax.Array | float,
 ) -> Trained:
-    """One seed's training from ``state`` as ``training`` says (:func:`train_updates`, with
-    ``first_check`` and ``action_std`` traced; vmapped over a program's seeds, ``seeds_axis``
-    names their axis), its best policy restored when ``training.restore_best``
-    (:func:`restore_best`) and that policy's return in each member."""
-    settings = replace(training.step_settings, seeds_axis=seeds_axis)
+    """The training from ``state`` as ``training`` says (:func:`train_updates`, with
+    ``first_check`` and ``action_std`` traced), its best policy restored when
+    ``training.restore_best`` (:func:`restore_best`) and that policy's return in each member."""
+    settings = training.step_settings
     state, last, record = train_updates(
         settings, training.max_updates, state, model, start, lam, first_check, action_std
     )
     best = restore_best(state.rule, state.policy) if training.restore_best else state.policy
     returns = member_returns(settings.imagination, model, best, start)
     return Trained(best, state, last, record, returns.mean())
-
-
-@partial(jax.jit, static_argnums=0)
-def _trained_seeds(
-    training: PolicyTraining,
-    state: TrainState,
-    model: WorldModel,
-    start: jax.Array,
-    lam: jax.Array,
-    first_check: jax.Array | int,
-    action_std: jax.Array | float,
-) -> Trained:
-    """:func:`_trained` of every seed of a batch, vmapped: ``state``, ``model``, ``start`` and
-    ``lam`` stacked along a leading seed axis (:func:`rp1.core.batching.stacked`), the result too.
-    A seed whose stop rule has fired keeps its state while the others train on. Compiled once per
-    ``training`` (static) and shapes."""
-    one = partial(_trained, training, SEEDS_AXIS)
-    return jax.vmap(one, in_axes=(0, 0, 0, 0, None, None), axis_name=SEEDS_AXIS)(
-        state, model, start, lam, first_check, action_std
-    )
 
 
 def train_policy(
@@ -380,68 +342,22 @@ def train_policy(
     policy (restored; with ``training.restore_best`` False the policy after the last update), the
     optimiser state after the last update, and a :class:`TrainInfo`.
     """
-    (trained,) = train_policies(
-        training, [PolicyInput(model, policy, opt_state, start_obs, key, lam)]
-    )
-    return trained
-
-
-def train_policies(
-    training: PolicyTraining, inputs: list[PolicyInput], batch: int | None = None
-) -> list[tuple[Policy, optax.OptState, TrainInfo]]:
-    """:func:`train_policy` of several seeds of one config, in one program, in order.
-
-    ``batch`` (default: the seeds) ``≥ 2`` trains the seeds as one vmapped program
-    (:func:`_trained_seeds`) of ``batch`` entries (:func:`~rp1.core.batching.stacked`); ``1`` trains one
-    seed alone. The two compute the same training with other kernels, so their last bits differ.
-    Either way the host reads the outcome once.
-    """
-    batch = len(inputs) if batch is None else batch
     n = training.rollouts
-    for x in inputs:
-        if n < 1 or x.start_obs.shape[0] < n:
-            raise ConfigError(
-                f"batch_steps // horizon = {n} rollouts need as many start observations (≥ 1); "
-                f"got {x.start_obs.shape[0]}"
-            )
+    if n < 1 or start_obs.shape[0] < n:
+        raise ConfigError(
+            f"batch_steps // horizon = {n} rollouts need as many start observations (≥ 1); "
+            f"got {start_obs.shape[0]}"
+        )
     if training.max_updates < 1:
         raise ConfigError(f"max_updates must be ≥ 1, got {training.max_updates}")
-    if not 1 <= len(inputs) <= batch:
-        raise ValueError(f"{len(inputs)} seeds do not fit a batch of {batch}")
-    starts = [jnp.asarray(x.start_obs[:n]) for x in inputs]
-    states = [
-        TrainState(
-            x.policy,
-            x.opt_state,
-            stop_rule_init(x.policy, member_count(x.model.params)),
-            x.key,
-            jnp.zeros((), jnp.int32),
-        )
-        for x in inputs
-    ]
-    # traced, so that changing them reuses the compiled code (module docstring)
-    traced = (training.first_check, training.action_std)
-    if batch == 1:
-        (x,), (state,), (start,) = inputs, states, starts
-        seeds = [_trained(training, None, state, x.model, start, x.lam, *traced)]
-    else:
-        batched = _trained_seeds(
-            training,
-            stacked(states, batch),
-            stacked([x.model for x in inputs], batch),
-            stacked(starts, batch),
-            stacked([jnp.float32(x.lam) for x in inputs], batch),
-            *traced,
-        )
-        seeds = entries(batched, len(inputs))
-    # the phase's one read from the device
-    read = jax.device_get(
-        [(t.state.updates, t.state.rule.stop, t.model_return, t.last, t.record) for t in seeds]
-    )
-    return [
-        (trained.policy, trained.state.opt_state, _info(*host))
-        for trained, host in zip(seeds, read, strict=True)
-    ]
+    rule = stop_rule_init(policy, member_count(model.params))
+    state = TrainState(policy, opt_state, rule, key, jnp.zeros((), jnp.int32))
+    # first_check and action_std traced: changing them reuses the compiled code (module docstring)
+    start = jnp.asarray(start_obs[:n])
+    done = _trained(training, state, model, start, lam, training.first_check, training.action_std)
+    # the training's one read from the device
+    read = (done.state.updates, done.state.rule.stop, done.model_return, done.last, done.record)
+    return done.policy, done.state.opt_state, _info(*jax.device_get(read))
 
 
 def _info(
@@ -451,7 +367,7 @@ def _info(
     last: StepMetrics,
     record: PPOMetrics,
 ) -> TrainInfo:
-    """The :class:`TrainInfo` of what the host read of one seed's training."""
+    """The :class:`TrainInfo` of what the host read of a training."""
     return TrainInfo(
         updates=int(updates),
         stopped=bool(stopped),

@@ -139,10 +139,11 @@ METRICS = "metrics.csv"
 EVALUATIONS = "evaluations.csv"
 CHECKPOINT = Path("checkpoint") / "state.msgpack"
 PROGRAM = "seeds_per_process"
-"""The checkpoint's entry beside the config: the size of the program the run computes in
-(:func:`rp1.train.run_seeds`, batches of that many seeds; 1: alone), which decides its last bits.
-Sealed with the state, so that a resume in a program of another size is refused whatever
-``environment.json``, a record, says (:func:`rp1.train.restore_state`)."""
+"""The checkpoint's entry beside the config: the size of the program the run computes in, which
+decides its last bits: 1, a run alone (all this rp1 writes); ``N`` more, a run rp1 0.2.x computed
+with ``N`` seeds in one program (``--seeds-per-process N``). Sealed with the state, so that the
+resume of such a run is refused whatever ``environment.json``, a record, says
+(:func:`rp1.train.restore_state`)."""
 FINISHED = "finished"
 CURVE = "learning_curve.png"
 POLICY_DIR = "policy"
@@ -197,7 +198,6 @@ class RunDir:
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self._config: dict[str, Any] | None = None
-        self._program = 1  # the size of the program it runs in (prepare)
         self._chunks = Chunks(self.path / CHECKPOINT.parent)  # as the last head lists them
 
     @property
@@ -295,7 +295,6 @@ class RunDir:
         resume: bool = False,
         overwrite: bool = False,
         restore: Callable[[dict[str, Any]], Any] | None = None,
-        seeds_per_process: int = 1,
     ) -> Any:
         """Check that ``config`` may run here, write ``config.json`` and return the checkpointed
         state to continue from (``restore`` applied to the checkpoint's dict), or ``None`` to start
@@ -304,8 +303,7 @@ class RunDir:
         that :meth:`holds_finished` is checked and left as it is, its ``finished`` marker telling
         the caller that nothing is to continue); ``overwrite``: :data:`RUN_FILES` are deleted
         first. Every refusal (ConfigError, or what ``restore`` raises) comes before anything is
-        written. The caller owns the directory. ``seeds_per_process``: the size of the program the
-        run continues in, which its checkpoints seal (:data:`PROGRAM`)."""
+        written. The caller owns the directory."""
         check_writable_dir(self.path)
         if resume and overwrite:
             raise ConfigError(
@@ -321,7 +319,7 @@ class RunDir:
                 saved = restore(saved)
         else:
             self._check_new(config)
-        self._config, self._program = config, seeds_per_process
+        self._config = config
         if resume and self.holds_finished(config):
             return saved  # nothing to continue: no file is written
         with storage_errors("write", self.path / FINISHED):
@@ -447,7 +445,7 @@ class RunDir:
 
     def save_checkpoint(self, state: dict[str, Any]) -> None:
         """Write ``state`` (nested dicts of arrays, numbers, strings) with the config it belongs
-        to and the size of its program (:data:`PROGRAM`), sealed with its checksum
+        to and the size of its program (:data:`PROGRAM`: 1, a run alone), sealed with its checksum
         (:mod:`rp1.rundir.sealed`), atomically: on any failure the previous checkpoint stays as it
         was. Its ``appended`` arrays (:mod:`rp1.rundir.checkpoints`)
         are written in chunks of the rows new since the last save (:mod:`rp1.rundir.chunks`),
@@ -458,7 +456,7 @@ class RunDir:
             "config": _canonical(self._bound_config()),
             "agent": {**state, "appended": {}} if appended else state,
             "chunks": listed,
-            PROGRAM: self._program,
+            PROGRAM: 1,
         }
         write_atomically(self.checkpoint_path, sealed_parts(data), "checkpoint")
         self._chunks.commit(listed)

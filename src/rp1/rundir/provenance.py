@@ -15,7 +15,6 @@ measurements). :func:`environment` collects these:
   extensions of the CPU it runs on, NumPy's OpenBLAS picks its kernels by them (for the PCA
   residual's linear algebra: its AVX-512 kernels and its Zen kernels give a quick run two curves);
   ``openblas_coretype``: ``OPENBLAS_CORETYPE``, which overrides OpenBLAS's pick;
-- ``seeds_per_process``: the seeds its program advanced together (:data:`SEEDS_PER_PROCESS`);
 - ``xla_threads``: the size of XLA's CPU thread pool, which XLA takes from ``PJRT_NPROC`` or
   ``NPROC`` where set and otherwise from the CPUs this process may run on
   (``os.sched_getaffinity``: ``taskset`` and cgroups' cpusets narrow it); ``xla_flags``:
@@ -60,11 +59,10 @@ CPU_EXTENSIONS = {
 NOT_COMPARED = ("from_iteration", "host", "recorded")
 """Fields of a record entry that say when and where, not what the numbers depend on."""
 SEEDS_PER_PROCESS = "seeds_per_process"
-"""The field of a record entry that says the size of the run's program (:func:`rp1.train.run_seeds`):
-1, a run alone (an entry without it: 1); ``N`` more, a run computed in batches of ``N``, whose last
-bits differ from a run alone's and from a run's in batches of another size. What a resume is held
-to is the size its checkpoint seals (:data:`rp1.rundir.files.PROGRAM`); the record says it for
-readers (``rp1 report``), and is rewritten from it when damaged."""
+"""The field of a record entry written by rp1 0.2.x that says the size of the run's program
+(``--seeds-per-process N``): 1 (or no such field), a run alone; ``N`` more, a run computed in
+batches of ``N``, whose last bits differ from a run alone's. Read for readers (``rp1 report``) and
+to refuse resuming such a run (:func:`program_mismatch`); this rp1 writes no such field."""
 
 
 def environment() -> dict[str, Any]:
@@ -122,10 +120,9 @@ def cpu_features(cpuinfo: str | os.PathLike = "/proc/cpuinfo") -> str:
     return "unknown"
 
 
-def record(run_dir: str | os.PathLike, iteration: int, seeds_per_process: int = 1) -> str | None:
-    """Record in ``run_dir`` that it runs here, in a program of ``seeds_per_process`` seeds, from
-    ``iteration`` on; a one-line warning if that continues a run recorded elsewhere, or one that
-    has no record of where it ran (:func:`program_mismatch` refuses another program size first).
+def record(run_dir: str | os.PathLike, iteration: int) -> str | None:
+    """Record in ``run_dir`` that it runs here from ``iteration`` on; a one-line warning if that
+    continues a run recorded elsewhere, or one that has no record of where it ran.
 
     ``iteration`` 0 starts the record afresh. Otherwise entries from ``iteration`` on are dropped
     (a resume that died before its next checkpoint wrote no row under them), and this environment
@@ -134,7 +131,7 @@ def record(run_dir: str | os.PathLike, iteration: int, seeds_per_process: int = 
     file = Path(run_dir) / ENVIRONMENT
     entries, damage = _read(RunDir(run_dir)) if iteration > 0 else ([], "")
     entries = [e for e in entries if e.get("from_iteration", 0) < iteration]
-    here = {**environment(), SEEDS_PER_PROCESS: seeds_per_process}
+    here = environment()
     last = entries[-1] if entries else None
     if last is not None and _compared(last) == here:
         return None
@@ -162,8 +159,6 @@ def record(run_dir: str | os.PathLike, iteration: int, seeds_per_process: int = 
             f"them); from iteration {iteration} on it runs on {summary(here)}"
         )
     changed = "; ".join(changes(last, here))
-    if not changed:  # only the program's size, which program_mismatch checks
-        return None
     return (
         f"rp1: warning: {run_dir} continues from iteration {iteration} in another environment than it ran in "
         f"({changed}): its metrics may differ from an uninterrupted run's from there on; recorded in {file}"
@@ -177,14 +172,9 @@ def summary(env: dict[str, Any]) -> str:
 
 def changes(entry: dict[str, Any], here: dict[str, Any]) -> list[str]:
     """How the environment ``here`` differs from record entry ``entry`` in what numbers depend on,
-    a :func:`_change` per field of ``here`` (the program's size left out: it is
-    :func:`program_mismatch`'s to judge); ``[]`` where they agree."""
+    a :func:`_change` per field of ``here``; ``[]`` where they agree."""
     compared = _compared(entry)
-    return [
-        _change(key, entry, value)
-        for key, value in here.items()
-        if compared.get(key) != value and key != SEEDS_PER_PROCESS
-    ]
+    return [_change(key, entry, value) for key, value in here.items() if compared.get(key) != value]
 
 
 def changes_since(run_dir: str | os.PathLike, iteration: int) -> list[str] | None:
@@ -211,34 +201,33 @@ def _change(key: str, last: dict[str, Any], now: Any) -> str:
 
 
 def _compared(entry: dict[str, Any]) -> dict[str, Any]:
-    """The fields of ``entry`` that its numbers depend on (an entry written before
-    :data:`SEEDS_PER_PROCESS` existed: a run alone)."""
-    compared = {key: value for key, value in entry.items() if key not in NOT_COMPARED}
-    return {SEEDS_PER_PROCESS: 1, **compared}
+    """The fields of ``entry`` that its numbers depend on (the size of an rp1 0.2.x program,
+    :data:`SEEDS_PER_PROCESS`, is :func:`program_mismatch`'s to judge)."""
+    return {
+        key: value
+        for key, value in entry.items()
+        if key not in NOT_COMPARED and key != SEEDS_PER_PROCESS
+    }
 
 
-def program_mismatch(
-    run_dir: str | os.PathLike, seeds_per_process: int, sealed: int | None = None
-) -> str:
-    """Why the run in ``run_dir`` may not continue in a program of ``seeds_per_process`` seeds
-    (``""`` if it may): it ran in a program of another size (a program of ``N`` seeds computes in
-    batches of ``N``; one seed, alone), as its checkpoint seals (``sealed``,
-    :meth:`~rp1.rundir.files.RunDir.sealed_program`) or, for a checkpoint sealed before sizes were
-    (``None``), as its record's last entry says. Another batch size computes with other kernels
-    (the last bits of every number differ), so such a continuation would not be the run it
-    continues. A run of such a checkpoint without a record, or with a damaged one, may continue."""
+CONTINUED_BY = "rp1 0.2.x with --seeds-per-process N, up to commit 23cde81"
+"""The releases that continue a run made with several seeds in one program."""
+
+
+def program_mismatch(run_dir: str | os.PathLike, sealed: int | None = None) -> str:
+    """Why the run in ``run_dir`` may not be resumed here (``""`` if it may): it ran with several
+    seeds in one program (rp1 0.2.x's ``--seeds-per-process N``, which computed in batches of
+    ``N`` with other kernels than a run alone, so a run alone would not continue it exactly), as
+    its checkpoint seals (``sealed``, :meth:`~rp1.rundir.files.RunDir.sealed_program`) or, for a
+    checkpoint sealed before sizes were (``None``), as its record's last entry says. A run of such
+    a checkpoint without a record, or with a damaged one, may continue."""
     source = Path(run_dir) / (CHECKPOINT if sealed is not None else ENVIRONMENT)
     was = sealed if sealed is not None else _recorded_program(RunDir(run_dir))
-    if was is None or was == seeds_per_process:
+    if was is None or was == 1:
         return ""
-    how = (
-        "ran alone: resume it alone (rp1 train, or rp1 sweep with --seeds-per-process 1)"
-        if was == 1
-        else f"ran with {was} seeds in one program: resume it with --seeds-per-process {was}"
-    )
     return (
-        f"{run_dir} {how}, since another batch size computes every number with other kernels and "
-        f"would not continue it exactly ({source})"
+        f"{run_dir} ran with {was} seeds in one program, which this rp1 no longer runs: "
+        f"{CONTINUED_BY.replace('N', str(was), 1)} resumes it ({source})"
     )
 
 
@@ -249,7 +238,7 @@ def _recorded_program(run: RunDir) -> int | None:
     entries, _ = _read(run)
     if not entries:
         return None
-    was = _compared(entries[-1])[SEEDS_PER_PROCESS]
+    was = entries[-1].get(SEEDS_PER_PROCESS, 1)
     return was if isinstance(was, int) and was >= 1 else None
 
 
