@@ -29,7 +29,7 @@ from rp1.config.methods import (
 from rp1.core.storage import write_atomically
 from rp1.experiments import stats
 from rp1.experiments.measures import MODEL_ERROR
-from rp1.experiments.references import REFERENCES, Reference, reference_for, seeds_text
+from rp1.experiments.references import REFERENCES, Reference, run_reference, seeds_text
 from rp1.experiments.runs_table import DEFAULT_SCALE, scale_order
 from rp1.rundir.files import CURVE, METRICS, RunDir
 
@@ -351,6 +351,5 @@ def write_learning_curve(run_dir: Path, title: str, references: Path = REFERENCE
     reference band where ``references`` has one for its preset, scale and budget
     (:func:`~rp1.experiments.references.reference_for`); ``None`` if the run has no evaluation
     yet."""
-    config = RunDir(run_dir).read_config()
-    reference = None if config is None else reference_for(config, references)
+    reference = run_reference(RunDir(run_dir), references)
     return learning_curve_figure(pd.read_csv(run_dir / METRICS), title, run_dir / CURVE, reference)

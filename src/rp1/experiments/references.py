@@ -30,7 +30,7 @@ import pandas as pd
 from rp1.core.storage import write_atomically
 from rp1.experiments.fair import in_force_returns, policy_grid
 from rp1.experiments.runs_table import load_runs
-from rp1.rundir.files import evaluates_trained
+from rp1.rundir.files import RunDir, evaluates_trained
 
 REFERENCES = Path(str(resources.files("rp1.experiments") / "references"))
 """Where the presets' references are (package data): ``<preset>.json``."""
@@ -84,8 +84,7 @@ def make_reference(root: Path, preset: str, source: str) -> Reference:
         trained = rows[evaluates_trained(rows["iteration"])].dropna(subset=["eval_return"])
         seeds.append(int(rows["seed"].iloc[0]))
         best.append(float(trained["eval_return"].max()))
-        in_force = in_force_returns(rows.sort_values("samples", kind="stable"), np.array([budget]))
-        final.append(float(in_force[0]))
+        final.append(final_return(rows, budget))
     quartiles = at.quantile([0.25, 0.5, 0.75], axis=1).T
     band = pd.DataFrame(
         {
@@ -99,6 +98,13 @@ def make_reference(root: Path, preset: str, source: str) -> Reference:
     return Reference(
         preset, scale, int(budget), source, tuple(seeds), np.array(best), np.array(final), band
     )
+
+
+def final_return(rows: pd.DataFrame, budget: int) -> float:
+    """The evaluation return of the policy in force at ``budget`` real samples
+    (:func:`~rp1.experiments.fair.in_force_returns`), from one run's ``metrics.csv`` rows."""
+    at = in_force_returns(rows.sort_values("samples", kind="stable"), np.array([budget], float))
+    return float(at[0])
 
 
 def reference_json(reference: Reference) -> dict[str, Any]:
@@ -163,6 +169,12 @@ def reference_for(config: dict[str, Any], directory: Path = REFERENCES) -> Refer
     if (reference.scale, reference.budget) != (config.get("scale"), config.get("budget")):
         return None
     return reference
+
+
+def run_reference(run: RunDir, directory: Path = REFERENCES) -> Reference | None:
+    """:func:`reference_for` of the run in ``run`` (None where it has no readable config)."""
+    config = run.read_config()
+    return None if config is None else reference_for(config, directory)
 
 
 def standing(value: float, values: np.ndarray) -> str:

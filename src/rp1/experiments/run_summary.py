@@ -15,27 +15,17 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from rp1.experiments.fair import in_force_returns
-from rp1.experiments.references import REFERENCES, reference_for, reference_lines
+from rp1.experiments.references import REFERENCES, final_return, reference_lines, run_reference
 from rp1.rundir.files import METRICS, RunDir, evaluates_trained
-
-
-def final_return(rows: pd.DataFrame, budget: int) -> float:
-    """The evaluation return of the policy in force at ``budget`` real samples
-    (:func:`~rp1.experiments.fair.in_force_returns`), from a run's ``metrics.csv`` rows."""
-    at = in_force_returns(rows.sort_values("samples", kind="stable"), np.array([budget], float))
-    return float(at[0])
 
 
 def standing_lines(run: RunDir, rows: pd.DataFrame, best: float, references: Path) -> list[str]:
     """Where a run with ``metrics.csv`` ``rows`` and ``best`` evaluation return stands among its
     preset's reference seeds (:mod:`rp1.experiments.references`), if it reached the budget of a
     reference of its preset and scale; no line otherwise."""
-    config = run.read_config()
-    reference = None if config is None else reference_for(config, references)
+    reference = run_reference(run, references)
     if reference is None or not run.is_finished():
         return []
     return reference_lines(reference, best, final_return(rows, reference.budget))
