@@ -5,10 +5,10 @@ verdicts.
     python benchmarks/code_effect.py BEFORE_ROOT AFTER_ROOT [--samples 10000]
 
 Each root holds runs as ``rp1 sweep`` writes them. Per task, method and measure (the four return
-measures and the test-set error at ``--samples`` real samples, rp1.experiments.measures): the
+measures and the test-set error at ``--samples`` real samples, rp1.report.measures): the
 median over the seeds each way, the difference of means after − before with its 95 % bootstrap
 interval, Welch's 90 % (two one-sided tests) interval, the equivalence margin
-(rp1.experiments.significance: a tenth of the paper's RP1 return on the task, a tenth of the
+(rp1.report.significance: a tenth of the paper's RP1 return on the task, a tenth of the
 before code's mean test-set error), Welch's p, the Holm-adjusted p over every row, and the verdict
 ``rp1 report`` gives such a comparison (``holds`` / ``does not hold`` read as "after higher" /
 "after lower"; ``equivalent``; ``inconclusive``).
@@ -23,13 +23,13 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from rp1.experiments.measures import MEASURES, RETURN_MEASURES, TEST_ERROR, run_tables, values_at
-from rp1.experiments.runs_table import load_runs
-from rp1.experiments.significance import error_margin, holm, return_margin, verdict
-from rp1.experiments.stats import mean_difference, tost_interval, welch
+from rp1.report.measures import MEASURES, RETURN_MEASURES, TEST_ERROR, run_tables, values_at
+from rp1.report.runs_table import load_runs
+from rp1.report.significance import error_margin, holm, return_margin, verdict
+from rp1.report.stats import mean_difference, tost_interval, welch
 
 NOT_SCREENED = dict.fromkeys(("gain_p_a", "fall_p_a", "gain_p_b", "fall_p_b"), np.nan)
-"""The report's winner-learned-nothing screen (:func:`rp1.experiments.significance.winner_note`)
+"""The report's winner-learned-nothing screen (:func:`rp1.report.significance.winner_note`)
 does not apply: both sides are one method, before and after a change of code."""
 
 

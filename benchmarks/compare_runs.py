@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rp1.experiments.runs_table import load_runs
-from rp1.experiments.stats import best_at, summarise, welch
+from rp1.report.runs_table import load_runs
+from rp1.report.stats import best_at, summarise, welch
 
 
 def describe(root: Path, at: float) -> np.ndarray:

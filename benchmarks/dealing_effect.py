@@ -9,7 +9,7 @@ bootstrap interval, Welch's p and the Holm-adjusted p over every row of the tabl
 run: fit seconds summed over the run and the median per iteration, the median epochs a fit took,
 the median members' reward disagreement per imagined step (``bonus``, whatever λ the policy was
 trained with), and at ``--samples`` real samples the report's return measures and the test-set
-error (rp1.experiments.measures). Iterations ≥ 1 only (iteration 0 fits nothing).
+error (rp1.report.measures). Iterations ≥ 1 only (iteration 0 fits nothing).
 
 Decided before any run of either root was seen (issue 36): the 10⁵-sample pilot uses round-robin
 if, on both tasks and for both methods, it cuts the fit time per run by at least 25 % and no return
@@ -26,10 +26,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rp1.experiments.measures import MEASURES, RETURN_MEASURES, TEST_ERROR, run_tables, values_at
-from rp1.experiments.runs_table import load_runs
-from rp1.experiments.significance import holm
-from rp1.experiments.stats import mean_difference, welch
+from rp1.report.measures import MEASURES, RETURN_MEASURES, TEST_ERROR, run_tables, values_at
+from rp1.report.runs_table import load_runs
+from rp1.report.significance import holm
+from rp1.report.stats import mean_difference, welch
 
 DEALINGS = ("shuffle", "round-robin")
 PerRun = Callable[[pd.DataFrame], float]

@@ -71,7 +71,7 @@ def pause_after_row(ready: Path, row: int, at: str) -> None:
 def pause_in_workers(ready: Path, row: int, at: str) -> None:
     """Make each process of a local sweep's pool :func:`pause_after_row` (its file: ``ready``
     with ``.PID`` appended)."""
-    from rp1.experiments import executors
+    from rp1.sweep import executors
 
     executors.start_local_worker = partial(
         start_paused_worker, executors.start_local_worker, ready, row, at

@@ -57,7 +57,7 @@ def test_code_effect_calls_equal_results_equivalent_and_a_shift_a_change():
     0.1 are equivalent, a test-set error twice as large is higher (Holm over all rows)."""
     import pandas as pd
 
-    from rp1.experiments.measures import RETURN_MEASURES, TEST_ERROR
+    from rp1.report.measures import RETURN_MEASURES, TEST_ERROR
 
     spread = np.linspace(-1.0, 1.0, 10)
 

@@ -14,9 +14,9 @@ from rp1.cli.options import BACKENDS, ORDERS, POLICIES, SCALES
 def test_the_choices_are_the_librarys():
     """The CLI lists them without importing the library (its help stays fast): the same values."""
     from rp1.config import SCALES as LIBRARY_SCALES
-    from rp1.experiments.executors import BACKENDS as LIBRARY_BACKENDS
-    from rp1.experiments.sweep_plan import ORDERS as LIBRARY_ORDERS
     from rp1.rundir.files import RUN_POLICIES
+    from rp1.sweep.executors import BACKENDS as LIBRARY_BACKENDS
+    from rp1.sweep.plan import ORDERS as LIBRARY_ORDERS
 
     assert tuple(LIBRARY_SCALES) == SCALES and POLICIES == RUN_POLICIES
     assert BACKENDS == LIBRARY_BACKENDS and ORDERS == LIBRARY_ORDERS

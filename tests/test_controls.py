@@ -25,10 +25,10 @@ from rp1.dynamics.testset import (
     read_test_set,
     write_test_set,
 )
-from rp1.experiments.runs_table import load_runs
-from rp1.experiments.stats import median_phase_lengths
-from rp1.experiments.testsets import build_test_set
+from rp1.report.runs_table import load_runs
+from rp1.report.stats import median_phase_lengths
 from rp1.rundir.files import TIMING_COLUMNS
+from rp1.testsets.build import build_test_set
 from rp1.train import run_training
 
 LAPTOP_RUNS = ROOT / "docs" / "laptop-scale" / "runs"
@@ -239,10 +239,10 @@ def test_the_report_compares_world_models_by_their_last_fit_lower_is_better(tmp_
     the claim holding when a's errors are lower; the figure of the errors against samples."""
     import pandas as pd
 
-    from rp1.experiments import figures
-    from rp1.experiments.claims import claim_table
-    from rp1.experiments.table_results import table_frames
-    from rp1.experiments.tables import TABLES
+    from rp1.report import figures
+    from rp1.report.claims import claim_table
+    from rp1.report.table_results import table_frames
+    from rp1.report.table_specs import TABLES
 
     rows = []
     for method, errors in {

@@ -37,9 +37,9 @@ from rp1.config import (
 )
 from rp1.config import methods as method_table
 from rp1.core.errors import ConfigError
-from rp1.experiments import figures
-from rp1.experiments.report import write_report
 from rp1.imagination import bonus_function
+from rp1.report import figures
+from rp1.report.write import write_report
 from rp1.train import run_training
 
 

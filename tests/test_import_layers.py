@@ -20,8 +20,9 @@ from helpers import subprocess_env
 # or a package) it falls under.
 LAYERS = (
     ("rp1.cli", "rp1.__main__"),
-    ("rp1.experiments",),
-    ("rp1.train", "rp1.evaluation"),
+    ("rp1.sweep",),
+    ("rp1.report",),
+    ("rp1.train", "rp1.evaluation", "rp1.testsets"),
     ("rp1.agents",),
     ("rp1.outputs",),
     ("rp1.rundir",),
@@ -118,7 +119,7 @@ from rp1 import envs, train, resolve
 from rp1.config import Config
 from rp1.imagination import policy_training
 from . import seeding
-from ..experiments import report
+from ..report import write
 """
     reached = rp1_imports(source, "rp1.core.nn", known)
     assert reached == {
@@ -128,7 +129,7 @@ from ..experiments import report
         "rp1.config",
         "rp1.imagination.policy_training",
         "rp1.core.seeding",
-        "rp1.experiments.report",
+        "rp1.report.write",
     }
     assert upward("rp1.core.nn", reached) == [
         f"rp1.core.nn imports {target}"
@@ -136,8 +137,8 @@ from ..experiments import report
             "rp1",
             "rp1.config",
             "rp1.envs",
-            "rp1.experiments.report",
             "rp1.imagination.policy_training",
+            "rp1.report.write",
             "rp1.train",
         )
     ]
@@ -197,7 +198,8 @@ def test_the_config_imports_no_jax():
         "import sys, json\n"
         "from rp1.config import Config, resolve, validate\n"
         "from rp1.config.migrations import migrate\n"
-        "from rp1.experiments import runs_table, sweep_status\n"
+        "from rp1.report import runs_table\n"
+        "from rp1.sweep import status\n"
         "validate(resolve('hopper-rp1'))\n"
         "print(sorted(m for m in ('jax', 'flax', 'optax') if m in sys.modules))\n"
     )

@@ -16,7 +16,7 @@ import pytest
 
 from helpers import environment_differences
 from rp1.config.defaults import EAGER
-from rp1.experiments.runs_table import OPTIONAL_COLUMNS, read_metrics
+from rp1.report.runs_table import OPTIONAL_COLUMNS, read_metrics
 from rp1.rundir.files import METRIC_COLUMNS, METRICS, TIMING_COLUMNS, RunDir, metric_columns
 from rp1.rundir.provenance import environment
 from rp1.train import run_training

@@ -29,11 +29,11 @@ from rp1.config import Config, resolve, validate
 from rp1.config.migrations import ADDED, BASE_KEYS, SCHEMA, NewerSchema, migrate, written_schema
 from rp1.config.schema import ranged
 from rp1.core.errors import ConfigError
-from rp1.experiments.report import report_tasks
-from rp1.experiments.runs_table import load_runs
-from rp1.experiments.table_files import write_table_frames
-from rp1.experiments.table_results import table_frames
-from rp1.experiments.tables import TABLES
+from rp1.report.runs_table import load_runs
+from rp1.report.table_files import write_table_frames
+from rp1.report.table_results import table_frames
+from rp1.report.table_specs import TABLES
+from rp1.report.write import report_tasks
 from rp1.rundir.files import (
     BEST,
     CONFIG,

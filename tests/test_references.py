@@ -10,16 +10,16 @@ import pytest
 from matplotlib.figure import Figure
 
 from report_runs import write_grid, write_run
-from rp1.experiments import references
-from rp1.experiments.figures import draw_reference
-from rp1.experiments.references import (
+from rp1.report import references
+from rp1.report.figures import draw_reference
+from rp1.report.references import (
     make_reference,
     read_reference,
     reference_for,
     reference_json,
     standing,
 )
-from rp1.experiments.run_summary import run_summary
+from rp1.report.run_summary import run_summary
 
 BEST = [10.0, 40.0, 20.0, 30.0]
 """The four reference runs' trained evaluation returns (the last one in force at 10⁴)."""

@@ -26,18 +26,32 @@ from rp1.config import (
 )
 from rp1.config import methods as method_table
 from rp1.core.errors import ConfigError
-from rp1.experiments import fair, figures, stats
-from rp1.experiments.claims import (
+from rp1.report import fair, figures, stats
+from rp1.report.claims import (
     CLAIM_COLUMNS,
     CLAIMS,
     claim_table,
     verdict_summary,
     write_claims,
 )
-from rp1.experiments.fair import in_force_returns
-from rp1.experiments.learning import gain_p
-from rp1.experiments.measures import MEASURES, number, run_tables, values_at
-from rp1.experiments.report import (
+from rp1.report.fair import in_force_returns
+from rp1.report.learning import gain_p
+from rp1.report.measures import MEASURES, number, run_tables, values_at
+from rp1.report.runs_table import load_runs
+from rp1.report.significance import (
+    equivalent,
+    error_margin,
+    holm,
+    qualified,
+    return_margin,
+    verdict,
+    verdict_kind,
+)
+from rp1.report.table_files import write_table_frames
+from rp1.report.table_markdown import render
+from rp1.report.table_results import comparable, table_frames
+from rp1.report.table_specs import TABLES, table_spec
+from rp1.report.write import (
     direction_verdict,
     left_out,
     report_tasks,
@@ -48,20 +62,6 @@ from rp1.experiments.report import (
     write_phase_summary,
     write_report,
 )
-from rp1.experiments.runs_table import load_runs
-from rp1.experiments.significance import (
-    equivalent,
-    error_margin,
-    holm,
-    qualified,
-    return_margin,
-    verdict,
-    verdict_kind,
-)
-from rp1.experiments.table_files import write_table_frames
-from rp1.experiments.table_markdown import render
-from rp1.experiments.table_results import comparable, table_frames
-from rp1.experiments.tables import TABLES, table_spec
 from rp1.train import run_training
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -882,7 +882,7 @@ def judged_row(
     **gains: float,
 ) -> SimpleNamespace:
     """A comparison of RP1 (a) against Greedy (b) as
-    :func:`~rp1.experiments.significance.verdict` reads it, margin 3; the two one-sided tests'
+    :func:`~rp1.report.significance.verdict` reads it, margin 3; the two one-sided tests'
     interval ``tost``, the bootstrap's ``[low, high]`` unless given; ``gains``: the one-sided p of
     each side's gain over its untrained policy (``gain_p_a``, ``fall_p_b``, …), 0.01 for a gain
     and 0.99 for a fall unless given: both sides learned."""
@@ -1189,7 +1189,7 @@ def test_tost_interval_is_welchs_90_percent_interval_of_the_difference():
     their percentile bootstrap."""
     from scipy import stats as scipy_stats
 
-    from rp1.experiments.stats import mean_difference, tost_interval
+    from rp1.report.stats import mean_difference, tost_interval
 
     a, b = np.array([141.4, 146.5, 156.5]), np.array([135.3, 143.3, 163.1])
     low, high = tost_interval(a, b)

@@ -11,13 +11,13 @@ import pandas as pd
 import pytest
 
 from report_runs import two_method_runs, write_environment
-from rp1.experiments import blocks, fragility, provenance, stats
-from rp1.experiments.claims import claim_table, verdict_cell
-from rp1.experiments.measures import run_tables
-from rp1.experiments.realisations import CLAIM_KEY
-from rp1.experiments.runs_table import load_runs
-from rp1.experiments.table_results import table_frames
-from rp1.experiments.tables import TABLES
+from rp1.report import blocks, cell_provenance, fragility, stats
+from rp1.report.claims import claim_table, verdict_cell
+from rp1.report.measures import run_tables
+from rp1.report.realisations import CLAIM_KEY
+from rp1.report.runs_table import load_runs
+from rp1.report.table_results import table_frames
+from rp1.report.table_specs import TABLES
 
 TASKS = ("hopper", "swimmer")
 
@@ -131,7 +131,7 @@ def test_a_verdict_whose_cells_mix_blocks_says_each_blocks_difference_and_their_
                 {"commit": commit, "cpu_features": cpu},
             )
     loaded, runs, _, claims = judged(tmp_path)
-    rows = provenance.run_provenance(tmp_path, loaded.metrics, runs.grid, kept=True)
+    rows = cell_provenance.run_provenance(tmp_path, loaded.metrics, runs.grid, kept=True)
     found = blocks.block_columns(claims, runs, rows).set_index(["task", "metric"])
     hopper = found.loc[("hopper", "return_at")]
     assert hopper["blocks"] == "aaaaaaa, AVX-512: 3 vs 3, Δ 204.7; bbbbbbb, AVX2: 3 vs 3, Δ 0.3"
@@ -150,7 +150,7 @@ def test_a_block_one_side_lacks_is_listed_but_not_tested(tmp_path):
         write_environment(tmp_path / "hopper-rp1" / f"seed{seed}", {"commit": "ab"[seed // 2] * 40})
         write_environment(tmp_path / "hopper-vr" / f"seed{seed}", {"commit": "b" * 40})
     loaded, runs, _, claims = judged(tmp_path)
-    rows = provenance.run_provenance(tmp_path, loaded.metrics, runs.grid, kept=True)
+    rows = cell_provenance.run_provenance(tmp_path, loaded.metrics, runs.grid, kept=True)
     found = blocks.block_columns(claims, runs, rows)
     text = found.loc[found["metric"] == "return_at", "blocks"].iloc[0]
     assert text == "aaaaaaa, not recorded: 2 vs 0; bbbbbbb, not recorded: 2 vs 4, Δ 300.5"
@@ -163,13 +163,13 @@ def test_provenance_shows_the_xla_settings_a_run_recorded(tmp_path):
     write_environment(tmp_path / "hopper-rp1" / "seed0", {"xla_flags": flags, "xla_threads": 2})
     write_environment(tmp_path / "hopper-rp1" / "seed1", {"xla_flags": "", "xla_threads": 2})
     loaded, runs, _, _ = judged(tmp_path)
-    rows = provenance.run_provenance(tmp_path, loaded.metrics, runs.grid, kept=True)
+    rows = cell_provenance.run_provenance(tmp_path, loaded.metrics, runs.grid, kept=True)
     by_run = rows.set_index("run")["xla"]
     assert by_run["hopper-rp1/seed0"] == f"{flags}, 2 threads"
     assert by_run["hopper-rp1/seed1"] == "no flags, 2 threads"
-    assert by_run["hopper-rp1/seed2"] == provenance.NOT_RECORDED
-    cell = provenance.cell_provenance(rows, ("hopper",)).iloc[0]
+    assert by_run["hopper-rp1/seed2"] == cell_provenance.NOT_RECORDED
+    cell = cell_provenance.cell_provenance(rows, ("hopper",)).iloc[0]
     assert cell["mixed"] == "xla"
-    assert "`XLA_FLAGS` with XLA's CPU thread count (`xla`)" in provenance.provenance_text(
-        provenance.cell_provenance(rows, ("hopper",)), rows
+    assert "`XLA_FLAGS` with XLA's CPU thread count (`xla`)" in cell_provenance.provenance_text(
+        cell_provenance.cell_provenance(rows, ("hopper",)), rows
     )

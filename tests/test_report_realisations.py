@@ -8,12 +8,12 @@ import pytest
 
 from report_runs import two_method_runs, write_environment, write_grid
 from rp1.core.errors import ConfigError
-from rp1.experiments import provenance, realisations
-from rp1.experiments.claims import claim_table
-from rp1.experiments.measures import run_tables
-from rp1.experiments.runs_table import load_runs
-from rp1.experiments.table_results import table_frames
-from rp1.experiments.tables import TABLES
+from rp1.report import cell_provenance, realisations
+from rp1.report.claims import claim_table
+from rp1.report.measures import run_tables
+from rp1.report.runs_table import load_runs
+from rp1.report.table_results import table_frames
+from rp1.report.table_specs import TABLES
 
 COMMIT_A, COMMIT_B = "a" * 40, "b" * 40
 ZEN4 = "avx avx2 avx512f fma sse"
@@ -123,13 +123,13 @@ def test_each_cell_states_its_provenance_and_a_mixed_cell_is_marked(tmp_path):
         {"commit": COMMIT_A, "cpu_features": ZEN5, "openblas_coretype": ""},
     )
     loaded, runs, _, claims = judged(tmp_path)
-    rows = provenance.run_provenance(tmp_path, loaded.metrics, runs.grid, kept=True)
+    rows = cell_provenance.run_provenance(tmp_path, loaded.metrics, runs.grid, kept=True)
     by_run = rows.set_index("run")
     assert by_run.loc["hopper-greedy/seed1", "commit"] == "bbbbbbb-modified+aaaaaaa"
-    assert by_run.loc["hopper-greedy/seed2", "commit"] == provenance.NOT_RECORDED
+    assert by_run.loc["hopper-greedy/seed2", "commit"] == cell_provenance.NOT_RECORDED
     assert by_run.loc["hopper-greedy/seed1", "coretype"] == "unset"
     assert by_run.loc["hopper-rp1/seed1", "made"] == "2026-11-25"
-    cells = provenance.cell_provenance(rows, ("hopper",)).set_index("method")
+    cells = cell_provenance.cell_provenance(rows, ("hopper",)).set_index("method")
     assert cells.loc["rp1", "mixed"] == ""
     assert cells.loc["rp1", "commit"] == "aaaaaaa ×2"
     assert cells.loc["rp1", "cpu"] == "AVX-512 (a) ×2"
@@ -141,9 +141,9 @@ def test_each_cell_states_its_provenance_and_a_mixed_cell_is_marked(tmp_path):
     assert cells.loc["rp1", "program"] == "alone ×2"
     assert cells.loc["greedy", "program"] == "alone ×2, not recorded ×1"
     assert cells.loc["greedy", "cpu"] == "AVX-512 (a) ×1, AVX-512 (b) ×1, not recorded ×1"
-    mixed = provenance.mixed_cells(claims, cells.reset_index())
+    mixed = cell_provenance.mixed_cells(claims, cells.reset_index())
     assert set(mixed) == {"greedy: commit, cpu, coretype, scoring"}
-    legend = provenance.cpu_legend(rows["cpu"])
+    legend = cell_provenance.cpu_legend(rows["cpu"])
     assert (
         f"- **AVX-512 (b)**: `{ZEN5}` (beyond the others of its kind: avx512_vp2intersect)"
         in legend
@@ -156,16 +156,18 @@ def test_a_cell_of_runs_alone_and_in_a_program_is_refused_before_anything_is_wri
     report refuses it in one line naming the cell and which seeds ran how; a cell all of one
     program is reported, and says which program it holds, counting a program's runs once in the
     cell's work in all."""
-    from rp1.experiments.report import write_report
+    from rp1.report.write import write_report
 
     two_method_runs(tmp_path, "hopper", {"rp1": [300.0, 280.0, 290.0], "greedy": [0.0, 20.0]}, 0.0)
     for seed in (0, 1, 2):
         write_environment(tmp_path / "hopper-rp1" / f"seed{seed}", {"seeds_per_process": 2})
     write_environment(tmp_path / "hopper-greedy" / "seed0", {"seeds_per_process": 1})
     loaded, runs, _, _ = judged(tmp_path)
-    rows = provenance.run_provenance(tmp_path, loaded.metrics, runs.grid, kept=True)
-    provenance.check_programs(rows)  # Greedy: alone and not recorded, which is not held against it
-    cells = provenance.cell_provenance(rows, ("hopper",)).set_index("method")
+    rows = cell_provenance.run_provenance(tmp_path, loaded.metrics, runs.grid, kept=True)
+    cell_provenance.check_programs(
+        rows
+    )  # Greedy: alone and not recorded, which is not held against it
+    cells = cell_provenance.cell_provenance(rows, ("hopper",)).set_index("method")
     assert cells.loc["rp1", "program"] == "2 seeds ×3" and cells.loc["rp1", "mixed"] == ""
     # work in all: a program's run counts 1/N of its wall time, a run alone all of it
     work = rows.set_index("run")["work_s"]
@@ -176,10 +178,10 @@ def test_a_cell_of_runs_alone_and_in_a_program_is_refused_before_anything_is_wri
     assert cells.loc["greedy", "work_total_s"] == pytest.approx(greedy_work)
     # a program's runs each count its wall time: the legend says so where a cell holds one
     shared = "counts the program's wall time, which the N seeds share"
-    assert shared in provenance.provenance_text(cells.reset_index(), rows)
+    assert shared in cell_provenance.provenance_text(cells.reset_index(), rows)
     alone = rows[rows["run"].str.startswith("hopper-greedy")]
-    alone_cells = provenance.cell_provenance(alone, ("hopper",))
-    assert shared not in provenance.provenance_text(alone_cells, alone)
+    alone_cells = cell_provenance.cell_provenance(alone, ("hopper",))
+    assert shared not in cell_provenance.provenance_text(alone_cells, alone)
 
     write_environment(tmp_path / "hopper-rp1" / "seed1", {"seeds_per_process": 1})
     with pytest.raises(ConfigError) as refused:
@@ -193,19 +195,21 @@ def test_a_cell_of_runs_alone_and_in_a_program_is_refused_before_anything_is_wri
 
 
 def test_cpus_are_named_by_their_widest_extension():
-    labels = provenance.cpu_labels(["avx avx2 fma", ZEN4, provenance.NOT_RECORDED, "asimd sve"])
+    labels = cell_provenance.cpu_labels(
+        ["avx avx2 fma", ZEN4, cell_provenance.NOT_RECORDED, "asimd sve"]
+    )
     assert labels == {
-        provenance.NOT_RECORDED: provenance.NOT_RECORDED,
+        cell_provenance.NOT_RECORDED: cell_provenance.NOT_RECORDED,
         "avx avx2 fma": "AVX2",
         ZEN4: "AVX-512",
         "asimd sve": "Arm SIMD",
     }
-    assert provenance.short_commit("unknown") == "unknown"
+    assert cell_provenance.short_commit("unknown") == "unknown"
 
 
 @pytest.mark.slow
 def test_the_report_writes_provenance_and_realisations_and_links_them(tmp_path):
-    from rp1.experiments.report import write_report
+    from rp1.report.write import write_report
 
     two_method_runs(
         tmp_path / "a", "hopper", {"rp1": [300.0, 280.0, 310.0], "greedy": [0.0, 20.0, -5.0]}, 0.0

@@ -1,5 +1,5 @@
 """docs/results.md and README's "Results at a glance" are the committed reports': made from
-their templates (docs/templates/) by ``python -m rp1.experiments.results_page``, which reads every
+their templates (docs/templates/) by ``python docs/tooling/results_page.py``, which reads every
 number from a report's files, and checks each verdict the prose states."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ import re
 import pandas as pd
 import pytest
 
+import results_page
 from helpers import ROOT
-from rp1.experiments import results_page
-from rp1.experiments.claims import CLAIM_COLUMNS
-from rp1.experiments.results_page import PAGES, PlaceholderError, Reports, page_text, render
+from results_page import PAGES, PlaceholderError, Reports, page_text, render
+from rp1.report.claims import CLAIM_COLUMNS
 
-COMMAND = "PYTHONPATH=src python -m rp1.experiments.results_page"
+COMMAND = "PYTHONPATH=src python docs/tooling/results_page.py"
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[page.target for page in PAGES])

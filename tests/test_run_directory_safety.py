@@ -35,7 +35,6 @@ from helpers import (
 from rp1.cli import main
 from rp1.config import resolve
 from rp1.core.errors import ConfigError, StorageError
-from rp1.experiments.sweep_plan import SweepRequest, plan_sweep
 from rp1.rundir.chunks import chunk_name
 from rp1.rundir.files import (
     CHECKPOINT,
@@ -47,6 +46,7 @@ from rp1.rundir.files import (
     RunDir,
 )
 from rp1.rundir.sealed import seal, unseal
+from rp1.sweep.plan import SweepRequest, plan_sweep
 
 # --- validation before anything is written --------------------------------------------------------
 

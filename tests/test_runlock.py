@@ -24,11 +24,11 @@ import rp1.rundir.lock as runlock
 from helpers import TINY, kill_at_pause, run_cli, train_args
 from rp1.cli import main
 from rp1.core.errors import StorageError
-from rp1.experiments.executors import Backend
-from rp1.experiments.sweep import ELSEWHERE, RUNNING_ELSEWHERE, run_sweep
-from rp1.experiments.sweep_plan import SweepRequest
 from rp1.rundir.files import METRICS, RunDir
 from rp1.rundir.lock import LOCK, RunInUse, RunLock, owning, read_holder
+from rp1.sweep.driver import ELSEWHERE, RUNNING_ELSEWHERE, run_sweep
+from rp1.sweep.executors import Backend
+from rp1.sweep.plan import SweepRequest
 
 HOLD = """
 import sys, time

@@ -24,14 +24,14 @@ from helpers import (
 )
 from rp1.config import resolve
 from rp1.core.errors import ConfigError
-from rp1.experiments.executors import Backend
-from rp1.experiments.report import write_report
-from rp1.experiments.sweep import run_sweep
-from rp1.experiments.sweep_plan import FAIL, SweepRequest, plan_sweep
-from rp1.experiments.sweep_worker import SINGLE_THREAD_XLA_FLAG, STOPPED, worker_env
+from rp1.report.write import write_report
 from rp1.rundir.files import RunDir
 from rp1.rundir.lock import LOCK, RunLock, read_holder
 from rp1.rundir.saves import BackgroundSaves
+from rp1.sweep.driver import run_sweep
+from rp1.sweep.executors import Backend
+from rp1.sweep.plan import FAIL, SweepRequest, plan_sweep
+from rp1.sweep.worker import SINGLE_THREAD_XLA_FLAG, STOPPED, worker_env
 from rp1.train import run_training
 
 PRESETS = ["halfcheetah-greedy", "halfcheetah-vr"]
@@ -240,14 +240,14 @@ def test_worker_env_shares_gpus_limits_threads_and_keeps_user_settings():
 
 def test_a_signal_to_the_sweep_is_one_line_and_its_exit_code(tmp_path, monkeypatch, capsys):
     """Here while it plans: SIGTERM raises in the sweep's process, which ends as the CLI says."""
-    import rp1.experiments.sweep
+    import rp1.sweep.driver
 
     def signalled(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGTERM)
         raise AssertionError("not interrupted")
 
     before = signal.getsignal(signal.SIGTERM)
-    monkeypatch.setattr(rp1.experiments.sweep, "run_sweep", signalled)
+    monkeypatch.setattr(rp1.sweep.driver, "run_sweep", signalled)
     code, err = run_cli(
         ["sweep", "--presets", PRESETS[0], "--seeds", "0", "--out", tmp_path], capsys
     )

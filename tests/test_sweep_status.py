@@ -13,8 +13,11 @@ from pathlib import Path
 import pytest
 
 from helpers import one_error, run_cli_output
-from rp1.experiments.sweep_plan import best_return
-from rp1.experiments.sweep_status import (
+from rp1.rundir.files import CONFIG, METRICS
+from rp1.rundir.files import FINISHED as FINISHED_MARKER
+from rp1.rundir.lock import LOCK
+from rp1.sweep.plan import best_return
+from rp1.sweep.status import (
     COMPLETE,
     FINISHED,
     RUNNING,
@@ -25,9 +28,6 @@ from rp1.experiments.sweep_status import (
     run_state,
     sweep_status,
 )
-from rp1.rundir.files import CONFIG, METRICS
-from rp1.rundir.files import FINISHED as FINISHED_MARKER
-from rp1.rundir.lock import LOCK
 
 
 def test_counts_and_clock_are_short():

@@ -43,7 +43,7 @@ def test_the_shipped_run_is_its_results_and_policies_only():
 
 
 def test_no_committed_report_reads_the_shipped_run():
-    from rp1.experiments.results_page import REPORTS
+    from results_page import REPORTS
 
     assert [root for root in REPORTS.values() if SHIPPED.is_relative_to(ROOT / root)] == []
 

@@ -32,7 +32,7 @@ from rp1.rundir.files import (
 def test_temporary_files_are_not_written_through_planted_links(tmp_path):
     """Links at the names a temporary file once had (``NAME.tmp``), pointing at a file of the
     user's: a run and a report write their files and leave the target alone."""
-    from rp1.experiments.report import write_report
+    from rp1.report.write import write_report
 
     out, report = tmp_path / "run", tmp_path / "report"
     victim = tmp_path / "victim.txt"
@@ -148,7 +148,7 @@ def test_resume_refuses_a_config_that_leads_out_of_the_run(copied_run, tmp_path,
 
 @pytest.mark.slow  # a report: figures and bootstrap intervals
 def test_report_and_status_leave_out_a_run_whose_files_link_out_of_it(tmp_path, capsys):
-    from rp1.experiments.report import write_report
+    from rp1.report.write import write_report
 
     root = tmp_path / "runs"
     hand_run(root / "a" / "seed0")
@@ -200,7 +200,7 @@ def test_python_m_rp1_evaluate_does_not_import_a_task_module_from_the_working_di
 
 
 def test_the_reports_provenance_does_not_read_an_environment_record_that_leads_out(tmp_path):
-    from rp1.experiments.provenance import read_environments
+    from rp1.report.cell_provenance import read_environments
 
     run = hand_run(tmp_path / "run")
     (run / ENVIRONMENT).write_text(json.dumps({"environments": [{"commit": "abc"}]}))

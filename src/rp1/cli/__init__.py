@@ -247,8 +247,8 @@ def train(o: Options) -> None:
     stops the run at once (exit code 130 or 143); --resume continues it. A run directory has one
     owner: while another process trains there, this one exits 2 naming it.
     """
-    from rp1.experiments.figures import write_learning_curve
-    from rp1.experiments.run_summary import run_summary
+    from rp1.report.figures import write_learning_curve
+    from rp1.report.run_summary import run_summary
     from rp1.rundir.files import CURVE, RunDir
     from rp1.train import run_training
 
@@ -339,9 +339,9 @@ def sweep(o: Options) -> None:
     process owns is left to it ("running elsewhere", exit code 3). Ctrl-C (SIGINT) or SIGTERM
     stops the sweep and its runs at once (exit code 130 or 143); the same command resumes them.
     """
-    from rp1.experiments.executors import Backend
-    from rp1.experiments.sweep import run_sweep
-    from rp1.experiments.sweep_plan import SweepRequest
+    from rp1.sweep.driver import run_sweep
+    from rp1.sweep.executors import Backend
+    from rp1.sweep.plan import SweepRequest
 
     check_writable_dir(o.out)
     tasks = parse_names(o.envs)
@@ -398,7 +398,7 @@ def report(
     ),
 ) -> None:
     """Tables (Markdown + CSV) and figures (PNG) of the paper from run directories."""
-    from rp1.experiments.report import report_summary, write_report
+    from rp1.report.write import report_summary, write_report
 
     if not root.is_dir():
         raise ConfigError(f"no such directory: {root}")
@@ -417,7 +417,7 @@ def status(
     Read from the runs' files, without taking their locks: real samples collected of the budget,
     finished, running or stopped, the best evaluation return of a trained policy and the work the
     run has taken (h:mm)."""
-    from rp1.experiments.sweep_status import print_status, sweep_status
+    from rp1.sweep.status import print_status, sweep_status
 
     if not root.is_dir():
         raise ConfigError(f"no such directory: {root}")
@@ -476,7 +476,7 @@ def testsets(
     (test_model_error, test_model_error_common in metrics.csv); no run trains on it.
     """
 
-    from rp1.experiments.testsets_rebuilt import chosen_tasks, rebuild
+    from rp1.testsets.rebuilt import chosen_tasks, rebuild
 
     chosen = chosen_tasks(parse_names(tasks))
     check_writable_dir(out)

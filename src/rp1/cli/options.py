@@ -56,9 +56,9 @@ holds them equal), as are the other choices below to theirs."""
 POLICIES = ("best", "last")
 """``rp1 evaluate --policy``: rp1.rundir.files.RUN_POLICIES."""
 BACKENDS = ("local", "ray")
-"""``rp1 sweep --backend``: rp1.experiments.executors.BACKENDS."""
+"""``rp1 sweep --backend``: rp1.sweep.executors.BACKENDS."""
 ORDERS = ("cells", "seeds")
-"""``rp1 sweep --order``: rp1.experiments.sweep_plan.ORDERS."""
+"""``rp1 sweep --order``: rp1.sweep.plan.ORDERS."""
 
 
 def reflowed(doc: str | None) -> str | None:

@@ -39,7 +39,7 @@ MATCHED_PHASE_LENGTH: dict[str, int] = {
 }
 """Real samples per collection phase of the ``-matched`` controls, per paper task: the median
 ``phase_samples`` of iterations ≥ 1 over the committed ten-seed small-scale RP1 runs
-(``docs/laptop-scale/runs``; :func:`rp1.experiments.stats.median_phase_lengths` recomputes it)."""
+(``docs/laptop-scale/runs``; :func:`rp1.report.stats.median_phase_lengths` recomputes it)."""
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ A test set file is an ``.npz`` (``obs``, ``act``, ``next_obs`` ``[N, …]`` floa
 ``[N]`` int8, the index of the behaviour that produced each transition) written byte for byte the
 same from the same arrays (:func:`write_test_set`: fixed zip dates, stored, sorted). The shipped
 files are in ``rp1/dynamics/testsets/`` (:func:`shipped_test_set`); ``rp1 testsets`` rebuilds
-them (:mod:`rp1.experiments.testsets`).
+them (:mod:`rp1.testsets.build`).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ The checkpoint also holds the metric rows written so far, so a resumed run rewri
 checkpoint is replaced atomically, so a kill at any moment leaves the last one valid. Every file
 but ``metrics.csv`` is replaced atomically, and ``metrics.csv`` grows by whole rows (its first
 lines are replaced atomically), so a reader that takes no lock sees no half-written file but a last
-row still being written (``rp1.experiments.runs_table`` leaves it out). ``evaluations.csv`` has the
+row still being written (``rp1.report.runs_table`` leaves it out). ``evaluations.csv`` has the
 fixed columns :data:`EVALUATION_COLUMNS`, is kept in the checkpoint too and written the same way.
 
 A stored config (``config.json``, the checkpoint's copy) is read through

@@ -4,7 +4,7 @@ and ``realisations.md`` of ``rp1 report``, and ``claims.csv``'s ``robust_to_real
 One config and seed run on another CPU, or by other code, can give another *realisation*: the
 same experiment, numerics that differ in their last bits and then diverge (Swimmer's policies do
 on two EPYCs). Of several realisations of one (task, scale, method, seed) the report keeps one by
-a rule of what each run holds, never of its returns (:func:`~rp1.experiments.runs_table.drop_duplicates`):
+a rule of what each run holds, never of its returns (:func:`~rp1.report.runs_table.drop_duplicates`):
 most samples reached, then most metric columns logged, then most grid evaluations, then the first
 by path. The verdicts rest on that choice, and this module says how much.
 
@@ -29,16 +29,16 @@ import pandas as pd
 
 from rp1.config.methods import method_label
 from rp1.core.storage import write_atomically
-from rp1.experiments.claims import claim_table
-from rp1.experiments.fair import policy_grid
-from rp1.experiments.learning import learning_table
-from rp1.experiments.markdown import markdown_table, p_text
-from rp1.experiments.measures import MEASURES, RETURN, RunTables
-from rp1.experiments.provenance import counted, labelled
-from rp1.experiments.runs_table import RUN_KEY, LoadedRuns
-from rp1.experiments.significance import qualified, verdict_kind
-from rp1.experiments.table_cells import table_rows
-from rp1.experiments.table_results import TableFrames, table_frames
+from rp1.report.cell_provenance import counted, labelled
+from rp1.report.claims import claim_table
+from rp1.report.fair import policy_grid
+from rp1.report.learning import learning_table
+from rp1.report.markdown import markdown_table, p_text
+from rp1.report.measures import MEASURES, RETURN, RunTables
+from rp1.report.runs_table import RUN_KEY, LoadedRuns
+from rp1.report.significance import qualified, verdict_kind
+from rp1.report.table_cells import table_rows
+from rp1.report.table_results import TableFrames, table_frames
 
 CLAIM_KEY: list[str] = ["id", "task", "scale", "samples", "metric"]
 """What names one verdict of ``claims.csv``."""
@@ -133,7 +133,7 @@ def variant_claims(
     variant: Variant,
     tasks: tuple[str, ...],
 ) -> pd.DataFrame:
-    """The claims table (:func:`~rp1.experiments.claims.claim_table`) of the report's ``frames``
+    """The claims table (:func:`~rp1.report.claims.claim_table`) of the report's ``frames``
     judged on ``variant``'s runs: a table is made again where it shows a method whose runs the
     variant swaps or where it would judge a task's learning otherwise; the others are as they
     were."""
@@ -149,7 +149,7 @@ def variant_claims(
 
 def verdict_class(text: str) -> tuple[str, bool]:
     """What a verdict says: its kind and whether its winner is not shown above its untrained
-    policy (:func:`~rp1.experiments.significance.qualified`)."""
+    policy (:func:`~rp1.report.significance.qualified`)."""
     return verdict_kind(text), qualified(text)
 
 
@@ -206,7 +206,7 @@ def robustness(base: pd.DataFrame, moves: pd.DataFrame) -> pd.Series:
 
 
 def side_text(runs: pd.DataFrame) -> str:
-    """One side of a variant, from :func:`~rp1.experiments.provenance.run_provenance`'s rows (CPUs
+    """One side of a variant, from :func:`~rp1.report.cell_provenance.run_provenance`'s rows (CPUs
     labelled): its folders, commits and CPUs with their counts."""
     return "; ".join(
         counted(values) for values in (runs["run"].map(folder), runs["commit"], runs["cpu"])

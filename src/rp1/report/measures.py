@@ -2,7 +2,7 @@
 
 A table compares methods on one *quantity*: returns (:data:`RETURN`) or the world models' test-set
 error (:data:`MODEL_ERROR`). Returns come in four measures: the paper's best evaluation return
-(kept, as the paper's metric) and the three of :mod:`rp1.experiments.fair` that do not reward
+(kept, as the paper's metric) and the three of :mod:`rp1.report.fair` that do not reward
 evaluation count; the test-set error in one. Each measure reads one table of :class:`RunTables`
 and gives, at a timestep (real samples), one value per run that counts there.
 """
@@ -15,8 +15,8 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from rp1.experiments import fair, stats
-from rp1.experiments.significance import error_margin, return_margin
+from rp1.report import fair, stats
+from rp1.report.significance import error_margin, return_margin
 
 RETURN = "eval_return"
 MODEL_ERROR = "test_model_error_common"
@@ -25,8 +25,8 @@ MODEL_ERROR = "test_model_error_common"
 
 class RunTables(NamedTuple):
     """The runs a report reads: ``metrics`` (one row per ``metrics.csv`` row,
-    :class:`~rp1.experiments.runs_table.LoadedRuns`) and ``grid`` (every run on its evaluation
-    grid, :func:`rp1.experiments.fair.policy_grid`)."""
+    :class:`~rp1.report.runs_table.LoadedRuns`) and ``grid`` (every run on its evaluation
+    grid, :func:`rp1.report.fair.policy_grid`)."""
 
     metrics: pd.DataFrame
     grid: pd.DataFrame
@@ -49,7 +49,7 @@ class Measure(NamedTuple):
     by run`` (sorted by run), whether lower is better, the sentence that defines it in a table's
     file, how to write its values, and ``margin(task, samples, b) -> float``, the equivalence margin
     of a difference a − b at ``samples`` real samples with per-seed values ``b``
-    (:mod:`rp1.experiments.significance`)."""
+    (:mod:`rp1.report.significance`)."""
 
     name: str
     label: str
@@ -67,13 +67,13 @@ def values_at(runs: RunTables, measure: Measure, timestep: float) -> pd.Series:
 
 
 def task_margin(task: str, samples: int, b: np.ndarray) -> float:
-    """:func:`~rp1.experiments.significance.return_margin` of ``task`` at ``samples`` (``b`` unused:
+    """:func:`~rp1.report.significance.return_margin` of ``task`` at ``samples`` (``b`` unused:
     a return's margin is the task's)."""
     return return_margin(task, samples)
 
 
 def seeds_margin(task: str, samples: int, b: np.ndarray) -> float:
-    """:func:`~rp1.experiments.significance.error_margin` of ``b`` (``task``, ``samples`` unused)."""
+    """:func:`~rp1.report.significance.error_margin` of ``b`` (``task``, ``samples`` unused)."""
     return error_margin(b)
 
 

@@ -17,12 +17,12 @@ then go to a *backend*:
   can share one GPU. Run directories must be on a file system that every Ray node sees.
 
 Each run appends its output (including a traceback if it fails) to ``<run_dir>/log.txt``, with a
-line of the sweep's for its start and its end (:mod:`~rp1.experiments.sweep_worker`). A failed
+line of the sweep's for its start and its end (:mod:`~rp1.sweep.worker`). A failed
 run does not stop the others; the summary at the end lists every run with its best evaluation
 return, and each run that did not finish with its error and log. An exception in the sweep's
 process (``rp1 sweep`` turns SIGINT and SIGTERM into one,
 :func:`rp1.core.signals.raise_on_signals`) stops the local runs before it goes on
-(:class:`~rp1.experiments.executors.LocalExecutor`); the same sweep resumes them.
+(:class:`~rp1.sweep.executors.LocalExecutor`); the same sweep resumes them.
 
 One owner per run (:mod:`rp1.rundir.lock`): planning reads run directories without locking; a worker
 takes the run's lock before it touches the directory, decides again there what to do (another
@@ -31,8 +31,8 @@ curve are written. A run whose lock another process holds (another sweep, an ``r
 retried Ray task whose first attempt still lives) is reported as ``running elsewhere``: neither
 finished nor failed; the sweep's exit code is then :data:`RUNNING_ELSEWHERE` if nothing failed.
 
-The pieces: :mod:`~rp1.experiments.sweep_plan` (what to do with every run),
-:mod:`~rp1.experiments.sweep_worker` (one run in a worker), :mod:`~rp1.experiments.executors`
+The pieces: :mod:`~rp1.sweep.plan` (what to do with every run),
+:mod:`~rp1.sweep.worker` (one run in a worker), :mod:`~rp1.sweep.executors`
 (local processes, one per run; Ray); this module drives them with a live display and prints the summary.
 """
 
@@ -53,8 +53,9 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from rp1.experiments.executors import Backend, Executor, make_executor
-from rp1.experiments.sweep_plan import (
+from rp1.outputs.writer import RunOptions
+from rp1.sweep.executors import Backend, Executor, make_executor
+from rp1.sweep.plan import (
     ELSEWHERE,
     FAIL,
     RunJob,
@@ -64,8 +65,7 @@ from rp1.experiments.sweep_plan import (
     plan_sweep,
     with_options,
 )
-from rp1.experiments.sweep_worker import one_line
-from rp1.outputs.writer import RunOptions
+from rp1.sweep.worker import one_line
 
 POLL_S = 0.5
 """How often (seconds) the progress display is refreshed while runs are under way."""
@@ -77,8 +77,8 @@ they have ended: it skips what they finished)."""
 def run_sweep(
     request: SweepRequest, backend: Backend = Backend(), options: RunOptions | None = None
 ) -> int:
-    """Do every run of ``request`` (:class:`~rp1.experiments.sweep_plan.SweepRequest`) on
-    ``backend`` (:class:`~rp1.experiments.executors.Backend`): finished runs are skipped, runs with
+    """Do every run of ``request`` (:class:`~rp1.sweep.plan.SweepRequest`) on
+    ``backend`` (:class:`~rp1.sweep.executors.Backend`): finished runs are skipped, runs with
     a checkpoint resumed, the rest started. ``options``: what every run logs besides
     (:class:`~rp1.outputs.writer.RunOptions`). Everything is checked before anything runs: a bad
     preset, override, backend or ``workers``, a run directory holding another config, Ray not

@@ -25,10 +25,10 @@ from pathlib import Path
 
 from rp1.core.errors import Rp1Error, described
 from rp1.core.signals import exit_on_signals
-from rp1.experiments.figures import write_learning_curve
-from rp1.experiments.sweep_plan import ELSEWHERE, RunJob, RunOutcome, best_return, run_action
+from rp1.report.figures import write_learning_curve
 from rp1.rundir.files import RunDir
 from rp1.rundir.lock import RunInUse, RunLock
+from rp1.sweep.plan import ELSEWHERE, RunJob, RunOutcome, best_return, run_action
 from rp1.train import run_training
 
 SINGLE_THREAD_XLA_FLAG = "--xla_cpu_multi_thread_eigen=false"
@@ -42,7 +42,7 @@ STOPPED = "the sweep was stopped: run the same sweep again to resume this run"
 def execute_run(job: RunJob, stop_on_signals: bool = False) -> RunOutcome:
     """Do ``job`` in this process, owning its directory (:mod:`rp1.rundir.lock`); its outcome. A
     failure is returned, not raised, and a run another process owns is left to it
-    (:data:`~rp1.experiments.sweep_plan.ELSEWHERE`). What to do with the run is decided again once
+    (:data:`~rp1.sweep.plan.ELSEWHERE`). What to do with the run is decided again once
     its lock is held: the directory may have changed since planning. The process's output is
     appended to the run's log, with the sweep's lines about it (and the traceback of its
     failure). ``stop_on_signals`` (a local worker's run): SIGINT or SIGTERM stops the run at once

@@ -11,7 +11,7 @@ scale and budget (:func:`reference_for`); the reference's seeds ran on one CPU w
 rp1 (its ``source``), and another CPU's last bits grow into another run, so a run outside their
 range is not by itself a fault.
 
-``python -m rp1.experiments.references RUNS PRESET`` writes the reference of the runs of
+``python -m rp1.report.references RUNS PRESET`` writes the reference of the runs of
 ``PRESET`` under ``RUNS`` into the package's ``references/`` folder.
 """
 
@@ -28,11 +28,11 @@ import numpy as np
 import pandas as pd
 
 from rp1.core.storage import write_atomically
-from rp1.experiments.fair import in_force_returns, policy_grid
-from rp1.experiments.runs_table import load_runs
+from rp1.report.fair import in_force_returns, policy_grid
+from rp1.report.runs_table import load_runs
 from rp1.rundir.files import RunDir, evaluates_trained
 
-REFERENCES = Path(str(resources.files("rp1.experiments") / "references"))
+REFERENCES = Path(str(resources.files("rp1.report") / "references"))
 """Where the presets' references are (package data): ``<preset>.json``."""
 
 SEEDS_DOC = "docs/getting-started.md#how-long-it-takes"
@@ -102,7 +102,7 @@ def make_reference(root: Path, preset: str, source: str) -> Reference:
 
 def final_return(rows: pd.DataFrame, budget: int) -> float:
     """The evaluation return of the policy in force at ``budget`` real samples
-    (:func:`~rp1.experiments.fair.in_force_returns`), from one run's ``metrics.csv`` rows."""
+    (:func:`~rp1.report.fair.in_force_returns`), from one run's ``metrics.csv`` rows."""
     at = in_force_returns(rows.sort_values("samples", kind="stable"), np.array([budget], float))
     return float(at[0])
 
@@ -216,8 +216,8 @@ def reference_lines(reference: Reference, best: float, final: float) -> list[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m rp1.experiments.references RUNS PRESET [--source TEXT] [--out DIR]``."""
-    parser = argparse.ArgumentParser(prog="python -m rp1.experiments.references")
+    """``python -m rp1.report.references RUNS PRESET [--source TEXT] [--out DIR]``."""
+    parser = argparse.ArgumentParser(prog="python -m rp1.report.references")
     parser.add_argument("runs", type=Path, help="a folder holding the preset's finished runs")
     parser.add_argument("preset")
     parser.add_argument("--source", default="", help="where the runs are and what made them")

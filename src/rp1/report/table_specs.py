@@ -1,18 +1,18 @@
 """The report's tables, declared: the paper's Tables 1–3, rp1's controls (Tables 4–6) and the
 model table (:data:`TABLES`).
 
-Each table compares methods on one quantity (:mod:`rp1.experiments.measures`): returns, in four
+Each table compares methods on one quantity (:mod:`rp1.report.measures`): returns, in four
 measures — the paper's best evaluation return (algorithm.md §8) and three that do not reward
-evaluation count (:mod:`rp1.experiments.fair`) — or the world models' test-set error. A
+evaluation count (:mod:`rp1.report.fair`) — or the world models' test-set error. A
 :class:`TableSpec` says which: its name and title, the paper's timesteps, which methods it shows
 (a column per method of its kind, :meth:`TableSpec.columns`, from the method table), in what order
 and under what header, and its comparisons (:class:`Comparison`, a t-test column each).
 
 What is made of them, one job per module: the per-seed values of each cell and their statistics
-(:mod:`~rp1.experiments.table_cells`), the comparisons and their verdicts
-(:mod:`~rp1.experiments.table_ttests`), a table's results from runs
-(:mod:`~rp1.experiments.table_results`), its Markdown (:mod:`~rp1.experiments.table_markdown`)
-and its files (:mod:`~rp1.experiments.table_files`).
+(:mod:`~rp1.report.table_cells`), the comparisons and their verdicts
+(:mod:`~rp1.report.table_ttests`), a table's results from runs
+(:mod:`~rp1.report.table_results`), its Markdown (:mod:`~rp1.report.table_markdown`)
+and its files (:mod:`~rp1.report.table_files`).
 """
 
 from __future__ import annotations
@@ -35,13 +35,13 @@ from rp1.config.methods import (
     method_label,
     model_based_methods,
 )
-from rp1.experiments.measures import MEASURES, MODEL_ERROR, QUANTITY_MEASURES, RETURN, Measure
+from rp1.report.measures import MEASURES, MODEL_ERROR, QUANTITY_MEASURES, RETURN, Measure
 
 
 class Comparison(NamedTuple):
     """One t-test column of a table: method ``a`` against method ``b``, t > 0 when a is better.
 
-    ``id``: the name a claim gives it (:data:`~rp1.experiments.claims.CLAIMS`), one per comparison
+    ``id``: the name a claim gives it (:data:`~rp1.report.claims.CLAIMS`), one per comparison
     of the report; ``header``: its column's header, and ``comparison`` in the CSV files.
     """
 
@@ -141,11 +141,11 @@ class TableSpec(NamedTuple):
     """One report table.
 
     ``timesteps``: the paper's timesteps (real samples) — the table also has every budget of its
-    runs (:func:`~rp1.experiments.table_cells.table_timesteps`); ``kind``: which methods it shows
+    runs (:func:`~rp1.report.table_cells.table_timesteps`); ``kind``: which methods it shows
     besides those its ``comparisons`` name (:meth:`columns`); ``order``: a column's sort key (ties:
     the method table's order); ``header``: a column's header; ``quantity``: what a cell holds per
     seed, :data:`RETURN` (returns, in each measure of
-    :data:`~rp1.experiments.measures.QUANTITY_MEASURES`, higher is better) or :data:`MODEL_ERROR`
+    :data:`~rp1.report.measures.QUANTITY_MEASURES`, higher is better) or :data:`MODEL_ERROR`
     (the test-set error of the last fit by the timestep, lower is better).
     """
 

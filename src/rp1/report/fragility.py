@@ -3,7 +3,7 @@ of ``rp1 report``.
 
 A *leave-out* drops one seed from every cell of one task (every method and scale of it: seed ``s``
 of the task is gone from the report) and judges every claim again. A verdict *moves* where what it
-says changes (:func:`~rp1.experiments.realisations.verdict_class`: its kind, or whether its winner
+says changes (:func:`~rp1.report.realisations.verdict_class`: its kind, or whether its winner
 is shown above its untrained policy), or where it can no longer be made. ``fragility`` counts the
 leave-outs of a verdict's own task that move it; ``fragile_without`` lists their seeds, ascending
 and space-separated: ``0`` and empty for a verdict no single seed moves. Leave-outs of another
@@ -22,14 +22,14 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from rp1.experiments.claims import claim_table
-from rp1.experiments.measures import RunTables
-from rp1.experiments.realisations import CLAIM_KEY, verdict_class
-from rp1.experiments.table_results import TableFrames, table_frames
-from rp1.experiments.table_ttests import TTEST_COLUMNS, judged
+from rp1.report.claims import claim_table
+from rp1.report.measures import RunTables
+from rp1.report.realisations import CLAIM_KEY, verdict_class
+from rp1.report.table_results import TableFrames, table_frames
+from rp1.report.table_ttests import TTEST_COLUMNS, judged
 
 UNJUDGED: list[str] = list(TTEST_COLUMNS[:-3])
-"""A table's test columns before :func:`~rp1.experiments.table_ttests.judged` adds ``learned``,
+"""A table's test columns before :func:`~rp1.report.table_ttests.judged` adds ``learned``,
 ``p_holm`` and ``verdict``."""
 
 
@@ -66,7 +66,7 @@ def spliced(frame: TableFrames, runs: RunTables, task: str) -> TableFrames:
 def leave_out_claims(
     frames: Mapping[str, TableFrames], runs: RunTables, task: str, seed: int
 ) -> pd.DataFrame:
-    """The claims table (:func:`~rp1.experiments.claims.claim_table`) of the report's ``frames``
+    """The claims table (:func:`~rp1.report.claims.claim_table`) of the report's ``frames``
     judged without ``task``'s ``seed``."""
     less = without(runs, task, seed)
     return claim_table({name: spliced(frame, less, task) for name, frame in frames.items()})

@@ -1,7 +1,7 @@
 """A report table's results from runs (:class:`TableFrames`): its cells
-(:mod:`~rp1.experiments.table_cells`), its comparisons judged
-(:mod:`~rp1.experiments.table_ttests`) and whether each of its rows learned
-(:func:`~rp1.experiments.learning.learning_table`).
+(:mod:`~rp1.report.table_cells`), its comparisons judged
+(:mod:`~rp1.report.table_ttests`) and whether each of its rows learned
+(:func:`~rp1.report.learning.learning_table`).
 """
 
 from __future__ import annotations
@@ -10,20 +10,20 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from rp1.experiments.learning import learning_table
-from rp1.experiments.measures import RETURN, RunTables, run_tables
-from rp1.experiments.table_cells import Bests, cell_table, collect_values, table_rows
-from rp1.experiments.table_ttests import judged, ttest_table
-from rp1.experiments.tables import TableSpec
+from rp1.report.learning import learning_table
+from rp1.report.measures import RETURN, RunTables, run_tables
+from rp1.report.table_cells import Bests, cell_table, collect_values, table_rows
+from rp1.report.table_specs import TableSpec
+from rp1.report.table_ttests import judged, ttest_table
 
 
 class TableFrames(NamedTuple):
     """What one table is made of: per-seed values
-    (:func:`~rp1.experiments.table_cells.collect_values`), cells
-    (:func:`~rp1.experiments.table_cells.cell_table`), comparisons
-    (:func:`~rp1.experiments.table_ttests.ttest_table`,
-    :func:`~rp1.experiments.table_ttests.judged`) and whether each of its rows learned
-    (:func:`~rp1.experiments.learning.learning_table`)."""
+    (:func:`~rp1.report.table_cells.collect_values`), cells
+    (:func:`~rp1.report.table_cells.cell_table`), comparisons
+    (:func:`~rp1.report.table_ttests.ttest_table`,
+    :func:`~rp1.report.table_ttests.judged`) and whether each of its rows learned
+    (:func:`~rp1.report.learning.learning_table`)."""
 
     spec: TableSpec
     bests: Bests
@@ -36,7 +36,7 @@ def table_frames(
     runs: RunTables | pd.DataFrame, spec: TableSpec, tasks: tuple[str, ...]
 ) -> TableFrames | None:
     """The table ``spec`` of ``runs`` (a metrics table alone: runs without a grid,
-    :func:`~rp1.experiments.measures.run_tables`); None when no cell has runs. Whether a row
+    :func:`~rp1.report.measures.run_tables`); None when no cell has runs. Whether a row
     learned is judged on every run of ``runs``, not only the table's methods."""
     if isinstance(runs, pd.DataFrame):
         runs = run_tables(runs)

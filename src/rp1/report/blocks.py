@@ -1,12 +1,12 @@
 """Whether a comparison's difference depends on where its runs were made: ``claims.csv``'s
 ``blocks`` and ``block_p`` of ``rp1 report``.
 
-A *block* is the runs of one provenance: one commit and one CPU (:mod:`~rp1.experiments.provenance`'s
+A *block* is the runs of one provenance: one commit and one CPU (:mod:`~rp1.report.cell_provenance`'s
 ``commit`` and labelled ``cpu``), what sets one realisation of a seed apart from another. Where
 the two cells of a verdict hold runs of more than one block, ``blocks`` lists each block with its
 runs on either side and, where both sides have two or more runs in it, the difference of means
 a − b in it; ``block_p`` is the block × method interaction over those blocks: the p of Cochran's
-Q that their differences are one (:func:`~rp1.experiments.stats.heterogeneity`; for two blocks the
+Q that their differences are one (:func:`~rp1.report.stats.heterogeneity`; for two blocks the
 normal p of the difference between them over its standard error). A small ``block_p`` says the
 verdict's difference is not the same in every block — a difference between commits or CPUs, or
 between the seeds each block happens to hold, which one report cannot tell apart. Both are empty
@@ -20,14 +20,14 @@ import math
 import numpy as np
 import pandas as pd
 
-from rp1.experiments import stats
-from rp1.experiments.claims import value_text
-from rp1.experiments.measures import MEASURES, RunTables, values_at
-from rp1.experiments.provenance import labelled
+from rp1.report import stats
+from rp1.report.cell_provenance import labelled
+from rp1.report.claims import value_text
+from rp1.report.measures import MEASURES, RunTables, values_at
 
 
 def run_blocks(provenance: pd.DataFrame) -> pd.Series:
-    """The block of each kept run of ``provenance`` (:func:`~rp1.experiments.provenance.run_provenance`'s
+    """The block of each kept run of ``provenance`` (:func:`~rp1.report.cell_provenance.run_provenance`'s
     rows, other realisations included so that a CPU has one name throughout): ``commit, cpu``,
     by run."""
     runs = labelled(provenance)

@@ -1,11 +1,11 @@
 """The paper's claims and rp1's controls, one verdict per task and measure: ``claims.md`` /
 ``claims.csv`` of ``rp1 report``.
 
-Each claim is one comparison column of the report's tables (:data:`~rp1.experiments.tables.TABLES`),
+Each claim is one comparison column of the report's tables (:data:`~rp1.report.table_specs.TABLES`),
 "a beats b", named by its id — every comparison a table makes is a claim. For every (task, scale, samples) row
 with that comparison, and every measure of the table's quantity (the paper's best and the fair
-measures for returns, :mod:`rp1.experiments.fair`; the test-set error for the world models),
-the verdict is the table's (:func:`rp1.experiments.significance.verdict`): ``holds`` or ``does
+measures for returns, :mod:`rp1.report.fair`; the test-set error for the world models),
+the verdict is the table's (:func:`rp1.report.significance.verdict`): ``holds`` or ``does
 not hold`` on the Holm-adjusted p of the table's family, ``equivalent`` inside the margin,
 ``inconclusive`` with the differences its data leave open, or ``nothing learned by N``. "Ahead" is
 a higher return, or a lower test-set error for the world-model claims. The claims table adds the p
@@ -23,16 +23,16 @@ import pandas as pd
 
 from rp1.config.methods import method_label
 from rp1.core.storage import write_atomically
-from rp1.experiments.learning import LEARNING_COLUMNS
-from rp1.experiments.markdown import FrameRow, markdown_table, p_text
-from rp1.experiments.measures import (
+from rp1.report.learning import LEARNING_COLUMNS
+from rp1.report.markdown import FrameRow, markdown_table, p_text
+from rp1.report.measures import (
     MEASURES,
     QUANTITY_MEASURES,
     RETURN,
     RETURN_MEASURES,
     number,
 )
-from rp1.experiments.significance import (
+from rp1.report.significance import (
     EQUIVALENT,
     FAILS,
     HOLDS,
@@ -42,9 +42,9 @@ from rp1.experiments.significance import (
     qualified,
     verdict_kind,
 )
-from rp1.experiments.table_cells import table_rows
-from rp1.experiments.table_results import TableFrames
-from rp1.experiments.tables import TABLES, Comparison
+from rp1.report.table_cells import table_rows
+from rp1.report.table_results import TableFrames
+from rp1.report.table_specs import TABLES, Comparison
 
 CLAIMS: tuple[tuple[str, str], ...] = (
     ("RP1 beats Greedy (Table 1)", "rp1-vs-greedy"),
@@ -91,7 +91,7 @@ CLAIMS: tuple[tuple[str, str], ...] = (
         "models-no-early-stop-vs-greedy-matched",
     ),
 )
-"""(claim, the :attr:`~rp1.experiments.tables.Comparison.id` of the comparison that judges it):
+"""(claim, the :attr:`~rp1.report.table_specs.Comparison.id` of the comparison that judges it):
 what the paper says RP1's comparisons show, and rp1's controls; every comparison of every table."""
 
 
@@ -115,11 +115,11 @@ CLAIM_COLUMNS: tuple[str, ...] = (
     *("blocks", "block_p"),
 )
 """The columns of ``claims.csv``: one row per claim, measure (``metric``) and (task, scale,
-samples). ``id``: the comparison's :attr:`~rp1.experiments.tables.Comparison.id`;
+samples). ``id``: the comparison's :attr:`~rp1.report.table_specs.Comparison.id`;
 ``fragility`` and ``fragile_without``, ``robust_to_realisation``, ``mixed_cells``, ``blocks`` and
-``block_p``: empty here, filled by the report (:mod:`rp1.experiments.fragility`,
-:mod:`rp1.experiments.realisations`, :mod:`rp1.experiments.provenance`,
-:mod:`rp1.experiments.blocks`)."""
+``block_p``: empty here, filled by the report (:mod:`rp1.report.fragility`,
+:mod:`rp1.report.realisations`, :mod:`rp1.report.cell_provenance`,
+:mod:`rp1.report.blocks`)."""
 
 ALL_CLAIMS: list[str] = ["metric", "scale", "samples"]
 """The family of ``p_holm_all``: every claim of one measure, scale and sample count."""
@@ -149,7 +149,7 @@ def claim_rows(claim: str, frame: TableFrames, comparison: Comparison) -> pd.Dat
 def claim_table(frames: Mapping[str, TableFrames | None]) -> pd.DataFrame:
     """One row per claim, measure and (task, scale, samples) whose comparison has runs on both
     sides, in :data:`CLAIMS` order, then the table's row order, then measure order:
-    :data:`CLAIM_COLUMNS`. ``p_holm_all``: :func:`~rp1.experiments.significance.holm_within`
+    :data:`CLAIM_COLUMNS`. ``p_holm_all``: :func:`~rp1.report.significance.holm_within`
     :data:`ALL_CLAIMS`, over the claims on tasks that learned."""
     parts = []
     for claim, comparison_id in CLAIMS:
@@ -177,7 +177,7 @@ def value_text(value: float, measure: str) -> str:
 def verdict_cell(claim: FrameRow) -> str:
     """One claim's verdict on one measure, compactly: its kind (bold where it decides: holds, does
     not hold, equivalent), the difference a − b with its interval, the family's adjusted p, and
-    the verdict's :func:`~rp1.experiments.significance.winner_note`, if any."""
+    the verdict's :func:`~rp1.report.significance.winner_note`, if any."""
     kind = verdict_kind(claim.verdict)
     if math.isnan(claim.diff_low):
         return claim.verdict
@@ -203,7 +203,7 @@ def fragile_seeds(value: object) -> list[str]:
 
 def seeds_note(claim: FrameRow) -> str:
     """``; moves without seed 8`` (or ``seeds 3, 8``) where leaving out one seed of the task moves
-    the verdict (:mod:`rp1.experiments.fragility`), nothing where no single seed does."""
+    the verdict (:mod:`rp1.report.fragility`), nothing where no single seed does."""
     seeds = fragile_seeds(claim.fragile_without)
     if not seeds:
         return ""
@@ -212,7 +212,7 @@ def seeds_note(claim: FrameRow) -> str:
 
 def blocks_note(claim: FrameRow) -> str:
     """``; method × block p = 0.004`` where the verdict's cells hold runs of several blocks
-    (commit and CPU, :mod:`rp1.experiments.blocks`) with two or more runs a side in two of them;
+    (commit and CPU, :mod:`rp1.report.blocks`) with two or more runs a side in two of them;
     nothing elsewhere."""
     p = claim.block_p
     if isinstance(p, str) or p is None or math.isnan(p):
@@ -243,7 +243,7 @@ def verdict_matrix(claims: pd.DataFrame, measures: tuple[str, ...]) -> str:
 
 
 def learning_rows(frames: Mapping[str, TableFrames | None]) -> pd.DataFrame:
-    """Every table's learning rows (:func:`~rp1.experiments.learning.learning_table`), once each."""
+    """Every table's learning rows (:func:`~rp1.report.learning.learning_table`), once each."""
     tables = [frame.learning for frame in frames.values() if frame is not None]
     tables = [table for table in tables if not table.empty]
     if not tables:
@@ -254,7 +254,7 @@ def learning_rows(frames: Mapping[str, TableFrames | None]) -> pd.DataFrame:
 def learning_text(learning: pd.DataFrame) -> str:
     """A Markdown table: per (task, scale, samples), the untrained policy's median return, the
     method whose gain over it is clearest (its median return at N, the one-sided p)
-    and whether the task learned (:mod:`rp1.experiments.learning`)."""
+    and whether the task learned (:mod:`rp1.report.learning`)."""
     rows = []
     for row in learning.drop_duplicates(["task", "scale", "samples"]).itertuples():
         p = "—" if math.isnan(row.gain_p) else f"{row.gain_p:.2g}"
@@ -371,7 +371,7 @@ def write_claims(
     frames: Mapping[str, TableFrames | None], out: Path, claims: pd.DataFrame | None = None
 ) -> list[Path]:
     """claims.csv, claims.md and learning.csv (:func:`learning_rows`, one row per task, scale and
-    sample count: :data:`~rp1.experiments.learning.LEARNING_COLUMNS` but ``metric``) of the
+    sample count: :data:`~rp1.report.learning.LEARNING_COLUMNS` but ``metric``) of the
     tables' ``frames`` (by table name) and their ``claims`` (:func:`claim_table` of ``frames``
     unless given: the report gives them with ``robust_to_realisation`` and ``mixed_cells``);
     nothing when no claim's comparison has runs."""

@@ -26,21 +26,21 @@ from rp1.config.methods import (
 )
 from rp1.core.storage import write_atomically
 from rp1.envs import path_name
-from rp1.experiments import blocks, figures, fragility, provenance, realisations, stats
-from rp1.experiments.claims import claim_table, verdict_summary, write_claims
-from rp1.experiments.fair import DEFAULT_EVERY, policy_grid
-from rp1.experiments.markdown import markdown_table
-from rp1.experiments.measures import RunTables, run_tables
-from rp1.experiments.paper import PAPER_LAMBDA_DIRECTION, TASKS
-from rp1.experiments.runs_table import LoadedRuns, load_runs, scale_order
-from rp1.experiments.table_files import write_table_frames
-from rp1.experiments.table_results import TableFrames, comparable, table_frames
-from rp1.experiments.tables import TABLES, table_spec
+from rp1.report import blocks, cell_provenance, figures, fragility, realisations, stats
+from rp1.report.claims import claim_table, verdict_summary, write_claims
+from rp1.report.fair import DEFAULT_EVERY, policy_grid
+from rp1.report.markdown import markdown_table
+from rp1.report.measures import RunTables, run_tables
+from rp1.report.paper import PAPER_LAMBDA_DIRECTION, TASKS
+from rp1.report.runs_table import LoadedRuns, load_runs, scale_order
+from rp1.report.table_files import write_table_frames
+from rp1.report.table_results import TableFrames, comparable, table_frames
+from rp1.report.table_specs import TABLES, table_spec
 
 
 class CurveFigure(NamedTuple):
     """One per-task curve figure: ``<prefix>_<task>.png`` draws the methods of the report table
-    called ``table`` (its columns, :meth:`~rp1.experiments.tables.TableSpec.columns`), with
+    called ``table`` (its columns, :meth:`~rp1.report.table_specs.TableSpec.columns`), with
     model-free PPO's best returns as reference lines where ``with_ppo``."""
 
     prefix: str
@@ -61,9 +61,9 @@ CURVE_FIGURES: tuple[CurveFigure, ...] = (
 )
 """The per-task curve figures."""
 
-DEFINITIONS = resources.files("rp1.experiments") / "templates" / "definitions.md"
+DEFINITIONS = resources.files("rp1.report") / "templates" / "definitions.md"
 """The definitions section of index.md, a template whose ``$default_every`` is
-:data:`~rp1.experiments.fair.DEFAULT_EVERY` (package data)."""
+:data:`~rp1.report.fair.DEFAULT_EVERY` (package data)."""
 
 
 def report_tasks(metrics: pd.DataFrame) -> tuple[str, ...]:
@@ -274,7 +274,7 @@ def grid_text(runs: pd.DataFrame) -> str:
 def inventory(metrics: pd.DataFrame, evaluations: pd.DataFrame | None = None) -> str:
     """A Markdown table of the runs found: per task, scale and method, runs, seeds, budgets,
     reach, and which have the evaluation grid (runs with rows in ``evaluations``, the grid table
-    of :class:`~rp1.experiments.runs_table.LoadedRuns`); and which scales are present."""
+    of :class:`~rp1.report.runs_table.LoadedRuns`); and which scales are present."""
     if metrics.empty:
         return "No runs with metrics rows."
     runs = metrics.groupby("run").first()
@@ -331,7 +331,7 @@ def write_index(
 
 
 def left_out(frames: dict[str, TableFrames | None]) -> tuple[str, ...]:
-    """A note per table with runs that can compare nothing (:func:`~rp1.experiments.table_results.comparable`)."""
+    """A note per table with runs that can compare nothing (:func:`~rp1.report.table_results.comparable`)."""
     return tuple(
         f"{name}: nothing to compare — {why(frame)}; not written"
         for name, frame in frames.items()
@@ -351,7 +351,7 @@ def why(frame: TableFrames) -> str:
 def report_summary(written: list[Path], out: Path) -> str:
     """What ``rp1 report`` says of a report written into ``out`` (``written``: its files, from
     :func:`write_report`): how many files and where to start, then, where it has claims, how many
-    verdicts of each kind they give (:func:`~rp1.experiments.claims.verdict_summary` of the
+    verdicts of each kind they give (:func:`~rp1.report.claims.verdict_summary` of the
     ``claims.csv`` written)."""
     lines = [f"wrote {len(written)} files to {out} (start at {out / 'index.md'})"]
     claims = out / "claims.csv"
@@ -384,12 +384,12 @@ def write_report(root: Path, out: Path) -> list[Path]:
     others = policy_grid(loaded.others, loaded.other_evaluations)
     runs_from = pd.concat(
         [
-            provenance.run_provenance(root, metrics, runs.grid, kept=True),
-            provenance.run_provenance(root, loaded.others, others, kept=False),
+            cell_provenance.run_provenance(root, metrics, runs.grid, kept=True),
+            cell_provenance.run_provenance(root, loaded.others, others, kept=False),
         ],
         ignore_index=True,
     )
-    provenance.check_programs(runs_from)
+    cell_provenance.check_programs(runs_from)
     out.mkdir(parents=True, exist_ok=True)
     tasks = report_tasks(metrics)
     frames = {spec.name: table_frames(runs, spec, tasks) for spec in TABLES}
@@ -404,17 +404,17 @@ def write_report(root: Path, out: Path) -> list[Path]:
         claims,
         [(v, realisations.variant_claims(shown, loaded, runs, v, tasks)) for v in found],
     )
-    cells = provenance.cell_provenance(runs_from, tasks)
+    cells = cell_provenance.cell_provenance(runs_from, tasks)
     if not claims.empty:
         claims = claims.assign(
             robust_to_realisation=realisations.robustness(claims, moves),
-            mixed_cells=provenance.mixed_cells(claims, cells),
+            mixed_cells=cell_provenance.mixed_cells(claims, cells),
         )
         claims = fragility.fragility(claims, shown, runs, tasks)
         claims = blocks.block_columns(claims, runs, runs_from)
     written += write_claims(shown, out, claims)
     written += realisations.write_realisations(found, moves, runs_from, out)
-    written += provenance.write_provenance(cells, runs_from, out)
+    written += cell_provenance.write_provenance(cells, runs_from, out)
     written += write_curve_figures(runs, tasks, out)
     written += write_model_figures(metrics, tasks, out)
     written += write_lambda_analysis(metrics, tasks, out)

@@ -17,8 +17,8 @@ from typing import Any, Protocol
 
 from rp1.config.methods import METHODS_VARIABLE
 from rp1.core.errors import ConfigError
-from rp1.experiments.sweep_plan import RunJob, RunOutcome
-from rp1.experiments.sweep_worker import (
+from rp1.sweep.plan import RunJob, RunOutcome
+from rp1.sweep.worker import (
     died,
     execute_run,
     run_in_process,
@@ -104,10 +104,10 @@ class LocalExecutor:
     """Runs on this machine, each in a spawned process of its own (JAX is not fork-safe), at most
     ``workers`` at a time. A run's process ends with its run, so a process that dies (killed by a
     signal, the out-of-memory killer's SIGKILL, a crash) fails its own run only: its exit status
-    is the run's outcome (:func:`~rp1.experiments.sweep_worker.died`), and the other runs go on.
+    is the run's outcome (:func:`~rp1.sweep.worker.died`), and the other runs go on.
     The processes end with the sweep: left with an exception, it sends each SIGTERM, which stops its
     run as it stops ``rp1 train``, and waits for them; a process whose sweep was killed ends itself
-    (:func:`~rp1.experiments.sweep_worker.start_local_worker`)."""
+    (:func:`~rp1.sweep.worker.start_local_worker`)."""
 
     def __init__(self, workers: int | None):
         self.workers = workers

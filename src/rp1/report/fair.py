@@ -1,6 +1,6 @@
 """Metrics that do not reward evaluation count: every run scored at the same sample counts.
 
-The paper's metric, the best evaluation return up to N samples (:func:`rp1.experiments.stats.best_at`),
+The paper's metric, the best evaluation return up to N samples (:func:`rp1.report.stats.best_at`),
 takes the maximum over one evaluation per outer iteration, so a method of short phases (RP1: 13–36
 evaluations by 10⁴ samples) maximises over more noisy draws than one of 3,000-sample phases
 (Greedy: 3), and the maximum of more draws is larger even between equally good policies. The
@@ -65,7 +65,7 @@ def grid_of_metrics(run: pd.DataFrame, every: int = DEFAULT_EVERY) -> pd.DataFra
 
 
 def grid_of_evaluations(evaluations: pd.DataFrame) -> pd.DataFrame:
-    """The runs' ``evaluations.csv`` rows (:class:`~rp1.experiments.runs_table.LoadedRuns`) as
+    """The runs' ``evaluations.csv`` rows (:class:`~rp1.report.runs_table.LoadedRuns`) as
     :data:`GRID_COLUMNS`: spacing their ``eval_every``, a point evaluated twice counted once (the
     last), points beyond what the run reached left out."""
     rows = evaluations[evaluations["samples"] <= evaluations["reached"]]
@@ -77,7 +77,7 @@ def grid_of_evaluations(evaluations: pd.DataFrame) -> pd.DataFrame:
 def policy_grid(metrics: pd.DataFrame, evaluations: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every run of ``metrics`` on its grid: the return of the policy in force at each grid point
     up to what it reached (:data:`GRID_COLUMNS`), from ``evaluations`` (the grid table of
-    :class:`~rp1.experiments.runs_table.LoadedRuns`) for the runs there with ``eval_every > 0``,
+    :class:`~rp1.report.runs_table.LoadedRuns`) for the runs there with ``eval_every > 0``,
     from ``metrics.csv`` on a :data:`DEFAULT_EVERY` grid for the others; sorted by run and
     samples."""
     has_grid: set[str] = set()

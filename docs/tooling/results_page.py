@@ -37,7 +37,7 @@ A page is made from a template (:data:`PAGES`): Markdown whose numbers are place
   prefix), or aggregated over the rows they leave; ``fmt``: a Python format spec (returns: one
   decimal by default).
 
-``python -m rp1.experiments.results_page`` writes the pages; ``--remake [NAME …]`` first makes
+``python docs/tooling/results_page.py`` writes the pages; ``--remake [NAME …]`` first makes
 those reports (all by default) again from their runs, as ``rp1 report ROOT --out docs/NAME``
 would; ``--check`` writes nothing and exits 1 where a page is not what its template and the
 reports give. A placeholder that names no report, file, row or column, or whose ``expect`` does
@@ -58,11 +58,11 @@ import pandas as pd
 
 from rp1.config.methods import method_label
 from rp1.core.storage import write_atomically
-from rp1.experiments.claims import fragile_seeds, value_text, verdict_cell
-from rp1.experiments.markdown import BLANK, markdown_table, p_text
-from rp1.experiments.measures import MEASURES, QUANTITY_MEASURES
-from rp1.experiments.provenance import WORK_HEADER, hours
-from rp1.experiments.significance import EQUIVALENT, FAILS, HOLDS, qualified, verdict_kind
+from rp1.report.cell_provenance import WORK_HEADER, hours
+from rp1.report.claims import fragile_seeds, value_text, verdict_cell
+from rp1.report.markdown import BLANK, markdown_table, p_text
+from rp1.report.measures import MEASURES, QUANTITY_MEASURES
+from rp1.report.significance import EQUIVALENT, FAILS, HOLDS, qualified, verdict_kind
 
 REPORTS: dict[str, str] = {
     "laptop-scale": "docs/laptop-scale/runs",
@@ -253,7 +253,7 @@ def brief_verdict(row: pd.Series) -> str:
 
 
 def row_tuple(row: pd.Series) -> Any:
-    """A claims.csv row as :func:`~rp1.experiments.claims.verdict_cell` reads it."""
+    """A claims.csv row as :func:`~rp1.report.claims.verdict_cell` reads it."""
     return next(pd.DataFrame([row]).itertuples(index=False))
 
 
@@ -291,7 +291,7 @@ def claim_placeholder(reports: Reports, words: list[str], options: dict[str, str
 
 def firmness(row: pd.Series) -> str:
     """Whether one seed moves a verdict, in words: ``no single seed moves it`` or ``it moves
-    without seed 8`` (``seeds 3, 8``): :mod:`rp1.experiments.fragility`."""
+    without seed 8`` (``seeds 3, 8``): :mod:`rp1.report.fragility`."""
     seeds = fragile_seeds(row["fragile_without"])
     if not seeds:
         return "no single seed moves it"
@@ -623,7 +623,7 @@ def page_text(page: Page, repository: Path, reports: Reports) -> str:
 
 def remake(names: list[str], repository: Path) -> None:
     """``rp1 report`` of each named report (:data:`REPORTS`) into ``docs/<name>``."""
-    from rp1.experiments.report import write_report
+    from rp1.report.write import write_report
 
     for name in names:
         root, out = repository / REPORTS[name], repository / "docs" / name
@@ -633,7 +633,7 @@ def remake(names: list[str], repository: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m rp1.experiments.results_page", description=__doc__.splitlines()[0]
+        prog="python docs/tooling/results_page.py", description=__doc__.splitlines()[0]
     )
     parser.add_argument(
         "--repository", type=Path, default=Path("."), help="the checkout (default: .)"

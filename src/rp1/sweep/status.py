@@ -24,8 +24,8 @@ from rich.table import Table
 from rich.text import Text
 
 from rp1.core.errors import ConfigError
-from rp1.experiments import stats
-from rp1.experiments.runs_table import read_config, read_metrics, samples_reached
+from rp1.report import stats
+from rp1.report.runs_table import read_config, read_metrics, samples_reached
 from rp1.rundir.files import RunDir, find_run_dirs
 from rp1.rundir.lock import LOCK, read_holder
 

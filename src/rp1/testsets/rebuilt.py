@@ -1,4 +1,4 @@
-"""``rp1 testsets``: the world models' test sets rebuilt (:mod:`rp1.experiments.testsets`) and
+"""``rp1 testsets``: the world models' test sets rebuilt (:mod:`rp1.testsets.build`) and
 compared with the shipped ones (:data:`rp1.dynamics.testset.SHIPPED`), byte for byte.
 
 Example::
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rp1.core.errors import ConfigError
 from rp1.dynamics.testset import SHIPPED
-from rp1.experiments.testsets import build_shipped, shipped_tasks
+from rp1.testsets.build import build_shipped, shipped_tasks
 
 
 def chosen_tasks(names: Sequence[str]) -> list[str]:

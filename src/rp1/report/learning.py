@@ -7,7 +7,7 @@ return). A task (at a scale) is **learned by N** (real samples) where some metho
 force at N returns significantly more than the same run's untrained policy: per run the gain
 ``return at N − eval_return of iteration 0``, per method a one-sided one-sample t-test of a mean
 gain above 0, learned where some method's p is below
-:data:`~rp1.experiments.stats.SIGNIFICANCE_LEVEL`. One decision per task, scale and N, taken on the
+:data:`~rp1.report.stats.SIGNIFICANCE_LEVEL`. One decision per task, scale and N, taken on the
 return at N (one evaluation of one policy per run, unbiased by how often a method is evaluated),
 holds for every measure of returns. The screen is not corrected for the number of methods on
 purpose: it errs toward counting a task's comparisons, which are then judged by their own Holm
@@ -25,8 +25,8 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from rp1.config.methods import MODEL_FREE
-from rp1.experiments.measures import MEASURES, RETURN_AT, RETURN_MEASURES, RunTables, values_at
-from rp1.experiments.significance import rejected
+from rp1.report.measures import MEASURES, RETURN_AT, RETURN_MEASURES, RunTables, values_at
+from rp1.report.significance import rejected
 
 Row = tuple[str, str, int]
 """(task, scale, timestep): a row of a report table; timestep in real samples."""

@@ -27,10 +27,10 @@ from rp1.config.methods import (
     model_based_methods,
 )
 from rp1.core.storage import write_atomically
-from rp1.experiments import stats
-from rp1.experiments.measures import MODEL_ERROR
-from rp1.experiments.references import REFERENCES, Reference, run_reference, seeds_text
-from rp1.experiments.runs_table import DEFAULT_SCALE, scale_order
+from rp1.report import stats
+from rp1.report.measures import MODEL_ERROR
+from rp1.report.references import REFERENCES, Reference, run_reference, seeds_text
+from rp1.report.runs_table import DEFAULT_SCALE, scale_order
 from rp1.rundir.files import CURVE, METRICS, RunDir
 
 GRID_POINTS = 200
@@ -134,7 +134,7 @@ def plot_median_iqr(
 
 def plot_in_force(ax: Axes, grid: pd.DataFrame, methods: tuple[str, ...]) -> None:
     """Median (line) and IQR (band) over runs of each method's return of the policy in force at
-    each point of its evaluation grid (``grid``: :func:`rp1.experiments.fair.policy_grid`'s rows),
+    each point of its evaluation grid (``grid``: :func:`rp1.report.fair.policy_grid`'s rows),
     where any of its runs has one: every method evaluated at the same real samples."""
     for method, scale, runs in series(grid, methods):
         returns = runs.pivot_table(index="run", columns="samples", values="eval_return")
@@ -154,7 +154,7 @@ def curve_figure(
 ) -> Path | None:
     """Median + IQR curves of ``methods`` on one task (Figures 1, 3 and the ablations): the
     paper's best evaluation return so far (left), and beside it the return of the policy in force
-    on the evaluation grid (``grid``, :func:`rp1.experiments.fair.policy_grid`), which gives every
+    on the evaluation grid (``grid``, :func:`rp1.report.fair.policy_grid`), which gives every
     method the same evaluations (right).
 
     ``references``: (scale, real samples, return, seeds) drawn on the left as dashed horizontal
@@ -349,7 +349,7 @@ def draw_reference(ax: Axes, reference: Reference) -> None:
 def write_learning_curve(run_dir: Path, title: str, references: Path = REFERENCES) -> Path | None:
     """``learning_curve.png`` of the run in ``run_dir``, from its ``metrics.csv``, over its preset's
     reference band where ``references`` has one for its preset, scale and budget
-    (:func:`~rp1.experiments.references.reference_for`); ``None`` if the run has no evaluation
+    (:func:`~rp1.report.references.reference_for`); ``None`` if the run has no evaluation
     yet."""
     reference = run_reference(RunDir(run_dir), references)
     return learning_curve_figure(pd.read_csv(run_dir / METRICS), title, run_dir / CURVE, reference)

@@ -7,7 +7,7 @@ XLA's thread count, recorded there too; on how its ensemble was
 trained (config ``model.dealing``); on the size of the program it ran in (a seed in a batch of
 ``seeds_per_process`` seeds computes other last bits than alone, and than in a batch of another
 size: rp1 0.2.x's ``--seeds-per-process N``); and the report scores its fair measures from its evaluation
-grid or, for a run without one, from ``metrics.csv`` (:mod:`rp1.experiments.fair`). Runs that
+grid or, for a run without one, from ``metrics.csv`` (:mod:`rp1.report.fair`). Runs that
 differ in any of these are different experiments, however alike their configs.
 
 Per run (:func:`run_provenance`): its ``commit`` (several joined by ``+`` where a resume ran
@@ -37,8 +37,8 @@ import pandas as pd
 from rp1.config.methods import method_label, method_names
 from rp1.core.errors import ConfigError, LinkOutside, StorageError
 from rp1.core.storage import read_inside, write_atomically
-from rp1.experiments.markdown import markdown_table
-from rp1.experiments.runs_table import scale_order
+from rp1.report.markdown import markdown_table
+from rp1.report.runs_table import scale_order
 from rp1.rundir.files import ENVIRONMENT
 from rp1.rundir.provenance import SEEDS_PER_PROCESS
 
@@ -65,7 +65,7 @@ CELL_COLUMNS: tuple[str, ...] = (
 
 WORK_HEADER: tuple[str, ...] = ("work per run, min", "work in all, h", "mixed")
 """The headers of a provenance table's last columns, after the fields and ``made``: here and in
-the results pages (:mod:`rp1.experiments.results_page`)."""
+the results pages (``docs/tooling/results_page.py``)."""
 
 SHORT_COMMIT = 7
 """Hex digits of a commit shown."""
@@ -154,7 +154,7 @@ def run_provenance(
 ) -> pd.DataFrame:
     """:data:`RUN_COLUMNS` of every run of ``metrics`` (a report's metrics table, of runs under
     ``root``), one row per run in run order; ``grid``: the same runs on their grid
-    (:func:`~rp1.experiments.fair.policy_grid`), which says how each is scored; ``kept``: whether
+    (:func:`~rp1.report.fair.policy_grid`), which says how each is scored; ``kept``: whether
     they are the runs the report keeps or other realisations.
     ``cpu`` is the run's recorded extensions (several joined by ``+``), as :func:`cpu_labels`
     names them."""

@@ -5,7 +5,7 @@ nothing was learned.
   (:func:`holm`) of its *family*, the comparisons of one report table across its tasks at one
   (metric, scale, samples) — Table 1's T1 and T2 on four tasks are a family of 8 tests. The
   claims table also gives the p adjusted over all of its tests of that (metric, scale, samples).
-  Holm controls the family-wise error rate at :data:`~rp1.experiments.stats.SIGNIFICANCE_LEVEL`
+  Holm controls the family-wise error rate at :data:`~rp1.report.stats.SIGNIFICANCE_LEVEL`
   under any dependence between the tests, and rejects at least what Bonferroni rejects.
 - **Equivalence**: "no significant difference" is not "equal". A comparison is *equivalent* only
   where both the 95 % bootstrap interval of the difference of means (a − b) and its Welch 90 %
@@ -15,7 +15,7 @@ nothing was learned.
   samples, or a tenth of b's model error. Otherwise an insignificant comparison is
   *inconclusive*, and says which differences its data leave open.
 - **Nothing learned**: a comparison on a task where no method's policy in force at N beats its
-  own untrained policy (:mod:`rp1.experiments.learning`) compares noise; its verdict says so, and
+  own untrained policy (:mod:`rp1.report.learning`) compares noise; its verdict says so, and
   it is left out of every Holm family so that it neither counts as evidence nor dilutes the tests
   that do.
 - **The winner learned nothing**: a task can learn while the better method of one comparison did
@@ -35,8 +35,8 @@ import numpy as np
 import pandas as pd
 
 from rp1.config.methods import RP1, method_label
-from rp1.experiments.paper import PAPER_MEDIANS
-from rp1.experiments.stats import SIGNIFICANCE_LEVEL
+from rp1.report.paper import PAPER_MEDIANS
+from rp1.report.stats import SIGNIFICANCE_LEVEL
 
 EQUIVALENCE_SHARE = 0.1
 """The equivalence margin as a share of the quantity's scale (:func:`return_margin`,
@@ -94,7 +94,7 @@ def equivalent(low: float, high: float, margin: float) -> bool:
 
 
 def rejected(p: float) -> bool:
-    """``p`` (adjusted) below :data:`~rp1.experiments.stats.SIGNIFICANCE_LEVEL`; False for NaN."""
+    """``p`` (adjusted) below :data:`~rp1.report.stats.SIGNIFICANCE_LEVEL`; False for NaN."""
     return bool(p < SIGNIFICANCE_LEVEL)
 
 

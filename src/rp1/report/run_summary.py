@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from rp1.experiments.references import REFERENCES, final_return, reference_lines, run_reference
+from rp1.report.references import REFERENCES, final_return, reference_lines, run_reference
 from rp1.rundir.files import METRICS, RunDir, evaluates_trained
 
 
 def standing_lines(run: RunDir, rows: pd.DataFrame, best: float, references: Path) -> list[str]:
     """Where a run with ``metrics.csv`` ``rows`` and ``best`` evaluation return stands among its
-    preset's reference seeds (:mod:`rp1.experiments.references`), if it reached the budget of a
+    preset's reference seeds (:mod:`rp1.report.references`), if it reached the budget of a
     reference of its preset and scale; no line otherwise."""
     reference = run_reference(run, references)
     if reference is None or not run.is_finished():
@@ -36,7 +36,7 @@ def run_summary(run_dir: Path, curve: Path | None, references: Path = REFERENCES
     ``rp1 report`` counts) in ``run_dir``'s ``metrics.csv`` and the first evaluation (the
     untrained policy's); where the run stands among its preset's reference seeds, if the run
     reached the budget of a reference in ``references``
-    (:func:`~rp1.experiments.references.reference_for`); then where the metrics and the learning
+    (:func:`~rp1.report.references.reference_for`); then where the metrics and the learning
     curve ``curve`` (if any) are."""
     run = RunDir(run_dir)
     rows = pd.read_csv(io.BytesIO(run.read_file(METRICS, "metrics")))
