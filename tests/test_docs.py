@@ -199,7 +199,10 @@ def python_pages() -> list[Path]:
 def test_python_examples_run(page, quick_run, tiny, tmp_path, monkeypatch, capsys):
     """Every Python block of ``page`` runs, top to bottom in one namespace, in a fresh directory
     that holds the quickstart's run and the shipped one; ``# file.py`` blocks are written as
-    modules there."""
+    modules there. The tasks a page registers (``rp1.register_task``) go with it."""
+    from rp1.envs import lookup
+
+    monkeypatch.setattr(lookup, "_REGISTERED", {})
     shutil.copytree(quick_run[0], tmp_path / QUICK_RUN)
     shutil.copytree(ROOT / SHIPPED_RUN, tmp_path / SHIPPED_RUN)
     monkeypatch.chdir(tmp_path)

@@ -24,7 +24,7 @@ env, task = rp1.make_env("halfcheetah", seed=0)       # a Gymnasium env and its 
 - runs: [`run_training`][rp1.train.run_training], [`load_policy`][rp1.evaluation.load_policy],
   [`evaluate_run`][rp1.evaluation.evaluate_run];
 - tasks: [`make_env`][rp1.envs.make], [`TaskSpec`][rp1.envs.TaskSpec],
-  [`never_done`][rp1.envs.never_done];
+  [`register_task`][rp1.envs.register_task], [`never_done`][rp1.envs.never_done];
 - [`enable_compilation_cache`][rp1.core.compilation.enable_compilation_cache] and `__version__`.
 
 Errors a caller catches: [`ConfigError`][rp1.core.errors.ConfigError] (bad input, a
@@ -58,7 +58,7 @@ from rp1.core.errors import (
 
 if TYPE_CHECKING:
     from rp1.config import Config, Method, env_config, register_method, resolve
-    from rp1.envs import TaskSpec, never_done
+    from rp1.envs import TaskSpec, never_done, register_task
     from rp1.envs import make as make_env
     from rp1.evaluation import evaluate_run, load_policy
     from rp1.rundir.lock import RunInUse
@@ -74,6 +74,7 @@ _LAZY = {
     "resolve": ("rp1.config", "resolve"),
     "TaskSpec": ("rp1.envs", "TaskSpec"),
     "never_done": ("rp1.envs", "never_done"),
+    "register_task": ("rp1.envs", "register_task"),
     "make_env": ("rp1.envs", "make"),
     "evaluate_run": ("rp1.evaluation", "evaluate_run"),
     "load_policy": ("rp1.evaluation", "load_policy"),
@@ -101,6 +102,7 @@ __all__ = [
     "make_env",
     "never_done",
     "register_method",
+    "register_task",
     "resolve",
     "run_training",
 ]

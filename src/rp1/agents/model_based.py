@@ -188,7 +188,9 @@ class ModelBasedAgent:
         if LEARNED in outcome_sources(cfg, task).values():
             model = with_heads(model, jax.random.fold_in(k_model, 1), cfg.model.head_hidden)
         policy = policy_init(k_policy, task.obs_dim, task.act_dim, cfg.policy.hidden)
-        start_env, _ = envs.make(cfg.task, seed=int_seed(streams["start_states"]))
+        start_env, _ = envs.make(
+            cfg.task, seed=int_seed(streams["start_states"]), horizon=cfg.horizon
+        )
         start_obs = np.stack([start_env.reset()[0] for _ in range(self.rollouts)]).astype(
             np.float32
         )

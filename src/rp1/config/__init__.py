@@ -108,8 +108,9 @@ def env_config(
     The horizon is the override `horizon` (default 0: the task's own).
 
     Args:
-        env: The task: a paper task, a Gymnasium id or `package.module:attribute` (what
-            [`make_env`][rp1.envs.make] takes).
+        env: The task: a paper task, a Gymnasium id, `package.module:attribute` or a name
+            [`register_task`][rp1.envs.register_task] gave (what [`make_env`][rp1.envs.make]
+            takes).
         method: A method of algorithm.md §8 (`rp1 presets` shows each as `TASK-METHOD`), one
             added with [`register_method`][rp1.config.register_method], or `"modelfree"`.
         seed: As for [`resolve`][rp1.config.resolve].
@@ -125,7 +126,10 @@ def env_config(
             name, a bad override); the message names it.
     """
     if not isinstance(env, str):
-        raise ConfigError(f"a task is a name, not {env!r}; `rp1 envs` lists the paper's tasks")
+        raise ConfigError(
+            f"a task is a name, not {env!r}; `rp1 envs` lists the paper's tasks, and "
+            "rp1.register_task names a TaskSpec or an environment factory of one's own"
+        )
     preset = f"{path_name(env)}-{check_method(method)}"
     cfg = (
         modelfree_config(env, preset)

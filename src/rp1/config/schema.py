@@ -352,8 +352,9 @@ class Config:
     Attributes:
         preset: The preset's name, or `<task>-<method>` for
             [`env_config`][rp1.config.env_config] (as one path component).
-        task: A name [`make_env`][rp1.envs.make] knows: a paper task, a Gymnasium id or
-            `package.module:attribute`.
+        task: A name [`make_env`][rp1.envs.make] knows: a paper task, a Gymnasium id,
+            `package.module:attribute` or a name [`register_task`][rp1.envs.register_task]
+            gave in this process.
         method: The method (algorithm.md §8, or `"modelfree"`).
         scale: `"paper"` or `"small"`: the sizes of networks and batches.
         seed: The seed every random stream of the run is spawned from.

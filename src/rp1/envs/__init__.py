@@ -1,5 +1,6 @@
 """Tasks: ``make(name, seed, horizon) -> (env, task)`` for the paper's four tasks (algorithm.md §1), any
-Gymnasium id and a user's :class:`TaskSpec` named ``package.module:attribute``.
+Gymnasium id, a user's :class:`TaskSpec` named ``package.module:attribute`` and a task
+:func:`register_task` named in this process.
 
 Example::
 
@@ -8,6 +9,8 @@ Example::
     obs2, r, terminated, truncated, _ = env.step(env.action_space.sample())
     assert abs(task.reward(obs2, a) - r) < 1e-6
     env, task = rp1.envs.make("Pendulum-v1", horizon=100)   # task.reward_fn is None: learned
+    rp1.envs.register_task("pendulum-100", lambda: gymnasium.make("Pendulum-v1", max_episode_steps=100))
+    env, task = rp1.envs.make("pendulum-100")                # in this process
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import re
 
 import gymnasium as gym
 
-from rp1.envs.lookup import PAPER_TASKS, spec_of
+from rp1.envs.lookup import PAPER_TASKS, register_task, registered, spec_of
 from rp1.envs.rewards import never_done
 from rp1.envs.spec import TaskSpec, build
 from rp1.envs.task import Task
@@ -38,8 +41,9 @@ def make(
     `rp1.make_env` is this function.
 
     Args:
-        name: A paper task (`"halfcheetah"`, `"ant"`, `"hopper"`, `"swimmer"`), a Gymnasium id
-            or `package.module:attribute` naming a [`TaskSpec`][rp1.envs.TaskSpec].
+        name: A paper task (`"halfcheetah"`, `"ant"`, `"hopper"`, `"swimmer"`), a Gymnasium id,
+            `package.module:attribute` naming a [`TaskSpec`][rp1.envs.TaskSpec] or a name
+            [`register_task`][rp1.envs.register_task] gave in this process.
         seed: Seeds the environment's RNG (reset noise) and its action space, so the first
             `env.reset()` and everything after it are reproducible without passing a seed
             again; `None`: unseeded.
@@ -66,4 +70,13 @@ def path_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", name)
 
 
-__all__ = ["Task", "TaskSpec", "make", "names", "never_done", "path_name"]
+__all__ = [
+    "Task",
+    "TaskSpec",
+    "make",
+    "names",
+    "never_done",
+    "path_name",
+    "register_task",
+    "registered",
+]

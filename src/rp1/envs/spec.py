@@ -75,27 +75,18 @@ def build(
     ``horizon`` (``None`` or 0: the spec's) overrides the spec's. With a ``seed``, the environment's
     own random stream (``env.unwrapped.np_random``, its reset noise) and its action space are
     seeded. ConfigError (nothing left open) if making the environment fails (a package it needs is
-    not installed, a task's own code raises or exits),
+    not installed, a task's own code raises or exits) or gives no ``gymnasium.Env``,
     if its spaces are not a 1-D ``Box`` observation and a bounded 1-D ``Box`` action, or if it has
     no horizon. ``render = (width, height)``: made with ``render_mode="rgb_array"`` and that size;
     ConfigError if ``make_env`` takes no such arguments or the environment has no ``rgb_array`` mode.
     """
-    try:
-        env = spec.make_env() if render is None else _make_rendering(name, spec, *render)
-    except ConfigError:
-        raise
-    except (gym.error.DependencyNotInstalled, ImportError) as err:
-        raise ConfigError(
-            f"cannot make task {name!r}: a package it needs is missing ({err})"
-        ) from None
-    except (Exception, SystemExit) as err:  # a task's own code: what it raises, or its exit
-        raise ConfigError(
-            f"cannot make task {name!r}: making its environment failed ({described(err)})"
-        ) from None
+    env = _made(name, spec, render)
     try:
         limit = horizon or spec.horizon or getattr(env.spec, "max_episode_steps", None)
         if not limit:
-            raise ConfigError(f"task {name!r} has no time limit: give its horizon (--horizon H)")
+            raise ConfigError(
+                f"task {name!r} has no time limit: give its horizon (--horizon H, the config key horizon)"
+            )
         obs_dim, act_dim = _check_spaces(name, env)
     except ConfigError:
         env.close()
@@ -118,6 +109,38 @@ def build(
         done_fn=spec.done,
     )
     return limited, task
+
+
+def check_makes(name: str, spec: TaskSpec) -> None:
+    """ConfigError unless ``spec.make_env()`` makes an environment rp1 can run, as :func:`build`
+    checks it but for the horizon (a config may give it); the environment is closed."""
+    env = _made(name, spec, None)
+    try:
+        _check_spaces(name, env)
+    finally:
+        env.close()
+
+
+def _made(name: str, spec: TaskSpec, render: tuple[int, int] | None) -> gym.Env:
+    """A fresh environment of ``spec`` (rendering ``render = (width, height)`` frames, if given);
+    ConfigError if making it fails or gives no ``gymnasium.Env``."""
+    try:
+        env = spec.make_env() if render is None else _make_rendering(name, spec, *render)
+    except ConfigError:
+        raise
+    except (gym.error.DependencyNotInstalled, ImportError) as err:
+        raise ConfigError(
+            f"cannot make task {name!r}: a package it needs is missing ({err})"
+        ) from None
+    except (Exception, SystemExit) as err:  # a task's own code: what it raises, or its exit
+        raise ConfigError(
+            f"cannot make task {name!r}: making its environment failed ({described(err)})"
+        ) from None
+    if not isinstance(env, gym.Env):
+        raise ConfigError(
+            f"cannot make task {name!r}: its environment factory returned a {type(env).__name__}, not a gymnasium.Env"
+        )
+    return env
 
 
 def _make_rendering(name: str, spec: TaskSpec, width: int, height: int) -> gym.Env:

@@ -13,6 +13,7 @@ from gymnasium.spaces import Box
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode
 
 from rp1 import envs
+from rp1.envs.spec import build
 
 # ``fork`` would copy JAX's threads into the workers; a fork server starts them clean.
 MP_CONTEXT = "forkserver"
@@ -26,6 +27,22 @@ MakeEnv = Callable[[str, int | None, int], gym.Env]
 def make_task_env(task_name: str, seed: int | None, horizon: int) -> gym.Env:
     """The environment of :func:`rp1.envs.make` (a :data:`MakeEnv`)."""
     return envs.make(task_name, seed, horizon)[0]
+
+
+def make_spec_env(spec: envs.TaskSpec, task_name: str, seed: int | None, horizon: int) -> gym.Env:
+    """The environment of ``spec`` named ``task_name``, as :func:`make_task_env` makes a name's (a
+    :data:`MakeEnv` once ``spec`` is bound)."""
+    return build(task_name, spec, seed, horizon)[0]
+
+
+def task_maker(task_name: str) -> MakeEnv:
+    """How every process makes the environments of ``task_name``: by its name
+    (:func:`make_task_env`), but a task :func:`rp1.envs.register_task` named in this process
+    with its ``TaskSpec`` bound (:func:`make_spec_env`), which a worker process, knowing no
+    registrations, is sent (cloudpickled, so its factory may be a lambda or a class of
+    ``__main__``)."""
+    spec = envs.registered(task_name)
+    return make_task_env if spec is None else partial(make_spec_env, spec)
 
 
 class EnvGroup(gym.Env):
@@ -109,7 +126,7 @@ class RealEnvs:
     size: one in this process when ``workers == 1``, else one process each (``AsyncVectorEnv``,
     autoreset off). ``seed`` seeds the environments' own streams (slot ``i``: ``seed + i``);
     ``horizon`` (0: the task's own) limits their episodes; ``make_env`` makes them (see
-    :class:`EnvGroup`; picklable when ``workers > 1``).
+    :class:`EnvGroup`; picklable when ``workers > 1``; default: :func:`task_maker`'s).
     ``reset(seeds [slots]) -> obs [slots, obs_dim]`` and ``step(action [slots, act_dim]) -> (obs,
     reward, terminated, truncated)``, each ``[slots, …]``; ``task`` is the task's :class:`Task`."""
 
@@ -126,6 +143,7 @@ class RealEnvs:
         self.slots = slots
         probe, self.task = envs.make(task_name, horizon=horizon)
         probe.close()
+        make_env = make_env or task_maker(task_name)
         groups = [
             partial(EnvGroup, task_name, w * size, size, seed, horizon, make_env)
             for w in range(workers)
