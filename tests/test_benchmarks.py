@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import code_effect
 import cost_model
+import first_command
 import iteration_time
 import paper_scale_cpu
 
@@ -201,3 +202,32 @@ def test_sweep_chain_starts_only_the_runs_that_end_before_until_and_refuses_bad_
     runs.write_text("short 1 5\nodd 2 1.5\n")
     bad = subprocess.run(["bash", chain, str(runs), "out"], env=env, capture_output=True, text=True)
     assert bad.returncode == 2 and "minutes '1.5' of odd seed 2 is not a whole number" in bad.stderr
+
+
+def write_evaluated_run(run: Path, returns: list[float], stds: list[float], episodes: int) -> None:
+    """A run whose evaluations are ``returns`` ± ``stds`` over ``episodes`` episodes, one row each
+    (the second unevaluated), 30 s of work a row."""
+    run.mkdir(parents=True)
+    (run / "config.json").write_text(f'{{"eval_episodes": {episodes}}}')
+    with open(run / "metrics.csv", "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["iteration", "samples", "eval_return", "eval_std", "wall_s"])
+        for i, (ret, std) in enumerate(zip(returns, stds, strict=True)):
+            out.writerow([i, 1000 * i, ret, std, 30.0])
+        out.writerow([len(returns), 1000 * len(returns), "", "", 30.0])
+
+
+def test_first_command_counts_a_run_clearly_above_only_past_two_standard_errors(tmp_path):
+    """A run ends clearly above its untrained policy when its last evaluation is more than two
+    standard errors of the difference above the first: 1 above 0 with stds 1 over 4 episodes is
+    z = 1 / sqrt(2 / 4) = 1.41 (not clear), 3 above is 4.24 (clear); the best need not be the last."""
+    write_evaluated_run(tmp_path / "p" / "seed0", [0.0, 9.0, 1.0], [1.0, 1.0, 1.0], 4)
+    write_evaluated_run(tmp_path / "p" / "seed1", [0.0, 2.0, 3.0], [1.0, 1.0, 1.0], 4)
+    write_evaluated_run(tmp_path / "p" / "seed10", [5.0, 1.0], [0.0, 0.0], 4)
+    table = first_command.preset_outcomes(tmp_path, "p")
+    assert table["seed"].tolist() == [0, 1, 10]
+    assert table["clearly_above"].tolist() == [False, True, False]
+    assert math.isclose(table["z"][0], 1 / math.sqrt(0.5))
+    assert table["best"].tolist() == [9.0, 3.0, 5.0]
+    assert table["z"][2] == -math.inf
+    assert table["work_min"].tolist() == [2.0, 2.0, 1.5]

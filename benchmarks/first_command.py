@@ -1,0 +1,84 @@
+"""Does a candidate for README's first command learn visibly, seed after seed? (issue 61)
+
+For every run under ``ROOT/<preset>/seed<k>`` (a sweep's layout), its untrained policy's
+evaluation (``metrics.csv`` row 0), its last evaluation and its best, and whether it **ends clearly
+above its untrained policy**: the last evaluation return exceeds the first by more than two
+standard errors of their difference, ``(final - untrained) / sqrt((s_final² + s_untrained²) / n)
+> 2`` with ``s`` an evaluation's standard deviation over its ``n = eval_episodes`` episodes. Then,
+per preset, how many runs do, and the runs' work (``wall_s`` summed, minutes: the training alone,
+without installing or compiling before the first row). A candidate qualifies with at least 9 of 10
+seeds clearly above (the issue's bar); its time is measured apart, on an idle machine, from a fresh
+clone (``benchmarks/RESULTS.md``).
+
+Usage::
+
+    python benchmarks/first_command.py ROOT [--presets P …]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+CLEAR_Z = 2.0
+"""How many standard errors above its untrained policy a run's last evaluation must end."""
+
+
+def run_outcome(run_dir: Path) -> dict:
+    """One run's untrained, final and best evaluation returns, ``z`` of final over untrained,
+    whether it ends clearly above (``z > CLEAR_Z``) and its work in minutes."""
+    metrics = pd.read_csv(run_dir / "metrics.csv")
+    episodes = json.loads((run_dir / "config.json").read_text())["eval_episodes"]
+    evaluated = metrics.dropna(subset=["eval_return"])
+    first, last = evaluated.iloc[0], evaluated.iloc[-1]
+    spread = math.sqrt((first["eval_std"] ** 2 + last["eval_std"] ** 2) / episodes)
+    gain = float(last["eval_return"] - first["eval_return"])
+    z = gain / spread if spread > 0 else math.copysign(math.inf, gain)
+    return {
+        "seed": int(run_dir.name.removeprefix("seed")),
+        "samples": int(last["samples"]),
+        "untrained": float(first["eval_return"]),
+        "final": float(last["eval_return"]),
+        "best": float(evaluated["eval_return"].max()),
+        "z": z,
+        "clearly_above": z > CLEAR_Z,
+        "work_min": float(metrics["wall_s"].sum()) / 60,
+    }
+
+
+def preset_outcomes(root: Path, preset: str) -> pd.DataFrame:
+    """The outcome of each finished-or-not run of ``preset`` under ``root``, by seed."""
+    runs = sorted(
+        (d for d in (root / preset).glob("seed*") if (d / "metrics.csv").is_file()),
+        key=lambda d: int(d.name.removeprefix("seed")),
+    )
+    return pd.DataFrame([run_outcome(d) for d in runs])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("root", type=Path, help="a sweep's output directory")
+    parser.add_argument("--presets", nargs="*", help="default: every preset folder under ROOT")
+    args = parser.parse_args(argv)
+    presets = args.presets or sorted(d.name for d in args.root.iterdir() if d.is_dir())
+    for preset in presets:
+        table = preset_outcomes(args.root, preset)
+        if table.empty:
+            print(f"{preset}: no runs")
+            continue
+        print(
+            f"## {preset}: {int(table['clearly_above'].sum())} of {len(table)} seeds end "
+            f"clearly above their untrained policy; work median "
+            f"{table['work_min'].median():.1f} min (range {table['work_min'].min():.1f}–"
+            f"{table['work_min'].max():.1f})"
+        )
+        print(table.to_string(index=False, float_format=lambda x: f"{x:.1f}"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
