@@ -9,7 +9,7 @@ import json
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.spaces import Box, Discrete
+from gymnasium.spaces import Box
 
 import point_mass
 from helpers import TINY, one_error, read_rows, run_cli
@@ -105,18 +105,6 @@ def test_a_name_given_another_task_is_refused_without_replace():
     assert lookup.registered(NAME) == envs.TaskSpec(Line)
 
 
-class DiscreteLine(Line):
-    action_space = Discrete(3)
-
-
-class UnboundedLine(Line):
-    action_space = Box(-np.inf, np.inf, (1,), np.float32)
-
-
-class ImageLine(Line):
-    observation_space = Box(0, 255, (4, 4, 3), np.uint8)
-
-
 def failing() -> gym.Env:
     raise RuntimeError("no simulator here")
 
@@ -126,9 +114,9 @@ def failing() -> gym.Env:
     [
         (3, "a task is an rp1.TaskSpec or a function that returns a gymnasium.Env, got 3"),
         (lambda: None, "its environment factory returned a NoneType, not a gymnasium.Env"),
-        (DiscreteLine, "rp1 needs continuous actions"),
-        (UnboundedLine, "unbounded actions"),
-        (ImageLine, "rp1 needs a 1-D Box"),
+        (point_mass.DiscretePointMass, "rp1 needs continuous actions"),
+        (point_mass.UnboundedPointMass, "unbounded actions"),
+        (point_mass.ImagePointMass, "rp1 needs a 1-D Box"),
         (failing, "making its environment failed (RuntimeError: no simulator here)"),
     ],
 )
