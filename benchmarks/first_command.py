@@ -24,13 +24,16 @@ from pathlib import Path
 
 import pandas as pd
 
+from rp1.rundir.files import evaluates_trained
+
 CLEAR_Z = 2.0
 """How many standard errors above its untrained policy a run's last evaluation must end."""
 
 
 def run_outcome(run_dir: Path) -> dict:
-    """One run's untrained, final and best evaluation returns, ``z`` of final over untrained,
-    whether it ends clearly above (``z > CLEAR_Z``) and its work in minutes."""
+    """One run's untrained, final and best evaluation returns (the best of a trained policy, as
+    ``rp1 train`` reports it: :func:`~rp1.rundir.files.evaluates_trained`), ``z`` of final over
+    untrained, whether it ends clearly above (``z > CLEAR_Z``) and its work in minutes."""
     metrics = pd.read_csv(run_dir / "metrics.csv")
     episodes = json.loads((run_dir / "config.json").read_text())["eval_episodes"]
     evaluated = metrics.dropna(subset=["eval_return"])
@@ -43,7 +46,7 @@ def run_outcome(run_dir: Path) -> dict:
         "samples": int(last["samples"]),
         "untrained": float(first["eval_return"]),
         "final": float(last["eval_return"]),
-        "best": float(evaluated["eval_return"].max()),
+        "best": float(evaluated["eval_return"][evaluates_trained(evaluated["iteration"])].max()),
         "z": z,
         "clearly_above": z > CLEAR_Z,
         "work_min": float(metrics["wall_s"].sum()) / 60,
