@@ -19,6 +19,9 @@ import cost_model
 import first_command
 import iteration_time
 import paper_scale_cpu
+import realisation_interaction
+
+from report_runs import write_run
 
 PHASE = 500.0
 
@@ -232,3 +235,23 @@ def test_first_command_counts_a_run_clearly_above_only_past_two_standard_errors(
     assert table["best"].tolist() == [9.0, 3.0, 1.0]
     assert table["z"][2] == -math.inf
     assert table["work_min"].tolist() == [2.0, 2.0, 1.5]
+
+
+def test_realisation_interaction_reads_each_block_and_keeps_the_first_realisation_by_path(tmp_path):
+    """Seeds 0–2 of both methods have a second realisation under ``second-realisation/`` (after the
+    kept runs by path); each block's A − B is its mean difference with Welch's standard error:
+    kept seeds 0–2 give 11 ± √(5/3), kept seeds 3–5 give 2 ± √(5/3), the other realisation 1 ± √(2/3)."""
+    kept = {"rp1": [10, 12, 14, 1, 3, 5], "greedy": [0, 1, 2, 0, 1, 2]}
+    other = {"rp1": [1, 2, 3], "greedy": [0, 1, 2]}
+    for folder, values in ((tmp_path, kept), (tmp_path / "second-realisation", other)):
+        for method, returns in values.items():
+            for seed, value in enumerate(returns):
+                write_run(folder, "hopper", method, seed, [0, 3000], [0.0, float(value)])
+    kept_values, other_values = realisation_interaction.per_seed(
+        tmp_path, "hopper", ("rp1", "greedy"), 6000, "paper_best", [0, 1, 2]
+    )
+    assert sorted(other_values["seed"]) == [0, 0, 1, 1, 2, 2]
+    blocks = realisation_interaction.block_differences(kept_values, other_values, ("rp1", "greedy"))
+    assert blocks["kept, swapped seeds"] == pytest.approx((11.0, math.sqrt(5 / 3), 3))
+    assert blocks["kept, other seeds"] == pytest.approx((2.0, math.sqrt(5 / 3), 3))
+    assert blocks["other realisation"] == pytest.approx((1.0, math.sqrt(2 / 3), 3))
