@@ -10,9 +10,14 @@ without installing or compiling before the first row). A candidate qualifies wit
 seeds clearly above (the issue's bar); its time is measured apart, on an idle machine, from a fresh
 clone (``benchmarks/RESULTS.md``).
 
+``--budget B`` reads the runs as if they had stopped at ``B`` real samples: a model-based run's
+iterations do not depend on its budget except that the last phase is cut at it, so a run to ``B``
+is the rows of a longer run before ``B`` (its last evaluation is that of the last row collecting
+below ``B``; its work, those rows' ``wall_s``, counts the last phase whole).
+
 Usage::
 
-    python benchmarks/first_command.py ROOT [--presets P …]
+    python benchmarks/first_command.py ROOT [--presets P …] [--budget B]
 """
 
 from __future__ import annotations
@@ -30,11 +35,13 @@ CLEAR_Z = 2.0
 """How many standard errors above its untrained policy a run's last evaluation must end."""
 
 
-def run_outcome(run_dir: Path) -> dict:
+def run_outcome(run_dir: Path, budget: float = math.inf) -> dict:
     """One run's untrained, final and best evaluation returns (the best of a trained policy, as
     ``rp1 train`` reports it: :func:`~rp1.rundir.files.evaluates_trained`), ``z`` of final over
-    untrained, whether it ends clearly above (``z > CLEAR_Z``) and its work in minutes."""
+    untrained, whether it ends clearly above (``z > CLEAR_Z``) and its work in minutes, all of its
+    rows collecting below ``budget`` real samples."""
     metrics = pd.read_csv(run_dir / "metrics.csv")
+    metrics = metrics[metrics["samples"] < budget]
     episodes = json.loads((run_dir / "config.json").read_text())["eval_episodes"]
     evaluated = metrics.dropna(subset=["eval_return"])
     first, last = evaluated.iloc[0], evaluated.iloc[-1]
@@ -53,23 +60,27 @@ def run_outcome(run_dir: Path) -> dict:
     }
 
 
-def preset_outcomes(root: Path, preset: str) -> pd.DataFrame:
-    """The outcome of each finished-or-not run of ``preset`` under ``root``, by seed."""
+def preset_outcomes(root: Path, preset: str, budget: float = math.inf) -> pd.DataFrame:
+    """The outcome of each finished-or-not run of ``preset`` under ``root``, by seed, to
+    ``budget`` real samples."""
     runs = sorted(
         (d for d in (root / preset).glob("seed*") if (d / "metrics.csv").is_file()),
         key=lambda d: int(d.name.removeprefix("seed")),
     )
-    return pd.DataFrame([run_outcome(d) for d in runs])
+    return pd.DataFrame([run_outcome(d, budget) for d in runs])
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", type=Path, help="a sweep's output directory")
     parser.add_argument("--presets", nargs="*", help="default: every preset folder under ROOT")
+    parser.add_argument(
+        "--budget", type=float, default=math.inf, help="read the runs as stopped at B samples"
+    )
     args = parser.parse_args(argv)
     presets = args.presets or sorted(d.name for d in args.root.iterdir() if d.is_dir())
     for preset in presets:
-        table = preset_outcomes(args.root, preset)
+        table = preset_outcomes(args.root, preset, args.budget)
         if table.empty:
             print(f"{preset}: no runs")
             continue

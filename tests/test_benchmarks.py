@@ -255,3 +255,13 @@ def test_realisation_interaction_reads_each_block_and_keeps_the_first_realisatio
     assert blocks["kept, swapped seeds"] == pytest.approx((11.0, math.sqrt(5 / 3), 3))
     assert blocks["kept, other seeds"] == pytest.approx((2.0, math.sqrt(5 / 3), 3))
     assert blocks["other realisation"] == pytest.approx((1.0, math.sqrt(2 / 3), 3))
+
+
+def test_first_command_reads_runs_as_stopped_at_a_smaller_budget(tmp_path):
+    """To 1,500 samples a run is its rows collecting below 1,500: its last evaluation is the
+    second row's (2 above 0: z = 2 / sqrt(2 / 4) = 2.83, clear), its work those two rows' minute."""
+    write_evaluated_run(tmp_path / "p" / "seed1", [0.0, 2.0, 0.5], [1.0, 1.0, 1.0], 4)
+    whole, cut = (first_command.preset_outcomes(tmp_path, "p", b) for b in (math.inf, 1500))
+    assert whole["clearly_above"].tolist() == [False] and cut["clearly_above"].tolist() == [True]
+    assert cut["final"].tolist() == [2.0] and cut["samples"].tolist() == [1000]
+    assert cut["work_min"].tolist() == [1.0]
