@@ -15,9 +15,14 @@ iterations do not depend on its budget except that the last phase is cut at it, 
 is the rows of a longer run before ``B`` (its last evaluation is that of the last row collecting
 below ``B``; its work, those rows' ``wall_s``, counts the last phase whole).
 
+``--figure OUT.png`` (one preset, its runs finished) draws README's picture of the command: each
+seed's evaluation returns (thin lines, as its ``learning_curve.png`` draws them) over the seeds'
+band (the 25th to 75th percentile and the median of the return of the policy in force on the
+evaluation grid, as ``rp1 train`` draws a preset's reference seeds), titled with the count.
+
 Usage::
 
-    python benchmarks/first_command.py ROOT [--presets P …] [--budget B]
+    python benchmarks/first_command.py ROOT [--presets P …] [--budget B] [--figure OUT.png]
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from rp1.report.figures import draw_reference, new_figure, save
+from rp1.report.references import make_reference
 from rp1.rundir.files import evaluates_trained
 
 CLEAR_Z = 2.0
@@ -70,6 +77,29 @@ def preset_outcomes(root: Path, preset: str, budget: float = math.inf) -> pd.Dat
     return pd.DataFrame([run_outcome(d, budget) for d in runs])
 
 
+def seeds_figure(root: Path, preset: str, table: pd.DataFrame, path: Path) -> Path:
+    """README's picture of ``preset``'s runs under ``root`` (``table``: their
+    :func:`preset_outcomes`), written to ``path``."""
+    figure, axes = new_figure()
+    ax = axes[0, 0]
+    draw_reference(ax, make_reference(root, preset, str(root)))
+    for k, seed in enumerate(table["seed"]):
+        rows = pd.read_csv(root / preset / f"seed{seed}" / "metrics.csv").dropna(
+            subset=["eval_return"]
+        )
+        label = "each seed's evaluation return" if k == 0 else None
+        ax.plot(rows["samples"], rows["eval_return"], color="C0", lw=0.8, alpha=0.6, label=label)
+    above = int(table["clearly_above"].sum())
+    ax.set_title(
+        f"{preset}, {len(table)} seeds: {above} end clearly above their untrained policy",
+        fontsize="medium",
+    )
+    ax.set_xlabel("real samples")
+    ax.set_ylabel("return (mean of the evaluation episodes)")
+    ax.legend(fontsize="small", loc="upper left")
+    return save(figure, path)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", type=Path, help="a sweep's output directory")
@@ -77,8 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--budget", type=float, default=math.inf, help="read the runs as stopped at B samples"
     )
+    parser.add_argument("--figure", type=Path, help="draw one preset's finished runs to this PNG")
     args = parser.parse_args(argv)
     presets = args.presets or sorted(d.name for d in args.root.iterdir() if d.is_dir())
+    if args.figure and (len(presets) != 1 or args.budget != math.inf):
+        parser.error("--figure draws one preset's runs whole: name one preset and no --budget")
     for preset in presets:
         table = preset_outcomes(args.root, preset, args.budget)
         if table.empty:
@@ -91,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{table['work_min'].max():.1f})"
         )
         print(table.to_string(index=False, float_format=lambda x: f"{x:.1f}"))
+        if args.figure:
+            print(f"wrote {seeds_figure(args.root, preset, table, args.figure)}")
     return 0
 
 

@@ -4,6 +4,7 @@ a known law, and their timed calls built against the library as it is now."""
 from __future__ import annotations
 
 import csv
+import json
 import math
 import subprocess
 import sys
@@ -265,3 +266,29 @@ def test_first_command_reads_runs_as_stopped_at_a_smaller_budget(tmp_path):
     assert whole["clearly_above"].tolist() == [False] and cut["clearly_above"].tolist() == [True]
     assert cut["final"].tolist() == [2.0] and cut["samples"].tolist() == [1000]
     assert cut["work_min"].tolist() == [1.0]
+
+
+def test_first_command_draws_a_presets_seeds_over_their_band(tmp_path):
+    """Two finished seeds of one preset give README's picture; a figure of two presets, or of
+    runs cut by --budget, is refused."""
+    for seed, final in ((0, 5.0), (1, 0.5)):
+        run = write_run(
+            tmp_path,
+            "hopper",
+            "quick",
+            seed,
+            [0, 3000],
+            [0.0, final],
+            budget=6000,
+            eval_std=[1.0, 1.0],
+        )
+        config = json.loads((run / "config.json").read_text())
+        (run / "config.json").write_text(json.dumps({**config, "eval_episodes": 4}))
+    out = tmp_path / "seeds.png"
+    assert (
+        first_command.main([str(tmp_path), "--presets", "hopper-quick", "--figure", str(out)]) == 0
+    )
+    assert out.read_bytes().startswith(b"\x89PNG")
+    for extra in (["--presets", "a", "b"], ["--presets", "hopper-quick", "--budget", "10"]):
+        with pytest.raises(SystemExit):
+            first_command.main([str(tmp_path), *extra, "--figure", str(out)])
