@@ -88,10 +88,16 @@ def test_a_reference_is_read_back_checked(tmp_path):
 def test_a_run_is_compared_only_with_the_reference_of_its_preset_scale_and_budget(tmp_path):
     reference_runs(tmp_path / "runs")
     data = reference_json(make_reference(tmp_path / "runs", "hopper-quick", "tests"))
-    (tmp_path / "hopper-quick.json").write_text(json.dumps(data))
+    (tmp_path / "hopper-quick-10000.json").write_text(json.dumps(data))
+    (tmp_path / "hopper-quick-20000.json").write_text(json.dumps({**data, "seeds": [5, 6, 7, 8]}))
     config = {"preset": "hopper-quick", "scale": "small", "budget": 10_000}
     assert reference_for(config, tmp_path).seeds == (0, 1, 2, 3)
-    assert reference_for({**config, "budget": 20_000}, tmp_path) is None
+    assert reference_for({**config, "budget": 20_000}, tmp_path) is None  # made at 10⁴ inside
+    (tmp_path / "hopper-quick-20000.json").write_text(
+        json.dumps({**data, "budget": 20_000, "seeds": [5, 6, 7, 8]})
+    )
+    assert reference_for({**config, "budget": 20_000}, tmp_path).seeds == (5, 6, 7, 8)
+    assert reference_for({**config, "budget": 5_000}, tmp_path) is None
     assert reference_for({**config, "scale": "paper"}, tmp_path) is None
     assert reference_for({**config, "preset": "ant-quick"}, tmp_path) is None
     assert reference_for({**config, "preset": "../hopper-quick"}, tmp_path) is None
@@ -122,7 +128,7 @@ def tiny_reference(directory, finished_run, best, final) -> None:
         "band": {"samples": [900, 1800], "q25": [0, 1], "median": [1, 2], "q75": [2, 3]},
     }
     directory.mkdir(exist_ok=True)
-    (directory / f"{config['preset']}.json").write_text(json.dumps(data))
+    (directory / f"{config['preset']}-{config['budget']}.json").write_text(json.dumps(data))
 
 
 @pytest.mark.slow
@@ -167,7 +173,7 @@ def test_the_learning_curve_draws_the_reference_band_behind_the_run():
 
 def test_the_shipped_references_read_back_and_name_their_preset():
     shipped = sorted(references.REFERENCES.glob("*.json"))
-    assert {path.stem for path in shipped} >= {"halfcheetah-quick", "hopper-quick"}
+    assert {path.stem for path in shipped} >= {"halfcheetah-quick-10000", "hopper-quick-10000"}
     for path in shipped:
         reference = read_reference(path)
-        assert reference.preset == path.stem and len(reference.seeds) >= 10
+        assert path.stem == f"{reference.preset}-{reference.budget}" and len(reference.seeds) >= 10

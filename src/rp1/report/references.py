@@ -4,15 +4,16 @@ stands among them (``rp1 train``'s last lines, the band behind ``learning_curve.
 A reference (:class:`Reference`) is made from committed runs of one preset, scale and budget
 (:func:`make_reference`): per seed its best evaluation return of a trained policy (what
 ``rp1 train`` reports as a run's best) and its return at the budget (the evaluation return in
-``metrics.csv`` of the policy in force at N), and, on the evaluation grid, the quartiles over seeds of
-the return of the policy in force. It is package data, ``references/<preset>.json``, read back
-checked (:func:`read_reference`). A run is compared only with the reference of its own preset,
-scale and budget (:func:`reference_for`); the reference's seeds ran on one CPU with one commit of
-rp1 (its ``source``), and another CPU's last bits grow into another run, so a run outside their
-range is not by itself a fault.
+``metrics.csv`` of the policy in force at N), and, on the evaluation grid, the quartiles over
+seeds of the return of the policy in force. It is package data,
+``references/<preset>-<budget>.json`` (a preset may have one per budget), read back checked
+(:func:`read_reference`). A run is compared only with the reference of its own preset, scale and
+budget (:func:`reference_for`); the reference's seeds ran on one CPU with one commit of rp1 (its
+``source``), and another CPU's last bits grow into another run, so a run outside their range is
+not by itself a fault.
 
 ``python -m rp1.report.references RUNS PRESET`` writes the reference of the runs of
-``PRESET`` under ``RUNS`` into the package's ``references/`` folder.
+``PRESET`` under ``RUNS`` (one budget) into the package's ``references/`` folder.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from rp1.report.runs_table import load_runs
 from rp1.rundir.files import RunDir, evaluates_trained
 
 REFERENCES = Path(str(resources.files("rp1.report") / "references"))
-"""Where the presets' references are (package data): ``<preset>.json``."""
+"""Where the presets' references are (package data): ``<preset>-<budget>.json``
+(:func:`reference_path`)."""
 
 SEEDS_DOC = "docs/getting-started.md#how-long-it-takes"
 """Where the docs say why runs of one preset differ by seed and by CPU."""
@@ -158,12 +160,19 @@ def read_reference(path: Path) -> Reference:
     return reference
 
 
+def reference_path(directory: Path, preset: str, budget: int) -> Path:
+    """Where ``directory`` keeps the reference of ``preset`` at ``budget`` real samples."""
+    return Path(directory) / f"{preset}-{budget}.json"
+
+
 def reference_for(config: dict[str, Any], directory: Path = REFERENCES) -> Reference | None:
     """The reference in ``directory`` of a run whose ``config.json`` is ``config``: that of its
-    preset, if it was made at the run's scale and budget; None otherwise."""
-    preset = str(config.get("preset", ""))
-    path = Path(directory) / f"{preset}.json"
-    if not preset or "/" in preset or not path.is_file():
+    preset and budget, if it was made at the run's scale; None otherwise."""
+    preset, budget = str(config.get("preset", "")), config.get("budget")
+    if not preset or "/" in preset or not isinstance(budget, int):
+        return None
+    path = reference_path(directory, preset, budget)
+    if not path.is_file():
         return None
     reference = read_reference(path)
     if (reference.scale, reference.budget) != (config.get("scale"), config.get("budget")):
@@ -224,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REFERENCES)
     args = parser.parse_args(argv)
     reference = make_reference(args.runs, args.preset, args.source or str(args.runs))
-    path = args.out / f"{args.preset}.json"
+    path = reference_path(args.out, args.preset, reference.budget)
     text = json.dumps(reference_json(reference), indent=1) + "\n"
     write_atomically(path, text.encode(), "reference")
     print(f"wrote {path}: {len(reference.seeds)} seeds")
