@@ -46,9 +46,11 @@ TINY_QUICK_BUDGET = 2000
 
 QUICKSTART_SECTIONS = ("Quickstart", "Use a trained run")
 """README's sections whose shell commands the tests run (each takes seconds at tiny sizes)."""
-QUICK_RUN = "runs/halfcheetah-quick"
+FIRST_COMMAND = "rp1 train --preset hopper-quick --budget 7000 --out runs/hopper-quick"
+"""README's first command after its install (benchmarks/RESULTS.md, "README's first command")."""
+QUICK_RUN = "runs/hopper-quick"
 """The run README's first command makes, which later examples use."""
-SHIPPED_RUN = "trained/halfcheetah-quick-seed0"
+SHIPPED_RUN = "trained/hopper-quick-seed0"
 """The trained run a clone holds (tests/test_trained_run.py), which later examples use too."""
 
 
@@ -103,13 +105,14 @@ def tiny(monkeypatch):
 
 @pytest.fixture(scope="session")
 def quick_run(tmp_path_factory) -> tuple[Path, str]:
-    """README's first command's run (``rp1 train --preset halfcheetah-quick --out
-    runs/halfcheetah-quick``) at tiny sizes, made once: its directory and what it printed."""
+    """README's first command's run (:data:`FIRST_COMMAND`) at tiny sizes and
+    :data:`TINY_QUICK_BUDGET`, made once: its directory and what it printed."""
     from rp1.cli import main
     from rp1.config import presets
 
     command = first_commands()[0].rsplit("&& .venv/bin/", 1)[1]
-    assert command == f"rp1 train --preset halfcheetah-quick --out {QUICK_RUN}", command
+    assert command == FIRST_COMMAND, command
+    command = command.replace("--budget 7000", f"--budget {TINY_QUICK_BUDGET}")
     cwd = tmp_path_factory.mktemp("quickstart")
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(presets.SCALES, "small", TINY_SMALL)

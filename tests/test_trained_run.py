@@ -1,4 +1,4 @@
-"""The trained run shipped in the repository (``trained/halfcheetah-quick-seed0``, README's "Use a
+"""The trained run shipped in the repository (``trained/hopper-quick-seed0``, README's "Use a
 trained run") works from a fresh clone: it holds a run's result files and its two policies and
 nothing else, no committed report reads it, and ``rp1 evaluate`` replays its best policy's
 recorded evaluation (to the bit where this machine's environment is the one that made it; CPUs
@@ -14,7 +14,7 @@ import pytest
 
 from helpers import ROOT, environment_differences, run_cli_output
 
-SHIPPED = ROOT / "trained" / "halfcheetah-quick-seed0"
+SHIPPED = ROOT / "trained" / "hopper-quick-seed0"
 SHIPPED_FILES = {
     "config.json",
     "metrics.csv",
@@ -52,7 +52,7 @@ def test_its_best_policy_is_the_best_evaluation_its_metrics_record():
     import rp1
 
     config = json.loads((SHIPPED / "config.json").read_text())
-    assert (config["preset"], config["seed"]) == ("halfcheetah-quick", 0)
+    assert (config["preset"], config["seed"], config["budget"]) == ("hopper-quick", 0, 7000)
     policy = rp1.load_policy(SHIPPED)
     row = best_row()
     assert (policy.iteration, policy.samples) == (int(row["iteration"]), int(row["samples"]))
@@ -84,9 +84,9 @@ def test_a_policy_prints_as_a_summary_not_its_weights():
     assert shown == repr(policy) and len(shown) < 400  # its weights: tens of thousands
     row = best_row()
     for part in (
-        "task='halfcheetah'",
+        "task='hopper'",
         f"obs_dim={policy.obs_dim}, act_dim={policy.act_dim}, hidden=(32, 32)",
-        "preset='halfcheetah-quick', seed=0, which='best'",
+        "preset='hopper-quick', seed=0, which='best'",
         f"iteration={row['iteration']}, samples={row['samples']}",
         str(SHIPPED / "policy" / "best.msgpack"),
     ):
