@@ -6,7 +6,8 @@ first complete run by path is kept, the others are other realisations) and, for 
 over seeds (with its Welch standard error) in three blocks: the kept runs of the seeds in
 ``--swapped`` (the seeds that have a second realisation), the kept runs of every other seed, and
 the other realisations of the swapped seeds. Then the block × method interaction of each pair of
-blocks: ``z = (d₁ − d₂) / √(SE₁² + SE₂²)`` with its two-sided normal p (the test of
+blocks: ``z = (d₁ − d₂) / √(SE₁² + SE₂²)`` with its two-sided normal p (the report's test of a
+verdict's blocks, :func:`rp1.report.stats.heterogeneity`, for two blocks; the test of
 ``benchmarks/RESULTS.md``, "Hopper's seeds 0–4 again, on another CPU").
 
 Usage::
@@ -21,18 +22,14 @@ import argparse
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
-from scipy import stats as scipy_stats
 
+from rp1.cli import parse_seeds
+from rp1.core.errors import ConfigError
 from rp1.report.measures import AUC, GRID_BEST, MEASURES, PAPER_BEST, run_tables, values_at
-from rp1.report.runs_table import load_runs
-from rp1.report.stats import welch_error
-
-
-def seed_range(text: str) -> list[int]:
-    """``0-4`` → [0, 1, 2, 3, 4]."""
-    first, _, last = text.partition("-")
-    return list(range(int(first), int(last or first) + 1))
+from rp1.report.runs_table import LoadedRuns, load_runs
+from rp1.report.stats import heterogeneity, welch_error
 
 
 def block_differences(
@@ -58,11 +55,16 @@ def block_differences(
 
 
 def per_seed(
-    root: Path, task: str, methods: tuple[str, str], samples: int, measure: str, swapped: list[int]
+    loaded: LoadedRuns,
+    task: str,
+    methods: tuple[str, str],
+    samples: int,
+    measure: str,
+    swapped: list[int],
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The kept runs' and the other realisations' per-seed values of ``measure`` at ``samples``
-    for ``task`` and ``methods`` (columns method, seed, value, swapped)."""
-    loaded = load_runs(root)
+    """The kept runs' and the other realisations' (of ``loaded``, :func:`load_runs`'s) per-seed
+    values of ``measure`` at ``samples`` for ``task`` and ``methods`` (columns method, seed,
+    value, swapped)."""
     frames = []
     for metrics, evaluations in (
         (loaded.metrics, loaded.evaluations),
@@ -88,12 +90,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task", required=True)
     parser.add_argument("--methods", nargs=2, required=True, metavar=("A", "B"))
     parser.add_argument("--samples", type=int, required=True)
-    parser.add_argument("--swapped", type=seed_range, required=True, help="e.g. 0-4")
+    parser.add_argument("--swapped", required=True, help="the seeds realised twice, e.g. 0-4")
     parser.add_argument("--measures", nargs="*", default=[PAPER_BEST, GRID_BEST, AUC])
     args = parser.parse_args(argv)
+    try:
+        swapped = parse_seeds(args.swapped)
+    except ConfigError as error:
+        parser.error(str(error))
     methods = tuple(args.methods)
+    loaded = load_runs(args.root)
     for measure in args.measures:
-        kept, other = per_seed(args.root, args.task, methods, args.samples, measure, args.swapped)
+        kept, other = per_seed(loaded, args.task, methods, args.samples, measure, swapped)
         blocks = block_differences(kept, other, methods)
         print(f"## {MEASURES[measure].label}: {methods[0]} − {methods[1]} at {args.samples:,}")
         for name, (d, se, n) in blocks.items():
@@ -102,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         for i, j in ((0, 1), (2, 1), (2, 0)):
             (d1, s1, _), (d2, s2, _) = blocks[names[i]], blocks[names[j]]
             z = (d1 - d2) / math.sqrt(s1**2 + s2**2)
-            p = 2 * scipy_stats.norm.sf(abs(z))
+            p = heterogeneity(np.array([d1, d2]), np.array([s1, s2]))
             print(f"  {names[i]} vs {names[j]}: z = {z:.2f}, p = {p:.3f}")
     return 0
 

@@ -23,6 +23,7 @@ import paper_scale_cpu
 import realisation_interaction
 
 from report_runs import write_run
+from rp1.report.runs_table import load_runs
 
 PHASE = 500.0
 
@@ -249,7 +250,7 @@ def test_realisation_interaction_reads_each_block_and_keeps_the_first_realisatio
             for seed, value in enumerate(returns):
                 write_run(folder, "hopper", method, seed, [0, 3000], [0.0, float(value)])
     kept_values, other_values = realisation_interaction.per_seed(
-        tmp_path, "hopper", ("rp1", "greedy"), 6000, "paper_best", [0, 1, 2]
+        load_runs(tmp_path), "hopper", ("rp1", "greedy"), 6000, "paper_best", [0, 1, 2]
     )
     assert sorted(other_values["seed"]) == [0, 0, 1, 1, 2, 2]
     blocks = realisation_interaction.block_differences(kept_values, other_values, ("rp1", "greedy"))
