@@ -15,6 +15,13 @@ iterations do not depend on its budget except that the last phase is cut at it, 
 is the rows of a longer run before ``B`` (its last evaluation is that of the last row collecting
 below ``B``; its work, those rows' ``wall_s``, counts the last phase whole).
 
+``--afresh FILE`` adds a second measure, the policy a run hands its user: ``FILE`` names, in each
+run's folder, what ``rp1 evaluate RUN --json`` printed for its best policy on new episodes (e.g.
+``--seed 1000 --episodes 10``), and that policy is *clearly above* its untrained one when
+``(mean - untrained) / sqrt(std² / n + s_untrained² / n_untrained) > 2``, the untrained policy's
+return and ``s`` being ``metrics.csv`` row 0's (not cut by ``--budget``: a run's best is its whole
+run's).
+
 ``--figure OUT.png`` (one preset, its runs finished) draws README's picture of the command: each
 seed's evaluation returns (thin lines, as its ``learning_curve.png`` draws them) over the seeds'
 band (the 25th to 75th percentile and the median of the return of the policy in force on the
@@ -22,7 +29,8 @@ evaluation grid, as ``rp1 train`` draws a preset's reference seeds), titled with
 
 Usage::
 
-    python benchmarks/first_command.py ROOT [--presets P …] [--budget B] [--figure OUT.png]
+    python benchmarks/first_command.py ROOT [--presets P …] [--budget B] [--afresh FILE]
+                                           [--figure OUT.png]
 """
 
 from __future__ import annotations
@@ -67,14 +75,40 @@ def run_outcome(run_dir: Path, budget: float = math.inf) -> dict:
     }
 
 
-def preset_outcomes(root: Path, preset: str, budget: float = math.inf) -> pd.DataFrame:
+def afresh_outcome(run_dir: Path, name: str) -> dict:
+    """A run's best policy evaluated afresh (``run_dir / name``, an ``rp1 evaluate --json``
+    output), its ``z`` over the untrained policy (``metrics.csv`` row 0) and whether it is clearly
+    above (``z > CLEAR_Z``). Raises ``ValueError`` naming the file if it is not such an output of
+    the best policy on new episodes."""
+    path = run_dir / name
+    result = json.loads(path.read_text())
+    returns = result.get("returns") or []
+    if result.get("policy") != "best" or result.get("replayed") is not False:
+        raise ValueError(f"{path}: not an evaluation of the best policy on new episodes")
+    if len(returns) != result.get("episodes") or not all(map(math.isfinite, returns)):
+        raise ValueError(
+            f"{path}: {len(returns)} finite returns for {result.get('episodes')} episodes"
+        )
+    untrained = pd.read_csv(run_dir / "metrics.csv").iloc[0]
+    episodes = json.loads((run_dir / "config.json").read_text())["eval_episodes"]
+    spread = math.sqrt(result["std"] ** 2 / len(returns) + untrained["eval_std"] ** 2 / episodes)
+    gain = result["mean"] - float(untrained["eval_return"])
+    z = gain / spread if spread > 0 else math.copysign(math.inf, gain)
+    return {"afresh": result["mean"], "afresh_z": z, "afresh_clearly_above": z > CLEAR_Z}
+
+
+def preset_outcomes(
+    root: Path, preset: str, budget: float = math.inf, afresh: str | None = None
+) -> pd.DataFrame:
     """The outcome of each finished-or-not run of ``preset`` under ``root``, by seed, to
-    ``budget`` real samples."""
+    ``budget`` real samples, with its best policy's evaluation afresh if ``afresh`` names one."""
     runs = sorted(
         (d for d in (root / preset).glob("seed*") if (d / "metrics.csv").is_file()),
         key=lambda d: int(d.name.removeprefix("seed")),
     )
-    return pd.DataFrame([run_outcome(d, budget) for d in runs])
+    return pd.DataFrame(
+        [run_outcome(d, budget) | (afresh_outcome(d, afresh) if afresh else {}) for d in runs]
+    )
 
 
 def seeds_figure(root: Path, preset: str, table: pd.DataFrame, path: Path) -> Path:
@@ -107,13 +141,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--budget", type=float, default=math.inf, help="read the runs as stopped at B samples"
     )
+    parser.add_argument(
+        "--afresh",
+        metavar="FILE",
+        help="each run's `rp1 evaluate --json` output of its best policy",
+    )
     parser.add_argument("--figure", type=Path, help="draw one preset's finished runs to this PNG")
     args = parser.parse_args(argv)
     presets = args.presets or sorted(d.name for d in args.root.iterdir() if d.is_dir())
     if args.figure and (len(presets) != 1 or args.budget != math.inf):
         parser.error("--figure draws one preset's runs whole: name one preset and no --budget")
     for preset in presets:
-        table = preset_outcomes(args.root, preset, args.budget)
+        table = preset_outcomes(args.root, preset, args.budget, args.afresh)
         if table.empty:
             print(f"{preset}: no runs")
             continue
@@ -123,6 +162,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{table['work_min'].median():.1f} min (range {table['work_min'].min():.1f}–"
             f"{table['work_min'].max():.1f})"
         )
+        if args.afresh:
+            print(
+                f"   its best policy evaluated afresh ({args.afresh}): "
+                f"{int(table['afresh_clearly_above'].sum())} of {len(table)} clearly above"
+            )
         print(table.to_string(index=False, float_format=lambda x: f"{x:.1f}"))
         if args.figure:
             print(f"wrote {seeds_figure(args.root, preset, table, args.figure)}")

@@ -239,6 +239,29 @@ def test_first_command_counts_a_run_clearly_above_only_past_two_standard_errors(
     assert table["work_min"].tolist() == [2.0, 2.0, 1.5]
 
 
+def test_first_command_counts_a_best_policy_evaluated_afresh_against_the_untrained_one(tmp_path):
+    """The afresh measure compares a run's `rp1 evaluate --json` output with its row 0: 2 above 0,
+    stds 1 over 4 new episodes and 1 over 4 untrained ones, is z = 2 / sqrt(1/4 + 1/4) = 2.83
+    (clear), 1 above is 1.41 (not); an output that replays the recorded episodes, or of the last
+    policy, or with a return missing, is refused naming its file."""
+
+    def evaluated(seed: int, mean: float, **changes) -> None:
+        result = {"policy": "best", "replayed": False, "episodes": 4, "mean": mean, "std": 1.0}
+        result |= {"returns": [mean - 1, mean + 1, mean - 1, mean + 1], **changes}
+        (tmp_path / "p" / f"seed{seed}" / "afresh.json").write_text(json.dumps(result))
+
+    for seed, mean in ((0, 2.0), (1, 1.0)):
+        write_evaluated_run(tmp_path / "p" / f"seed{seed}", [0.0, 5.0], [1.0, 1.0], 4)
+        evaluated(seed, mean)
+    table = first_command.preset_outcomes(tmp_path, "p", afresh="afresh.json")
+    assert table["afresh_clearly_above"].tolist() == [True, False]
+    assert table["afresh_z"].tolist() == pytest.approx([2 / math.sqrt(0.5), 1 / math.sqrt(0.5)])
+    for changes in ({"replayed": True}, {"policy": "last"}, {"returns": [1.0, 1.0, 1.0]}):
+        evaluated(1, 1.0, **changes)
+        with pytest.raises(ValueError, match=r"seed1/afresh\.json"):
+            first_command.preset_outcomes(tmp_path, "p", afresh="afresh.json")
+
+
 def test_realisation_interaction_reads_each_block_and_keeps_the_first_realisation_by_path(tmp_path):
     """Seeds 0–2 of both methods have a second realisation under ``second-realisation/`` (after the
     kept runs by path); each block's A − B is its mean difference with Welch's standard error:
