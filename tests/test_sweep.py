@@ -185,12 +185,13 @@ def test_a_sweep_runs_around_a_damaged_run(tmp_path, capsys):
 # Ray starts its processes with fork + exec, which is safe; JAX warns once it has run in this process.
 @pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")
 def test_ray_sweep_on_a_local_instance(tmp_path):
+    """Two runs as two Ray tasks at once on a local instance, each finished (one seed: the
+    local sweep's tests cover the rest of a sweep's plan, which is the same for both backends)."""
     pytest.importorskip("ray")
-    assert tiny_sweep(tmp_path, name="ray", workers=2) == 0
+    assert tiny_sweep(tmp_path, seeds=[0], name="ray", workers=2) == 0
     for preset in PRESETS:
-        for seed in SEEDS:
-            run = tmp_path / preset / f"seed{seed}"
-            assert RunDir(run).is_finished(), (run / "log.txt").read_text()
+        run = tmp_path / preset / "seed0"
+        assert RunDir(run).is_finished(), (run / "log.txt").read_text()
 
 
 BAD = {
