@@ -19,8 +19,7 @@ below ``B``; its work, those rows' ``wall_s``, counts the last phase whole).
 run's folder, what ``rp1 evaluate RUN --json`` printed for its best policy on new episodes (e.g.
 ``--seed 1000 --episodes 10``), and that policy is *clearly above* its untrained one when
 ``(mean - untrained) / sqrt(std² / n + s_untrained² / n_untrained) > 2``, the untrained policy's
-return and ``s`` being ``metrics.csv`` row 0's (not cut by ``--budget``: a run's best is its whole
-run's).
+return and ``s`` being its first evaluation's (``metrics.csv`` row 0).
 
 ``--figure OUT.png`` (one preset, its runs finished) draws README's picture of the command: each
 seed's evaluation returns (thin lines, as its ``learning_curve.png`` draws them) over the seeds'
@@ -50,37 +49,18 @@ CLEAR_Z = 2.0
 """How many standard errors above its untrained policy a run's last evaluation must end."""
 
 
-def run_outcome(run_dir: Path, budget: float = math.inf) -> dict:
-    """One run's untrained, final and best evaluation returns (the best of a trained policy, as
-    ``rp1 train`` reports it: :func:`~rp1.rundir.files.evaluates_trained`), ``z`` of final over
-    untrained, whether it ends clearly above (``z > CLEAR_Z``) and its work in minutes, all of its
-    rows collecting below ``budget`` real samples."""
-    metrics = pd.read_csv(run_dir / "metrics.csv")
-    metrics = metrics[metrics["samples"] < budget]
-    episodes = json.loads((run_dir / "config.json").read_text())["eval_episodes"]
-    evaluated = metrics.dropna(subset=["eval_return"])
-    first, last = evaluated.iloc[0], evaluated.iloc[-1]
-    spread = math.sqrt((first["eval_std"] ** 2 + last["eval_std"] ** 2) / episodes)
-    gain = float(last["eval_return"] - first["eval_return"])
-    z = gain / spread if spread > 0 else math.copysign(math.inf, gain)
-    return {
-        "seed": int(run_dir.name.removeprefix("seed")),
-        "samples": int(last["samples"]),
-        "untrained": float(first["eval_return"]),
-        "final": float(last["eval_return"]),
-        "best": float(evaluated["eval_return"][evaluates_trained(evaluated["iteration"])].max()),
-        "z": z,
-        "clearly_above": z > CLEAR_Z,
-        "work_min": float(metrics["wall_s"].sum()) / 60,
-    }
+def z_above(mean: float, std: float, n: int, base: float, base_std: float, base_n: int) -> float:
+    """How many standard errors of their difference an evaluation (``mean`` ± ``std`` over ``n``
+    episodes) lies above another (``base``), ±∞ where both are exact."""
+    spread = math.sqrt(std**2 / n + base_std**2 / base_n)
+    gain = mean - base
+    return gain / spread if spread > 0 else math.copysign(math.inf, gain)
 
 
-def afresh_outcome(run_dir: Path, name: str) -> dict:
-    """A run's best policy evaluated afresh (``run_dir / name``, an ``rp1 evaluate --json``
-    output), its ``z`` over the untrained policy (``metrics.csv`` row 0) and whether it is clearly
-    above (``z > CLEAR_Z``). Raises ``ValueError`` naming the file if it is not such an output of
-    the best policy on new episodes."""
-    path = run_dir / name
+def afresh_evaluation(path: Path) -> tuple[float, float, int]:
+    """The mean, std and episode count of ``path``, an ``rp1 evaluate --json`` output of a run's
+    best policy on new episodes. Raises ``ValueError`` naming the file if it is not such an output
+    or a return is missing or not finite."""
     result = json.loads(path.read_text())
     returns = result.get("returns") or []
     if result.get("policy") != "best" or result.get("replayed") is not False:
@@ -89,12 +69,42 @@ def afresh_outcome(run_dir: Path, name: str) -> dict:
         raise ValueError(
             f"{path}: {len(returns)} finite returns for {result.get('episodes')} episodes"
         )
-    untrained = pd.read_csv(run_dir / "metrics.csv").iloc[0]
+    return float(result["mean"]), float(result["std"]), len(returns)
+
+
+def run_outcome(run_dir: Path, budget: float = math.inf, afresh: str | None = None) -> dict:
+    """One run's untrained, final and best evaluation returns (the best of a trained policy, as
+    ``rp1 train`` reports it: :func:`~rp1.rundir.files.evaluates_trained`), ``z`` of final over
+    untrained, whether it ends clearly above (``z > CLEAR_Z``) and its work in minutes, all of its
+    rows collecting below ``budget`` real samples; with ``afresh`` (a file name in ``run_dir``,
+    :func:`afresh_evaluation`), its best policy's return afresh, ``z`` over the untrained one and
+    whether it is clearly above."""
+    metrics = pd.read_csv(run_dir / "metrics.csv")
+    metrics = metrics[metrics["samples"] < budget]
     episodes = json.loads((run_dir / "config.json").read_text())["eval_episodes"]
-    spread = math.sqrt(result["std"] ** 2 / len(returns) + untrained["eval_std"] ** 2 / episodes)
-    gain = result["mean"] - float(untrained["eval_return"])
-    z = gain / spread if spread > 0 else math.copysign(math.inf, gain)
-    return {"afresh": result["mean"], "afresh_z": z, "afresh_clearly_above": z > CLEAR_Z}
+    evaluated = metrics.dropna(subset=["eval_return"])
+    first, last = evaluated.iloc[0], evaluated.iloc[-1]
+    untrained = (float(first["eval_return"]), float(first["eval_std"]), episodes)
+    z = z_above(float(last["eval_return"]), float(last["eval_std"]), episodes, *untrained)
+    outcome = {
+        "seed": int(run_dir.name.removeprefix("seed")),
+        "samples": int(last["samples"]),
+        "untrained": untrained[0],
+        "final": float(last["eval_return"]),
+        "best": float(evaluated["eval_return"][evaluates_trained(evaluated["iteration"])].max()),
+        "z": z,
+        "clearly_above": z > CLEAR_Z,
+        "work_min": float(metrics["wall_s"].sum()) / 60,
+    }
+    if afresh:
+        mean, std, n = afresh_evaluation(run_dir / afresh)
+        z_afresh = z_above(mean, std, n, *untrained)
+        outcome |= {
+            "afresh": mean,
+            "afresh_z": z_afresh,
+            "afresh_clearly_above": z_afresh > CLEAR_Z,
+        }
+    return outcome
 
 
 def preset_outcomes(
@@ -106,9 +116,7 @@ def preset_outcomes(
         (d for d in (root / preset).glob("seed*") if (d / "metrics.csv").is_file()),
         key=lambda d: int(d.name.removeprefix("seed")),
     )
-    return pd.DataFrame(
-        [run_outcome(d, budget) | (afresh_outcome(d, afresh) if afresh else {}) for d in runs]
-    )
+    return pd.DataFrame([run_outcome(d, budget, afresh) for d in runs])
 
 
 def seeds_figure(root: Path, preset: str, table: pd.DataFrame, path: Path) -> Path:
