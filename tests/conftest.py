@@ -11,6 +11,12 @@ import pytest
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.pop("COLUMNS", None)  # rp1's tables wrap to a COLUMNS a terminal exports; tests set it
+# XLA compiles the suite's programs (here and in the runs it starts) without LLVM's optimisation:
+# compiling is most of the suite's CPU time, and the tests compare runs made alike, never to the
+# bits of an optimised build. An XLA_FLAGS that is set, even to "", is left as it is:
+# `XLA_FLAGS= pytest` compiles as users' runs do, which the committed fixtures' bit-for-bit
+# comparisons need (they skip elsewhere, naming the difference).
+os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
 
 from helpers import train_args  # after the backend is chosen
 

@@ -72,6 +72,18 @@ COMPARED = (
 a fixture made elsewhere is compared bit for bit only where they all match."""
 
 
+def made_in_env(made_in: dict) -> dict[str, str]:
+    """The environment variables that give a process the XLA thread pool, XLA flags and OpenBLAS
+    kernels an environment record (a fixture's ``made_in.json``) names: a run resumed with them
+    can reproduce the fixture bit for bit where the CPU is the same (the suite's own XLA_FLAGS,
+    set in ``conftest.py``, would not)."""
+    return {
+        "PJRT_NPROC": str(made_in["xla_threads"]),
+        "XLA_FLAGS": made_in["xla_flags"],
+        "OPENBLAS_CORETYPE": made_in["openblas_coretype"],
+    }
+
+
 def environment_differences(made_in: dict, here: dict) -> dict:
     """``{field: (made_in's, here's)}`` for every field of :data:`COMPARED` the two environment
     records disagree on (a field a record lacks counts as a difference)."""

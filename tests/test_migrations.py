@@ -20,6 +20,7 @@ import pytest
 
 from helpers import (
     environment_differences,
+    made_in_env,
     metrics_without_timing,
     run_cli,
     run_cli_output,
@@ -335,14 +336,10 @@ def test_a_different_setting_of_a_key_the_run_had_is_still_refused(tmp_path, cap
 @pytest.fixture(scope="module")
 def resumed(tmp_path_factory):
     """The fixture resumed by this rp1 with today's defaults (no ``--set`` for the keys 3fab089 did
-    not write), XLA's thread pool at 1 and OpenBLAS's kernels those of :data:`MADE_IN`, in a
+    not write), XLA's thread pool and flags and OpenBLAS's kernels those of :data:`MADE_IN`, in a
     process of its own: ``(run directory, completed process)``."""
     run_dir = shutil.copytree(FIXTURE / "run", tmp_path_factory.mktemp("fixture") / "run")
-    env = {
-        **os.environ,
-        "PJRT_NPROC": str(MADE_IN["xla_threads"]),
-        "OPENBLAS_CORETYPE": MADE_IN["openblas_coretype"],
-    }
+    env = {**os.environ, **made_in_env(MADE_IN)}
     done = subprocess.run(
         [sys.executable, "-m", "rp1", *fixture_cmd(run_dir, FIXTURE_SETS)],
         env=env,
@@ -470,16 +467,12 @@ def test_a_resume_of_a_finished_older_run_changes_no_file(tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def resumed_older(tmp_path_factory):
-    """The fixture's killed run resumed by this rp1, XLA's thread pool and OpenBLAS's kernels
-    those of its ``made_in.json``, in a process of its own: ``(run directory, completed process,
-    made_in.json)``."""
+    """The fixture's killed run resumed by this rp1, XLA's thread pool and flags and OpenBLAS's
+    kernels those of its ``made_in.json``, in a process of its own: ``(run directory, completed
+    process, made_in.json)``."""
     made_in = json.loads((BEFORE_STATISTICS / "made_in.json").read_text())
     run_dir = shutil.copytree(BEFORE_STATISTICS / "run", tmp_path_factory.mktemp("older") / "run")
-    env = {
-        **os.environ,
-        "PJRT_NPROC": str(made_in["xla_threads"]),
-        "OPENBLAS_CORETYPE": made_in["openblas_coretype"],
-    }
+    env = {**os.environ, **made_in_env(made_in)}
     done = subprocess.run(
         [sys.executable, "-m", "rp1", *before_statistics_cmd(run_dir, "--resume", "--quiet")],
         env=env,

@@ -9,10 +9,12 @@ from __future__ import annotations
 import csv
 import json
 import math
+import subprocess
+import sys
 
 import pytest
 
-from helpers import ROOT, environment_differences, run_cli_output
+from helpers import ROOT, environment_differences, made_in_env, subprocess_env
 
 SHIPPED = ROOT / "trained" / "hopper-quick-seed0"
 SHIPPED_FILES = {
@@ -60,19 +62,33 @@ def test_its_best_policy_is_the_best_evaluation_its_metrics_record():
 
 
 @pytest.mark.slow
-def test_rp1_evaluate_replays_its_recorded_evaluation(capsys):
-    from rp1.rundir.provenance import environment
+def test_rp1_evaluate_replays_its_recorded_evaluation():
+    """In a process with the XLA and OpenBLAS settings the run recorded, so that where the CPU is
+    the one that made it the replay is the recorded evaluation to the bit."""
+    from rp1.rundir.provenance import environment, xla_threads
 
-    code, out, err = run_cli_output(["evaluate", str(SHIPPED), "--json"], capsys)
-    assert code == 0, err
-    result = json.loads(out)
+    made_in = json.loads((SHIPPED / "environment.json").read_text())["environments"][-1]
+    env = {**subprocess_env(), **made_in_env(made_in)}
+    done = subprocess.run(
+        [sys.executable, "-m", "rp1", "evaluate", str(SHIPPED), "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
     config = json.loads((SHIPPED / "config.json").read_text())
     assert result["replayed"] and result["policy"] == "best"
     assert result["episodes"] == len(result["returns"]) == config["eval_episodes"]
     assert all(r is not None and math.isfinite(r) for r in result["returns"])
     assert result["recorded_return"] == float(best_row()["eval_return"])
-    made_in = json.loads((SHIPPED / "environment.json").read_text())["environments"][-1]
-    if not environment_differences(made_in, environment()):
+    there = {
+        **environment(),
+        "xla_flags": env["XLA_FLAGS"],
+        "xla_threads": xla_threads(env),
+        "openblas_coretype": env["OPENBLAS_CORETYPE"],
+    }
+    if not environment_differences(made_in, there):
         assert result["mean"] == result["recorded_return"]
 
 
