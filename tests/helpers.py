@@ -72,16 +72,21 @@ COMPARED = (
 a fixture made elsewhere is compared bit for bit only where they all match."""
 
 
+SETTINGS_VARIABLES = {
+    "xla_threads": "PJRT_NPROC",
+    "xla_flags": "XLA_FLAGS",
+    "openblas_coretype": "OPENBLAS_CORETYPE",
+}
+"""The fields of an environment record that a process takes from its environment variables, and
+those variables."""
+
+
 def made_in_env(made_in: dict) -> dict[str, str]:
     """The environment variables that give a process the XLA thread pool, XLA flags and OpenBLAS
     kernels an environment record (a fixture's ``made_in.json``) names: a run resumed with them
     can reproduce the fixture bit for bit where the CPU is the same (the suite's own XLA_FLAGS,
     set in ``conftest.py``, would not)."""
-    return {
-        "PJRT_NPROC": str(made_in["xla_threads"]),
-        "XLA_FLAGS": made_in["xla_flags"],
-        "OPENBLAS_CORETYPE": made_in["openblas_coretype"],
-    }
+    return {variable: str(made_in[field]) for field, variable in SETTINGS_VARIABLES.items()}
 
 
 def environment_differences(made_in: dict, here: dict) -> dict:

@@ -14,7 +14,13 @@ import sys
 
 import pytest
 
-from helpers import ROOT, environment_differences, made_in_env, subprocess_env
+from helpers import (
+    ROOT,
+    SETTINGS_VARIABLES,
+    environment_differences,
+    made_in_env,
+    subprocess_env,
+)
 
 SHIPPED = ROOT / "trained" / "hopper-quick-seed0"
 SHIPPED_FILES = {
@@ -65,13 +71,12 @@ def test_its_best_policy_is_the_best_evaluation_its_metrics_record():
 def test_rp1_evaluate_replays_its_recorded_evaluation():
     """In a process with the XLA and OpenBLAS settings the run recorded, so that where the CPU is
     the one that made it the replay is the recorded evaluation to the bit."""
-    from rp1.rundir.provenance import environment, xla_threads
+    from rp1.rundir.provenance import environment
 
     made_in = json.loads((SHIPPED / "environment.json").read_text())["environments"][-1]
-    env = {**subprocess_env(), **made_in_env(made_in)}
     done = subprocess.run(
         [sys.executable, "-m", "rp1", "evaluate", str(SHIPPED), "--json"],
-        env=env,
+        env={**subprocess_env(), **made_in_env(made_in)},
         capture_output=True,
         text=True,
     )
@@ -82,12 +87,8 @@ def test_rp1_evaluate_replays_its_recorded_evaluation():
     assert result["episodes"] == len(result["returns"]) == config["eval_episodes"]
     assert all(r is not None and math.isfinite(r) for r in result["returns"])
     assert result["recorded_return"] == float(best_row()["eval_return"])
-    there = {
-        **environment(),
-        "xla_flags": env["XLA_FLAGS"],
-        "xla_threads": xla_threads(env),
-        "openblas_coretype": env["OPENBLAS_CORETYPE"],
-    }
+    # the evaluating process's record: this machine's, with the settings it was given
+    there = {**environment(), **{field: made_in[field] for field in SETTINGS_VARIABLES}}
     if not environment_differences(made_in, there):
         assert result["mean"] == result["recorded_return"]
 
