@@ -41,8 +41,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from rp1.report.figures import draw_reference, new_figure, save
+from rp1.report.canvas import new_figure, save
 from rp1.report.references import make_reference
+from rp1.report.run_curve import draw_reference
 from rp1.rundir.files import evaluates_trained
 
 CLEAR_Z = 2.0

@@ -7,6 +7,7 @@ the root itself (its lazy API, ``rp1.__getattr__``) may import from the layers a
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -190,6 +191,15 @@ def _rp1_without_jax(*args: str) -> str:
     return done.stdout
 
 
+def _script_output(script: str) -> str:
+    """The stdout of ``script`` run by this interpreter in another process, which must succeed."""
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=subprocess_env(), capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 @pytest.mark.slow
 def test_the_config_imports_no_jax():
     """``rp1.config`` (schema, defaults, methods, presets, validation, migrations) sits below the
@@ -203,11 +213,7 @@ def test_the_config_imports_no_jax():
         "validate(resolve('hopper-rp1'))\n"
         "print(sorted(m for m in ('jax', 'flax', 'optax') if m in sys.modules))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], env=subprocess_env(), capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]"
+    assert _script_output(script).strip() == "[]"
 
 
 @pytest.mark.slow
@@ -220,3 +226,28 @@ def test_rp1_report_and_rp1_status_import_no_jax(tmp_path):
     assert (tmp_path / "report" / "table1.md").is_file()
     out = _rp1_without_jax("status", str(runs))
     assert out.splitlines()[-1] == "loaded: none", out[-2000:]
+
+
+@pytest.mark.slow
+def test_a_runs_own_process_ends_without_scipy(tmp_path):
+    """What a run's process loads to end a run — a sweep worker's modules, the learning curve and
+    the summary ``rp1 train`` ends with, a sweep's bests of its runs — loads no SciPy (a second a
+    process): only ``rp1 report``'s statistics need it."""
+    run = tmp_path / "seed0"
+    shutil.copytree(
+        SOURCE.parents[1] / "docs" / "gpu-pilot" / "runs" / "halfcheetah-rp1" / "seed0", run
+    )
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "import rp1.cli, rp1.sweep.driver, rp1.sweep.status, rp1.sweep.worker\n"
+        "from rp1.report.run_curve import write_learning_curve\n"
+        "from rp1.report.run_summary import run_summary\n"
+        f"run = Path({str(run)!r})\n"
+        "curve = write_learning_curve(run, 'halfcheetah-rp1')\n"
+        "print(run_summary(run, curve))\n"
+        "print(sorted(m for m in sys.modules if m == 'scipy' or m.startswith('scipy.')))\n"
+    )
+    out = _script_output(script)
+    assert out.splitlines()[-1] == "[]", out
+    assert (run / "learning_curve.png").read_bytes().startswith(b"\x89PNG")

@@ -11,7 +11,6 @@ from matplotlib.figure import Figure
 
 from report_runs import write_grid, write_run
 from rp1.report import references
-from rp1.report.figures import draw_reference
 from rp1.report.references import (
     make_reference,
     read_reference,
@@ -19,6 +18,7 @@ from rp1.report.references import (
     reference_json,
     standing,
 )
+from rp1.report.run_curve import draw_reference
 from rp1.report.run_summary import run_summary
 
 BEST = [10.0, 40.0, 20.0, 30.0]

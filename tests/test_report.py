@@ -26,7 +26,7 @@ from rp1.config import (
 )
 from rp1.config import methods as method_table
 from rp1.core.errors import ConfigError
-from rp1.report import fair, figures, stats
+from rp1.report import curves, fair, figures, stats
 from rp1.report.claims import (
     CLAIM_COLUMNS,
     CLAIMS,
@@ -188,7 +188,7 @@ def test_best_and_curves_leave_out_the_untrained_policy(tmp_path):
     cell = cells(tmp_path / "out").loc["halfcheetah", 9_000, "greedy"]
     assert (cell.n_seeds, cell["median"]) == (1, 20.0)
     grid = np.array([0.0, 2_999.0, 3_000.0, 6_000.0, 9_000.0, 9_001.0])
-    curve = stats.step_curves(load_runs(tmp_path / "runs").metrics, grid)
+    curve = curves.step_curves(load_runs(tmp_path / "runs").metrics, grid)
     np.testing.assert_array_equal(curve, [[np.nan, np.nan, 10.0, 20.0, 20.0, np.nan]])
 
 

@@ -247,7 +247,7 @@ def train(o: Options) -> None:
     stops the run at once (exit code 130 or 143); --resume continues it. A run directory has one
     owner: while another process trains there, this one exits 2 naming it.
     """
-    from rp1.report.figures import write_learning_curve
+    from rp1.report.run_curve import write_learning_curve
     from rp1.report.run_summary import run_summary
     from rp1.rundir.files import CURVE, RunDir
     from rp1.train import run_training

@@ -7,7 +7,6 @@ Runs of different scales are separate series, labelled with their scale unless i
 
 from __future__ import annotations
 
-import io
 import itertools
 from pathlib import Path
 from typing import Any
@@ -16,8 +15,6 @@ import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from rp1.config.methods import (
     METHOD_TABLE,
@@ -26,12 +23,10 @@ from rp1.config.methods import (
     method_label,
     model_based_methods,
 )
-from rp1.core.storage import write_atomically
-from rp1.report import stats
+from rp1.report.canvas import new_figure, save
+from rp1.report.curves import PerRow, best_so_far, latest, quartile_bands, step_curves
 from rp1.report.measures import MODEL_ERROR
-from rp1.report.references import REFERENCES, Reference, run_reference, seeds_text
 from rp1.report.runs_table import DEFAULT_SCALE, scale_order
-from rp1.rundir.files import CURVE, METRICS, RunDir
 
 GRID_POINTS = 200
 """Points of the common sample grid that curves are aligned on."""
@@ -81,28 +76,10 @@ def color(method: str) -> str:
     return matplotlib.colors.to_hex(palette(own.index(method) % palette.N))
 
 
-def new_figure(
-    nrows: int = 1, ncols: int = 1, panel: tuple[float, float] = (6.4, 4.2)
-) -> tuple[Figure, np.ndarray]:
-    """A figure on an Agg canvas with an ``[nrows, ncols]`` array of axes; ``panel`` in inches."""
-    figure = Figure(figsize=(panel[0] * ncols, panel[1] * nrows), layout="constrained")
-    FigureCanvasAgg(figure)
-    return figure, figure.subplots(nrows, ncols, squeeze=False)
-
-
-def save(figure: Figure, path: Path) -> Path:
-    """Write the figure as PNG, atomically (StorageError naming the file if the machine fails), and
-    return the path."""
-    png = io.BytesIO()
-    figure.savefig(png, format="png", dpi=110)
-    write_atomically(path, png.getvalue(), "figure")
-    return path
-
-
 def plot_band(ax: Axes, x: np.ndarray, curves: np.ndarray, method: str, scale: str) -> None:
     """Median (line) and IQR (band) over the runs of one method and scale, ``curves [runs, x]``
     (NaN where a run has no value), labelled with their count."""
-    q25, median, q75 = stats.quartile_bands(curves)
+    q25, median, q75 = quartile_bands(curves)
     ax.plot(
         x,
         median,
@@ -117,17 +94,17 @@ def plot_median_iqr(
     ax: Axes,
     metrics: pd.DataFrame,
     methods: tuple[str, ...],
-    per_row: stats.PerRow = stats.best_so_far,
+    per_row: PerRow = best_so_far,
 ) -> None:
     """Median (line) and IQR (band) over runs of each method's ``per_row`` (by default the
-    best-so-far evaluation return; :func:`stats.step_curves`).
+    best-so-far evaluation return; :func:`~rp1.report.curves.step_curves`).
 
     Runs are aligned on a common grid of real samples, 0 to the most any run reached (step
     alignment; a run leaves the band beyond what it reached).
     """
     grid = np.linspace(0.0, float(metrics["reached"].max()), GRID_POINTS)
     for method, scale, runs in series(metrics, methods):
-        plot_band(ax, grid, stats.step_curves(runs, grid, per_row), method, scale)
+        plot_band(ax, grid, step_curves(runs, grid, per_row), method, scale)
     ax.set_xlabel("real samples")
     ax.set_ylabel("best evaluation return so far")
 
@@ -201,7 +178,7 @@ def model_error_figure(
         return None
     figure, axes = new_figure()
     ax = axes[0, 0]
-    plot_median_iqr(ax, logged, methods, stats.latest(MODEL_ERROR))
+    plot_median_iqr(ax, logged, methods, latest(MODEL_ERROR))
     ax.set_yscale("log")
     ax.set_ylabel("test-set one-step error of the latest fit\n(G's formula, the test set's units)")
     ax.set_title(title)
@@ -212,7 +189,7 @@ def model_error_figure(
 def lambda_figure(summary: pd.DataFrame, tasks: tuple[str, ...], path: Path) -> Path | None:
     """Figure 2: per task, mean normalised one-step change in return after each λ (bars ± s.e.m.).
 
-    ``summary``: :func:`stats.lambda_summary` of the adaptive-λ methods.
+    ``summary``: :func:`rp1.report.stats.lambda_summary` of the adaptive-λ methods.
     """
     tasks = tuple(task for task in tasks if (summary["task"] == task).any())
     if not tasks:
@@ -301,55 +278,3 @@ def diagnostics_figure(metrics: pd.DataFrame, task: str, path: Path) -> Path | N
     losses.set_title("ensemble validation loss")
     figure.suptitle(f"{task}: active-learning diagnostics")
     return save(figure, path)
-
-
-def learning_curve_figure(
-    metrics: pd.DataFrame, title: str, path: Path, reference: Reference | None = None
-) -> Path | None:
-    """One run's evaluation return (points) and best-so-far (steps) against real samples, over its
-    preset's ``reference`` seeds' band, if given (:func:`draw_reference`).
-
-    ``metrics`` is the run's ``metrics.csv`` as read by pandas (columns ``samples``, ``eval_return``).
-    """
-    rows = metrics.dropna(subset=["eval_return"])
-    if rows.empty:
-        return None
-    figure, axes = new_figure()
-    ax = axes[0, 0]
-    if reference is not None:
-        draw_reference(ax, reference)
-    ax.plot(
-        rows["samples"],
-        rows["eval_return"],
-        "o-",
-        color="C0",
-        markersize=3,
-        label="evaluation return",
-    )
-    ax.step(
-        rows["samples"], rows["eval_return"].cummax(), where="post", color="C3", label="best so far"
-    )
-    ax.set_xlabel("real samples")
-    ax.set_ylabel("return (mean of the evaluation episodes)")
-    ax.set_title(title)
-    ax.legend(fontsize="small", loc="lower right")
-    return save(figure, path)
-
-
-def draw_reference(ax: Axes, reference: Reference) -> None:
-    """The band of ``reference``'s seeds behind a run's curve: the 25th to 75th percentile over
-    seeds of the return of the policy in force at each grid point (shaded, joined by straight
-    lines), and their median (dashed)."""
-    band = reference.band
-    label = f"reference {seeds_text(reference.seeds)}"
-    ax.fill_between(band["samples"], band["q25"], band["q75"], color="0.85", label=f"{label}: IQR")
-    ax.plot(band["samples"], band["median"], color="0.5", ls="--", label=f"{label}: median")
-
-
-def write_learning_curve(run_dir: Path, title: str, references: Path = REFERENCES) -> Path | None:
-    """``learning_curve.png`` of the run in ``run_dir``, from its ``metrics.csv``, over its preset's
-    reference band where ``references`` has one for its preset, scale and budget
-    (:func:`~rp1.report.references.reference_for`); ``None`` if the run has no evaluation
-    yet."""
-    reference = run_reference(RunDir(run_dir), references)
-    return learning_curve_figure(pd.read_csv(run_dir / METRICS), title, run_dir / CURVE, reference)

@@ -15,8 +15,8 @@ from rp1.config import Config, env_config, resolve
 from rp1.config.methods import DEFAULT_METHOD
 from rp1.core.errors import ConfigError, DamagedFile
 from rp1.outputs.writer import RunOptions
+from rp1.report.curves import best_trained
 from rp1.report.runs_table import read_metrics
-from rp1.report.stats import best_trained
 from rp1.rundir.files import RunDir
 from rp1.train import check_program, continued_config
 
@@ -172,7 +172,7 @@ def run_action(cfg: Config, run: RunDir) -> str:
 
 def best_return(run_dir: Path) -> float | None:
     """The best evaluation return of a trained policy in ``run_dir``'s ``metrics.csv``, as ``rp1
-    report`` reads and counts it (:func:`~rp1.report.stats.best_trained`); ``None`` if there
+    report`` reads and counts it (:func:`~rp1.report.curves.best_trained`); ``None`` if there
     is none or the file cannot be read."""
     try:
         metrics, _ = read_metrics(Path(run_dir), Path(run_dir).name)

@@ -24,7 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rp1.core.errors import ConfigError
-from rp1.report import stats
+from rp1.report import curves
 from rp1.report.runs_table import read_config, read_metrics, samples_reached
 from rp1.rundir.files import RunDir, find_run_dirs
 from rp1.rundir.lock import LOCK, read_holder
@@ -107,7 +107,7 @@ def run_status(root: Path, run_dir: Path) -> RunStatus:
         reached,
         budget,
         state,
-        stats.best_trained(metrics),
+        curves.best_trained(metrics),
         float(metrics["wall_s"].fillna(0).sum()),
         note,
     )

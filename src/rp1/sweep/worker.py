@@ -25,7 +25,7 @@ from pathlib import Path
 
 from rp1.core.errors import Rp1Error, described
 from rp1.core.signals import exit_on_signals
-from rp1.report.figures import write_learning_curve
+from rp1.report.run_curve import write_learning_curve
 from rp1.rundir.files import RunDir
 from rp1.rundir.lock import RunInUse, RunLock
 from rp1.sweep.plan import ELSEWHERE, RunJob, RunOutcome, best_return, run_action
