@@ -179,9 +179,11 @@ os._exit(code)
 """
 
 
-def _rp1_without_jax(*args: str) -> str:
+def _script_output(script: str, *args: str) -> str:
+    """The stdout of ``script`` (with ``args`` as its ``sys.argv[1:]``) run by this interpreter in
+    another process, which must succeed."""
     done = subprocess.run(
-        [sys.executable, "-c", NO_JAX, *args],
+        [sys.executable, "-c", script, *args],
         env=subprocess_env(),
         capture_output=True,
         text=True,
@@ -191,13 +193,9 @@ def _rp1_without_jax(*args: str) -> str:
     return done.stdout
 
 
-def _script_output(script: str) -> str:
-    """The stdout of ``script`` run by this interpreter in another process, which must succeed."""
-    done = subprocess.run(
-        [sys.executable, "-c", script], env=subprocess_env(), capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+def _rp1_without_jax(*args: str) -> str:
+    """``rp1 ARGS``'s stdout, ending with the line of JAX's modules it loaded (:data:`NO_JAX`)."""
+    return _script_output(NO_JAX, *args)
 
 
 @pytest.mark.slow
