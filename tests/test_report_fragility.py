@@ -12,7 +12,7 @@ import pytest
 
 from report_runs import two_method_runs, write_environment
 from rp1.report import blocks, cell_provenance, fragility, stats
-from rp1.report.claims import claim_table, verdict_cell
+from rp1.report.claims import claim_table, share_no_block, verdict_cell
 from rp1.report.measures import run_tables
 from rp1.report.realisations import CLAIM_KEY
 from rp1.report.runs_table import load_runs
@@ -155,6 +155,25 @@ def test_a_block_one_side_lacks_is_listed_but_not_tested(tmp_path):
     text = found.loc[found["metric"] == "return_at", "blocks"].iloc[0]
     assert text == "aaaaaaa, not recorded: 2 vs 0; bbbbbbb, not recorded: 2 vs 4, Δ 300.5"
     assert found["block_p"].isna().all()
+
+
+def test_cells_made_on_other_commits_share_no_block_and_the_verdict_says_so(tmp_path):
+    """RP1's runs from one commit, V+R's from another: no block holds both, so no interaction can
+    be tested and the verdict says that its difference is also one between commits."""
+    two_method_runs(tmp_path, "hopper", {"rp1": [300.0, 310.0, 305.0], "vr": [1.0, 2.0, 3.0]}, 0.0)
+    for seed in range(3):
+        write_environment(tmp_path / "hopper-rp1" / f"seed{seed}", {"commit": "a" * 40})
+        write_environment(tmp_path / "hopper-vr" / f"seed{seed}", {"commit": "b" * 40})
+    loaded, runs, _, claims = judged(tmp_path)
+    rows = cell_provenance.run_provenance(tmp_path, loaded.metrics, runs.grid, kept=True)
+    found = blocks.block_columns(claims, runs, rows)
+    row = next(found[found["metric"] == "return_at"].itertuples())
+    assert row.blocks == "aaaaaaa, not recorded: 3 vs 0; bbbbbbb, not recorded: 0 vs 3"
+    assert math.isnan(row.block_p)
+    assert verdict_cell(row).endswith("; cells share no block")
+    # pandas reads an empty `blocks` back as NaN; a block with runs on both sides is shared
+    assert share_no_block(row.blocks) and not share_no_block(math.nan)
+    assert not share_no_block("aaaaaaa, not recorded: 2 vs 0; bbbbbbb, not recorded: 2 vs 4, Δ 3.0")
 
 
 def test_provenance_shows_the_xla_settings_a_run_recorded(tmp_path):

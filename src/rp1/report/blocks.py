@@ -10,7 +10,9 @@ Q that their differences are one (:func:`~rp1.report.stats.heterogeneity`; for t
 normal p of the difference between them over its standard error). A small ``block_p`` says the
 verdict's difference is not the same in every block — a difference between commits or CPUs, or
 between the seeds each block happens to hold, which one report cannot tell apart. Both are empty
-where the cells share one block.
+where the cells share one block. Where no block holds runs of both cells, ``block_p`` is empty and
+``claims.md`` says the cells share no block: their difference may then also be one between commits
+or CPUs (or ones not recorded), which no test here can separate from the methods'.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import pandas as pd
 
 from rp1.report import stats
 from rp1.report.cell_provenance import labelled
-from rp1.report.claims import value_text
+from rp1.report.claims import block_part, value_text
 from rp1.report.measures import MEASURES, RunTables, values_at
 
 
@@ -65,7 +67,7 @@ def block_test(
     parts, differences, errors = [], [], []
     for name in names:
         x, y = a.get(name, np.array([])), b.get(name, np.array([]))
-        part = f"{name}: {len(x)} vs {len(y)}"
+        part = block_part(name, len(x), len(y))
         if len(x) >= 2 and len(y) >= 2:
             difference = float(x.mean() - y.mean())
             part += f", Δ {value_text(difference, metric)}"

@@ -15,6 +15,7 @@ adjusted over all of its claims of one (measure, scale, samples), ``p_holm_all``
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
@@ -210,10 +211,33 @@ def seeds_note(claim: FrameRow) -> str:
     return f"; moves without seed{'s' if len(seeds) > 1 else ''} {', '.join(seeds)}"
 
 
+BLOCK_SIDES = re.compile(r": (\d+) vs (\d+)")
+"""The runs on either side of one block in claims.csv's ``blocks`` (:func:`block_part`)."""
+
+
+def block_part(block: str, runs_a: int, runs_b: int) -> str:
+    """One block of claims.csv's ``blocks`` (:mod:`rp1.report.blocks`): its name and its runs on
+    either side, ``6a13e10, AVX-512 (b): 5 vs 0``."""
+    return f"{block}: {runs_a} vs {runs_b}"
+
+
+def share_no_block(blocks: object) -> bool:
+    """Whether a claims.csv ``blocks`` value (as written, or as pandas reads it back: NaN for
+    none) lists blocks of which none holds runs of both sides: the two cells were made on other
+    commits or CPUs (or ones not recorded), so that their difference may also be one between
+    those."""
+    if not isinstance(blocks, str) or not blocks:
+        return False
+    return not any(int(a) and int(b) for a, b in BLOCK_SIDES.findall(blocks))
+
+
 def blocks_note(claim: FrameRow) -> str:
     """``; method × block p = 0.004`` where the verdict's cells hold runs of several blocks
     (commit and CPU, :mod:`rp1.report.blocks`) with two or more runs a side in two of them;
+    ``; cells share no block`` where no block holds runs of both (:func:`share_no_block`);
     nothing elsewhere."""
+    if share_no_block(claim.blocks):
+        return "; cells share no block"
     p = claim.block_p
     if isinstance(p, str) or p is None or math.isnan(p):
         return ""
@@ -305,7 +329,9 @@ verdict says (its kind, or its "but …"; claims.csv's `fragility` counts such s
 `fragile_without` names them: a verdict without the note survives every single leave-out);
 **method × block p** where the two cells hold runs of several provenance blocks (one commit and
 CPU each): the p that a − b is the same in every block in which both sides have two or more runs
-(Cochran's Q; claims.csv's `blocks` gives each block's runs and difference, `block_p` the p). The
+(Cochran's Q; claims.csv's `blocks` gives each block's runs and difference, `block_p` the p);
+**cells share no block** where no block holds runs of both cells, whose difference may then also
+be one between commits or CPUs (or ones not recorded). The
 last column names the cells compared whose runs mix commits, CPUs, settings or scoring
 sources (provenance.md). claims.csv holds every number (t, p, p_holm, p_holm_all adjusted over
 the whole table of one measure, scale and sample count, the probability of improvement, the
