@@ -24,7 +24,7 @@ from rp1.core.compilation import enable_compilation_cache
 from rp1.core.errors import ConfigError, DamagedFile
 from rp1.core.storage import check_writable_dir
 from rp1.outputs.writer import RunOptions, RunOutputs
-from rp1.rundir.files import RunDir
+from rp1.rundir.files import DONE, RunDir
 from rp1.rundir.lock import RunLock, owning
 from rp1.rundir.provenance import program_mismatch
 from rp1.rundir.provenance import record as record_environment
@@ -70,8 +70,9 @@ def run_training(
             `resolve(cfg)` resolves it (its seed, budget and sizes).
         out: The run directory; created if missing.
         resume: Continue the run in `out` from its checkpoint, exactly where it stopped (a run
-            killed before its first checkpoint starts afresh; a finished run is checked and left
-            as it is).
+            killed before it wrote a trained policy's row starts afresh; a finished run, or a
+            finished run's copy without its checkpoint such as `rp1 export` makes, is checked and
+            left as it is; results short of the budget without a checkpoint are refused).
         progress: Print a line per iteration on stderr.
         overwrite: Replace the run in `out`.
         options: What the run logs besides `metrics.csv` and the policy files (videos,
@@ -116,8 +117,11 @@ def run_training(
                 overwrite=overwrite,
                 restore=lambda saved: restore_state(agent, saved, run),
             )
-            # prepare keeps the marker of a finished run only: nothing to continue
-            if not run.is_finished():
+            # prepare wrote nothing for a finished run or a finished run's copy: nothing to continue
+            if run.held(cfg.to_dict()) in DONE:
+                if resume and not run.has_checkpoint():
+                    check_program(run)  # a copy of a retired program's run, by its record
+            else:
                 for line in (note, paper_scale_note(cfg)):
                     if line:
                         print(line, file=sys.stderr, flush=True)
@@ -290,9 +294,9 @@ def clock_time(seconds: float) -> str:
 def check_program(run: RunDir) -> None:
     """``ConfigError`` if the run in ``run`` was made in a program of several seeds (by rp1 0.2.x's
     ``--seeds-per-process N``, which continues it): the size its checkpoint seals
-    (:meth:`RunDir.sealed_program`), or for a checkpoint sealed before sizes were, its record's
-    (:func:`rp1.rundir.provenance.program_mismatch`). A run alone computes it with other kernels."""
-    mismatch = program_mismatch(run.path, run.sealed_program())
+    (:meth:`RunDir.sealed_program`), or for a checkpoint sealed before sizes were or a run
+    without one, its record's (:func:`rp1.rundir.provenance.program_mismatch`). A run alone computes it with other kernels."""
+    mismatch = program_mismatch(run.path, run.sealed_program() if run.has_checkpoint() else None)
     if mismatch:
         raise ConfigError(mismatch)
 

@@ -72,6 +72,14 @@ class DamagedFile(ConfigError):
     with this message and runs the others."""
 
 
+class ResultsWithoutCheckpoint(ConfigError):
+    """A run directory holds results of a trained policy short of the run's budget and no
+    checkpoint to continue them from (a copy made mid-run, a deleted checkpoint), exit code 2:
+    ``--resume`` and ``rp1 sweep`` leave it as it is, since starting afresh would replace those
+    results; ``--overwrite`` does so when asked. A sweep fails that run alone with this message
+    and runs the others."""
+
+
 class LinkOutside(ConfigError):
     """A file rp1 reads in a directory (a run's files) is a link that leads out of it (exit code 2):
     rp1 does not read it, so that nothing from elsewhere is taken for the run's own. The message

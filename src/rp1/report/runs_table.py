@@ -19,8 +19,9 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from rp1.config.methods import MODEL_FREE, run_cell
+from rp1.config.methods import run_cell
 from rp1.core.errors import ConfigError
+from rp1.rundir import files
 from rp1.rundir.files import (
     CONFIG,
     EVALUATION_COLUMNS,
@@ -196,13 +197,9 @@ def read_metrics(run_dir: Path, name: str) -> tuple[pd.DataFrame, list[str]]:
 
 
 def samples_reached(metrics: pd.DataFrame, method: str) -> float:
-    """Real samples the run had collected by its last row.
-
-    A model-based row is written before its collection phase, so it reached ``samples +
-    phase_samples``; a model-free row's ``samples`` already include its batch (rp1.agents.modelfree).
-    """
-    phase = 0.0 if method == MODEL_FREE else metrics["phase_samples"].fillna(0)
-    return float((metrics["samples"] + phase).max())
+    """Real samples the run had collected by its last row, by the rule a run directory is read
+    with (:func:`rp1.rundir.files.samples_reached`)."""
+    return files.samples_reached(metrics.to_dict("records"), method)
 
 
 def read_evaluations(run_dir: Path, name: str) -> tuple[pd.DataFrame, list[str]]:

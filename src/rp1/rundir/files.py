@@ -45,7 +45,13 @@ leave such a file out with a note).
 
 A run directory is never lost: a run only starts in a directory that holds no run, continues one
 of the same config (``resume``), or replaces the run's files when told to (``overwrite``); a
-checkpoint or ``finished`` marker written under another config is refused. Bad input raises
+checkpoint or ``finished`` marker written under another config is refused. What a directory holds
+(:class:`Held`, :meth:`RunDir.held`) decides what ``--resume`` and ``rp1 sweep`` do there, before
+anything is written: a finished run, or a finished run's copy (results without a checkpoint or
+marker, as ``rp1 export`` and committed runs keep them), is left as it is; a run with a checkpoint
+continues; only a directory holding nothing that a restart would not write again (at most the
+untrained policy's row) starts afresh; results short of the budget with no checkpoint to continue
+them are refused (:class:`~rp1.core.errors.ResultsWithoutCheckpoint`). Bad input raises
 :class:`~rp1.core.errors.ConfigError` before anything is written; a file operation the machine fails
 raises :class:`~rp1.core.errors.StorageError` naming the file. Files are written and read
 through :mod:`rp1.core.storage`.
@@ -58,13 +64,16 @@ import fnmatch
 import hashlib
 import io
 import json
+import math
 import numbers
 import os
 import re
 from collections.abc import Callable, Iterable
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from rp1.config.methods import MODEL_FREE
 from rp1.config.migrations import (
     SCHEMA,
     SCHEMA_KEY,
@@ -73,7 +82,7 @@ from rp1.config.migrations import (
     migrate,
     written_as,
 )
-from rp1.core.errors import ConfigError, DamagedFile
+from rp1.core.errors import ConfigError, DamagedFile, ResultsWithoutCheckpoint
 from rp1.core.storage import (
     check_writable_dir,
     is_temporary,
@@ -125,6 +134,28 @@ TIMING_COLUMNS = tuple(column for column in METRIC_COLUMNS if column.endswith("_
 FIRST_TRAINED = 1
 """The first iteration whose policy is trained: a model-based run's iteration 0 evaluates its
 untrained policy; a model-free run's rows are PPO updates 1, 2, …, all trained."""
+
+
+class Held(Enum):
+    """What a run directory holds for a config (:meth:`RunDir.held`), which decides what
+    ``--resume`` and ``rp1 sweep`` may do there."""
+
+    NOTHING = "nothing"
+    """No file of a run: a run starts."""
+    RESTART = "restart"
+    """Nothing that a restart would not write again (no checkpoint, no ``finished`` marker, at
+    most the untrained policy's row): ``--resume`` and a sweep start it afresh."""
+    CHECKPOINT = "checkpoint"
+    """An unfinished run with its checkpoint: ``--resume`` and a sweep continue it."""
+    FINISHED = "finished"
+    """A finished run (its ``finished`` marker written under the config): nothing to do."""
+    COPY = "copy"
+    """A finished run's results without its checkpoint or marker (``rp1 export`` copies, runs
+    committed elsewhere): its rows reach its budget; nothing to do, and nothing is written."""
+
+
+DONE = (Held.FINISHED, Held.COPY)
+"""What a directory holds when its run is finished: ``--resume`` writes nothing, a sweep skips it."""
 
 
 def evaluates_trained(iteration: Any) -> Any:
@@ -222,12 +253,37 @@ class RunDir:
 
     def holds_finished(self, config: dict[str, Any]) -> bool:
         """Whether the directory holds the run of ``config`` (as it continues here, for a run of
-        an earlier rp1: :meth:`continued`), finished: its ``config.json`` that config and its
-        ``finished`` marker written under it. The caller owns the directory."""
-        if not self.is_finished() or self.read_stored_config() is None:
+        an earlier rp1: :meth:`continued`), finished: its ``config.json`` that config, and its
+        ``finished`` marker written under it or its results a finished run's copy
+        (:data:`DONE`). ConfigError as :meth:`held` raises it. The caller owns the directory."""
+        if self.read_stored_config() is None:
             return False
         config = self.continued(config)
-        return self.other_config(config) == "" and self.is_finished(config)
+        return self.other_config(config) == "" and self.held(config) in DONE
+
+    def held(self, config: dict[str, Any]) -> Held:
+        """What the directory holds for ``config`` (its stored config, if any, already checked to
+        read as ``config``), read before anything is written: see :class:`Held`. ConfigError for a
+        ``finished`` marker of another config; :class:`~rp1.core.errors.ResultsWithoutCheckpoint`
+        for rows of a trained policy short of the budget with no checkpoint to continue them from
+        (a copy made mid-run, a deleted checkpoint), which a restart would replace."""
+        if self.is_finished(config):
+            return Held.FINISHED
+        if self.has_checkpoint():
+            return Held.CHECKPOINT
+        _, rows = self._read_metrics()
+        if not any(_holds_result(row) for row in rows):
+            anything = self._run_files() or (self.path / CONFIG).exists()
+            return Held.RESTART if anything else Held.NOTHING
+        reached = samples_reached(rows, config["method"])
+        if reached >= config["budget"]:
+            return Held.COPY
+        raise ResultsWithoutCheckpoint(
+            f"{self.path} holds results to {reached:,.0f} of its {config['budget']:,} samples "
+            "but no checkpoint to continue them from (a copy made mid-run, or its checkpoint was "
+            "deleted); nothing was changed: pass --overwrite to start the run afresh, or choose "
+            "another --out"
+        )
 
     def _marks(self, marker: str, config: dict[str, Any]) -> bool:
         """Whether a ``finished`` marker holding ``marker`` was written under ``config``: the hash
@@ -299,10 +355,11 @@ class RunDir:
         """Check that ``config`` may run here, write ``config.json`` and return the checkpointed
         state to continue from (``restore`` applied to the checkpoint's dict), or ``None`` to start
         afresh. Neither flag: the directory holds no run; ``resume``: it holds a run of ``config``
-        (stored config migrated; a run killed before its first checkpoint starts afresh; a run
-        that :meth:`holds_finished` is checked and left as it is, its ``finished`` marker telling
-        the caller that nothing is to continue); ``overwrite``: :data:`RUN_FILES` are deleted
-        first. Every refusal (ConfigError, or what ``restore`` raises) comes before anything is
+        (stored config migrated), which goes on as :meth:`held` says: a run with a checkpoint
+        continues, one holding nothing a restart would not write again starts afresh, a finished
+        run or a finished run's copy (:meth:`holds_finished`) is checked and left as it is, no
+        file written, and results short of the budget without a checkpoint are refused;
+        ``overwrite``: :data:`RUN_FILES` are deleted first. Every refusal (ConfigError, or what ``restore`` raises) comes before anything is
         written. The caller owns the directory."""
         check_writable_dir(self.path)
         if resume and overwrite:
@@ -353,6 +410,8 @@ class RunDir:
             )
         files = self._run_files()
         if files:
+            if (self.path / CONFIG).exists():
+                self.held(config)  # results no --resume continues are refused as such
             held = (
                 "this run"
                 if (self.path / CONFIG).exists()
@@ -373,7 +432,7 @@ class RunDir:
         if stored is not None and self.has_checkpoint():
             check_continuable(stored, str(self.path / CONFIG))
         saved = self.load_checkpoint(config) if self.has_checkpoint() else None
-        self.is_finished(config)
+        self.held(config)  # refuses what a restart would replace
         return saved
 
     def clear(self) -> None:
@@ -557,6 +616,36 @@ def _written_by_rp1(name: str, patterns: tuple[str, ...]) -> bool:
     """Whether a file ``name`` is one of ``patterns`` or a temporary file of one
     (:func:`~rp1.core.storage.is_temporary`)."""
     return any(fnmatch.fnmatchcase(name, p) or is_temporary(name, p) for p in patterns)
+
+
+def _holds_result(row: dict[str, Any]) -> bool:
+    """Whether a ``metrics.csv`` row is one a restart would not write again: a row of a trained
+    policy (:func:`evaluates_trained`), or one whose iteration is not a number (kept, to be safe)."""
+    iteration = _number(row.get("iteration"))
+    return not math.isfinite(iteration) or bool(evaluates_trained(iteration))
+
+
+def samples_reached(rows: Iterable[dict[str, Any]], method: str) -> float:
+    """Real samples a run had collected by the last of its ``metrics.csv`` ``rows`` (dicts of
+    numbers or the file's strings; 0 for none). A model-based row is written before its collection
+    phase, so it reached ``samples + phase_samples`` (an empty ``phase_samples``: 0); a model-free
+    row's ``samples`` already include its batch (:mod:`rp1.agents.modelfree`). A row whose
+    ``samples`` is not a number counts for nothing."""
+    reached = 0.0
+    for row in rows:
+        samples = _number(row.get("samples"))
+        phase = 0.0 if method == MODEL_FREE else _number(row.get("phase_samples"))
+        if math.isfinite(samples):
+            reached = max(reached, samples + (phase if math.isfinite(phase) else 0.0))
+    return reached
+
+
+def _number(value: Any) -> float:
+    """``value`` (a number or a CSV field) as a float; NaN if it is empty or not a number."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def metric_columns(rows: Iterable[dict[str, Any]]) -> list[str]:

@@ -13,17 +13,18 @@ from pathlib import Path
 
 from rp1.config import Config, env_config, resolve
 from rp1.config.methods import DEFAULT_METHOD
-from rp1.core.errors import ConfigError, DamagedFile
+from rp1.core.errors import ConfigError, DamagedFile, ResultsWithoutCheckpoint
 from rp1.outputs.writer import RunOptions
 from rp1.report.curves import best_trained
 from rp1.report.runs_table import read_metrics
-from rp1.rundir.files import RunDir
+from rp1.rundir.files import DONE, Held, RunDir
 from rp1.train import check_program, continued_config
 
 RUN_LOG = "log.txt"
 FAIL = "fail"
-"""The action of a run whose directory holds a damaged file (:class:`~rp1.core.errors.DamagedFile`):
-it fails with that reason, the others run."""
+"""The action of a run whose directory holds a damaged file (:class:`~rp1.core.errors.DamagedFile`)
+or results that no checkpoint continues (:class:`~rp1.core.errors.ResultsWithoutCheckpoint`): it
+fails with that reason, nothing of it is touched, the others run."""
 ELSEWHERE = "running elsewhere"
 """The status of a run that another process owned when its turn came (:mod:`rp1.rundir.lock`)."""
 
@@ -142,7 +143,8 @@ def plan_sweep(request: SweepRequest) -> list[RunJob]:
 def planned(cfg: Config, run_dir: Path) -> tuple[RunJob, str]:
     """The job of ``cfg`` in ``run_dir`` (its config
     as it continues a run held there, :func:`rp1.train.continued_config`, and :func:`run_action`)
-    and that function's note; a :data:`FAIL` job if the directory holds a damaged file.
+    and that function's note; a :data:`FAIL` job if the directory holds a damaged file or
+    results that no checkpoint continues.
     ConfigError if it would resume a run made with several seeds in one program
     (:func:`rp1.train.check_program`)."""
     run = RunDir(run_dir)
@@ -152,22 +154,27 @@ def planned(cfg: Config, run_dir: Path) -> tuple[RunJob, str]:
         if job.action == "resume":
             check_program(run)
         return job, note
-    except DamagedFile as damaged:
-        return RunJob(cfg, run_dir, FAIL, problem=str(damaged)), ""
+    except (DamagedFile, ResultsWithoutCheckpoint) as refused:
+        return RunJob(cfg, run_dir, FAIL, problem=str(refused)), ""
 
 
 def run_action(cfg: Config, run: RunDir) -> str:
     """``skip``, ``resume`` or ``start`` for ``cfg`` in ``run`` (its stored config read as
-    :meth:`RunDir.read_config` reads it, migrated); ConfigError if it holds
-    another config or a ``finished`` marker written under another config."""
+    :meth:`RunDir.read_config` reads it, migrated), as what it holds decides
+    (:meth:`RunDir.held`): a finished run or a finished run's copy is skipped, a run with a
+    checkpoint resumed, one holding nothing a restart would not write again started afresh.
+    ConfigError if it holds another config or a ``finished`` marker written under another
+    config; :class:`~rp1.core.errors.ResultsWithoutCheckpoint` for results short of the budget
+    that no checkpoint continues."""
     other = run.other_config(cfg.to_dict())
     if other:
         raise ConfigError(
             f"{run.path} holds a run of another config ({other}); choose another --out or the same settings"
         )
-    if run.is_finished(cfg.to_dict()):
+    held = run.held(cfg.to_dict())
+    if held in DONE:
         return "skip"
-    return "resume" if run.has_checkpoint() else "start"
+    return "resume" if held is Held.CHECKPOINT else "start"
 
 
 def best_return(run_dir: Path) -> float | None:

@@ -76,7 +76,7 @@ def _train_owned(job: RunJob, lock: RunLock, started: float) -> RunOutcome:
     if job.action == "skip":  # finished by another process since planning
         return job.outcome("skipped")
     _log(job, f"{log_head(job, job.action)} at {now()}")
-    # what a run that died before its first checkpoint left (the log stays)
+    # what a run that died before its first trained row left (the log stays)
     if job.action == "start":
         RunDir(job.run_dir).clear()
     result: Path | Exception
