@@ -58,6 +58,7 @@ from rp1.report.write import (
     write_curve_figures,
     write_diagnostics,
     write_index,
+    write_lambda_analysis,
     write_model_figures,
     write_phase_summary,
     write_report,
@@ -600,6 +601,37 @@ def test_lambda_trend_tests_one_slope_per_run(tmp_path):
     assert direction_verdict("halfcheetah", "rp1", -1.0, 0.01) == "opposite to the paper"
     assert direction_verdict("halfcheetah", "rp1", 1.0, 0.2) == "not significant"
     assert direction_verdict("halfcheetah", "rp1-statevar", 1.0, 0.01) == "—"
+
+
+def test_lambda_trend_file_is_the_same_whatever_the_statistics_last_bits(tmp_path, monkeypatch):
+    """fig2_lambda_trend.csv holds its least-squares statistics at a fixed precision, so that a
+    CPU whose LAPACK rounds the last bits otherwise writes the same file (issue 72)."""
+    for seed, returns in ((0, [0.0, 0.0, 1.0, 3.0, 6.0]), (1, [0.0, 0.0, 2.0, 4.0, 12.0])):
+        write_run(
+            tmp_path / "runs",
+            "hopper",
+            "rp1",
+            seed,
+            [0, 1, 2, 3, 4],
+            returns,
+            **{"lambda": [math.nan, 0.0, 0.1, 0.3, 0.5]},
+        )
+    metrics = load_runs(tmp_path / "runs").metrics
+    trend, written = stats.lambda_trend, []
+    for nudge in (0.0, 4 * np.finfo(float).eps):  # the statistics moved in their last bits
+
+        def nudged(improvements, nudge=nudge):
+            out = trend(improvements)
+            out[["slope", "t", "p"]] *= 1 + nudge
+            return out
+
+        out = tmp_path / f"out{len(written)}"
+        out.mkdir()
+        with monkeypatch.context() as patch:
+            patch.setattr(stats, "lambda_trend", nudged)
+            write_lambda_analysis(metrics, ("hopper",), out)
+        written.append((out / "fig2_lambda_trend.csv").read_bytes())
+    assert written[0] == written[1]
 
 
 def test_phase_statistics_use_the_runs_own_cap(tmp_path):

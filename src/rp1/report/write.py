@@ -37,6 +37,11 @@ from rp1.report.table_files import write_table_frames
 from rp1.report.table_results import TableFrames, comparable, table_frames
 from rp1.report.table_specs import TABLES, table_spec
 
+TREND_FORMAT = "%.12g"
+"""How ``fig2_lambda_trend.csv`` writes its statistics (slope, t, p): 12 significant digits. The
+slopes are least-squares fits (LAPACK), whose last bits differ between CPUs; at 12 digits the file
+is the same wherever a report is remade."""
+
 
 class CurveFigure(NamedTuple):
     """One per-task curve figure: ``<prefix>_<task>.png`` draws the methods of the report table
@@ -151,7 +156,9 @@ def write_lambda_analysis(metrics: pd.DataFrame, tasks: tuple[str, ...], out: Pa
     )
     trend = trend.iloc[order].reset_index(drop=True)
     write_atomically(
-        out / "fig2_lambda_trend.csv", trend.to_csv(index=False).encode(), "report file"
+        out / "fig2_lambda_trend.csv",
+        trend.to_csv(index=False, float_format=TREND_FORMAT).encode(),
+        "report file",
     )
     write_atomically(out / "fig2_lambda.md", lambda_trend_text(trend).encode(), "report file")
     figure = figures.lambda_figure(summary, tasks, out / "fig2_lambda.png")
