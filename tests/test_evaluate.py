@@ -230,20 +230,29 @@ def test_overwrite_deletes_the_policy_files(runs, tmp_path):
 # --- runs of an earlier rp1 (no policy files) -----------------------------------------------------
 
 
+def as_an_earlier_rp1_left_it(run: Path) -> Path:
+    """``run`` without what an rp1 before policy files did not write: its policy files, its
+    ``environment.json`` and the schema its ``config.json`` names."""
+    shutil.rmtree(run / "policy")
+    (run / "environment.json").unlink()
+    config = json.loads((run / "config.json").read_text())
+    (run / "config.json").write_text(json.dumps({k: v for k, v in config.items() if k != "schema"}))
+    return run
+
+
 @pytest.fixture
 def old_runs(runs, tmp_path):
     """The tiny runs as an rp1 before policy files would have left them."""
-    old = {}
-    for case, run in runs.items():
-        old[case] = tmp_path / case
-        shutil.copytree(run, old[case])
-        shutil.rmtree(old[case] / "policy")
-    return old
+    return {
+        case: as_an_earlier_rp1_left_it(Path(shutil.copytree(run, tmp_path / case)))
+        for case, run in runs.items()
+    }
 
 
 def test_earlier_rp1_run_best_is_lost_last_comes_from_the_checkpoint(old_runs, capsys):
     code, _, err = run_cli(["evaluate", old_runs["rp1"]], capsys)
     assert code == 2 and len(err) == 1 and "earlier rp1" in err[0] and "--policy last" in err[0]
+    assert "(config schema " in err[0]
 
     # model-free: the checkpoint holds the last evaluated policy: its evaluation is replayed exactly
     code, out, _ = run_cli(
@@ -265,6 +274,30 @@ def test_earlier_rp1_run_best_is_lost_last_comes_from_the_checkpoint(old_runs, c
     assert code == 2 and len(err) == 1 and "needs a checkpoint" in err[0]
 
 
+def test_a_run_of_an_rp1_before_policy_files_kept_none(runs, tmp_path, capsys):
+    """A config of a schema before the first rp1 that kept policy files: its best is lost."""
+    from rp1.config.migrations import ADDED
+    from rp1.rundir.policy_files import FIRST_KEEPING_SCHEMA
+
+    run = as_an_earlier_rp1_left_it(Path(shutil.copytree(runs["rp1"], tmp_path / "run")))
+    config = json.loads((run / "config.json").read_text())
+    for added in ADDED:  # the keys an rp1 of the schema before did not write
+        if added.schema >= FIRST_KEEPING_SCHEMA:
+            *sections, key = added.key.split(".")
+            inner = config
+            for section in sections:
+                inner = inner[section]
+            del inner[key]
+    (run / "config.json").write_text(json.dumps(config))
+    shutil.rmtree(run / "checkpoint")  # of the newer config: it would not be this run's
+    code, _, err = run_cli(["evaluate", run], capsys)
+    assert code == 2 and len(err) == 1, err
+    assert err[0] == (
+        f"rp1: error: {run} has no policy files: it was made by an earlier rp1 (config schema "
+        f"{FIRST_KEEPING_SCHEMA - 1}), which kept none, so its best policy is lost"
+    )
+
+
 def test_resuming_an_earlier_rp1_run_keeps_policies_from_there_on(tmp_path, monkeypatch):
     """A run an earlier rp1 checkpointed, resumed now: the best is the best since the resume."""
     cfg = config("rp1")
@@ -279,6 +312,11 @@ def test_resuming_an_earlier_rp1_run_keeps_policies_from_there_on(tmp_path, monk
     later = [r for r in evaluated(run) if int(r["iteration"]) >= 2]
     assert policy.kept_since == 2
     assert policy.eval_return == max(float(r["eval_return"]) for r in later)
+    (run / "policy" / "best.msgpack").unlink()  # what it wrote is counted from the resume on
+    with pytest.raises(ConfigError, match=f"holds {len(later)} evaluations? of trained policies"):
+        rp1.load_policy(run)
+    with pytest.raises(ConfigError, match=r"since it kept policies \(iteration 2\)"):
+        rp1.load_policy(run)
 
 
 # --- bad input ----------------------------------------------------------------------------------
@@ -328,12 +366,51 @@ def test_no_run_there(tmp_path, capsys):
     assert code == 2 and len(err) == 1 and "no config.json" in err[0]
 
 
-def test_no_best_yet(runs, tmp_path, capsys):
-    run = tmp_path / "run"
-    shutil.copytree(runs["rp1"], run)
-    (run / "policy" / "best.msgpack").unlink()
+def test_a_deleted_best_policy_is_named_with_the_evaluations_that_wrote_it(runs, tmp_path, capsys):
+    """Issue 73 (6): not "no trained policy has been evaluated" when metrics.csv holds some."""
+    run = Path(shutil.copytree(runs["rp1"], tmp_path / "run"))
+    best = run / "policy" / "best.msgpack"
+    best.unlink()
     code, _, err = run_cli(["evaluate", run], capsys)
-    assert code == 2 and len(err) == 1 and "no best policy yet" in err[0]
+    one_line(code, err, f"{best} is missing, though the run wrote one: its metrics.csv holds ")
+    n = len(evaluated(run))
+    assert f"holds {n} evaluations of trained policies; it was deleted" in err[0]
+    assert err[0].endswith("or --policy last evaluates its last policy")
+
+
+def test_no_best_yet_where_no_trained_policy_was_evaluated(runs, tmp_path, capsys):
+    """A run stopped after its untrained policy's evaluation has written no best yet."""
+    run = Path(shutil.copytree(runs["rp1"], tmp_path / "run"))
+    (run / "policy" / "best.msgpack").unlink()
+    lines = (run / "metrics.csv").read_text().splitlines(keepends=True)
+    (run / "metrics.csv").write_text("".join(lines[:2]))  # the header, iteration 0
+    code, _, err = run_cli(["evaluate", run], capsys)
+    one_line(code, err, f"{run} holds no best policy yet: no trained policy has been evaluated")
+
+
+def test_a_deleted_policy_folder_of_a_run_that_kept_one_is_not_an_earlier_rp1s(
+    runs, tmp_path, capsys
+):
+    """A run of this rp1 (its environment.json, its config's schema) without its policy folder:
+    the files it wrote are named missing, not "an earlier rp1, which kept none"; its checkpoint
+    still serves the last policy."""
+    run = Path(shutil.copytree(runs["rp1"], tmp_path / "run"))
+    shutil.rmtree(run / "policy")
+    code, _, err = run_cli(["evaluate", run], capsys)
+    one_line(code, err, f"{run / 'policy' / 'best.msgpack'} is missing, though the run wrote one")
+    assert "its environment.json says an rp1 that keeps policy files made it" in err[0]
+    assert "earlier rp1" not in err[0] and "--policy last" in err[0]
+    (run / "environment.json").unlink()
+    code, _, err = run_cli(["evaluate", run], capsys)
+    one_line(code, err, "the schema its config.json names says an rp1 that keeps policy files")
+    code, out, _ = run_cli(["evaluate", run, "--policy", "last", "--json"], capsys)
+    assert code == 0 and json.loads(out)["policy"] == "last (checkpoint)"
+
+
+def one_line(code: int, err: list[str], fragment: str) -> None:
+    """``err`` is one line ``rp1: error: …`` holding ``fragment``, exit code 2."""
+    assert code == 2 and len(err) == 1, (code, err)
+    assert err[0].startswith("rp1: error: ") and fragment in err[0], err
 
 
 def test_corrupt_policy_file(runs, tmp_path, capsys):

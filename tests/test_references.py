@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
+from helpers import run_cli_output, train_args
 from report_runs import write_grid, write_run
 from rp1.report import references
 from rp1.report.references import (
@@ -18,8 +21,9 @@ from rp1.report.references import (
     reference_json,
     standing,
 )
-from rp1.report.run_curve import draw_reference
+from rp1.report.run_curve import draw_reference, write_learning_curve
 from rp1.report.run_summary import run_summary
+from rp1.rundir.files import CURVE
 
 BEST = [10.0, 40.0, 20.0, 30.0]
 """The four reference runs' trained evaluation returns (the last one in force at 10⁴)."""
@@ -177,3 +181,72 @@ def test_the_shipped_references_read_back_and_name_their_preset():
     for path in shipped:
         reference = read_reference(path)
         assert path.stem == f"{reference.preset}-{reference.budget}" and len(reference.seeds) >= 10
+
+
+# --- a reference that cannot be read: one warning, the run's files as without it ------------------
+
+SHIPPED = Path(__file__).resolve().parents[1] / "trained" / "hopper-quick-seed0"
+"""A finished run of hopper-quick to 7,000 samples, whose preset ships a reference of that budget."""
+
+DAMAGES = {
+    "not JSON": b'{"preset": "hopper-quick", "seeds": [0, 1',
+    "of the wrong shape": json.dumps({"preset": "hopper-quick", "seeds": 5}).encode(),
+    "not text": b"\xff\xfe\x00",
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGES))
+def test_a_reference_that_cannot_be_read_is_left_out_with_one_warning_naming_it(
+    damage, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setattr(references, "WARNED", set(), raising=False)
+    damaged = tmp_path / "hopper-quick-7000.json"
+    damaged.write_bytes(DAMAGES[damage])
+    config = {"preset": "hopper-quick", "scale": "small", "budget": 7000}
+    assert reference_for(config, tmp_path) is None
+    assert reference_for(config, tmp_path) is None  # the summary reads it after the curve
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"rp1: warning: reference {damaged} is "), err
+    assert "not readable" in err[0] or "damaged" in err[0]
+
+
+def test_a_damaged_reference_leaves_the_runs_curve_and_summary_as_without_it(
+    tmp_path, monkeypatch, capsys
+):
+    """What ``rp1 train`` and a sweep's run do at their end, with their preset's reference file
+    damaged: the learning curve and the summary as without a reference, one warning line."""
+    monkeypatch.setattr(references, "WARNED", set(), raising=False)
+    run = Path(shutil.copytree(SHIPPED, tmp_path / "run"))
+    (run / CURVE).unlink()
+    damaged = tmp_path / "refs" / "hopper-quick-7000.json"
+    damaged.parent.mkdir()
+    damaged.write_bytes(DAMAGES["not JSON"])
+    curve = write_learning_curve(run, "hopper-quick", damaged.parent)
+    summary = run_summary(run, curve, damaged.parent)
+    assert curve == run / CURVE and curve.is_file()
+    assert summary.splitlines()[0].startswith("best evaluation return ")
+    assert "reference seeds" not in summary and summary.endswith(f"learning curve: {curve}")
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"rp1: warning: reference {damaged} is "), err
+
+
+@pytest.mark.slow  # the session's finished run, resumed to its end: a tiny program compiled
+def test_rp1_train_ends_with_its_curve_and_exit_0_when_its_reference_is_damaged(
+    copied_run, tmp_path, monkeypatch, capsys
+):
+    """The package's reference of the run's preset and budget damaged: ``rp1 train`` finishes the
+    run (here the session's run, its finished marker removed, resumed to its end), writes its
+    learning curve and summary, warns once and exits 0."""
+    monkeypatch.setattr(references, "WARNED", set(), raising=False)
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text('{"preset": ')
+    monkeypatch.setattr(references, "reference_path", lambda directory, preset, budget: damaged)
+    (copied_run / "finished").unlink()
+    (copied_run / CURVE).unlink()
+    args = [a for a in train_args(copied_run, "--resume") if a != "--quiet"]
+    code, out, err = run_cli_output(args, capsys)
+    assert code == 0, err
+    assert (copied_run / "finished").is_file() and (copied_run / CURVE).is_file()
+    (warning,) = [line for line in err if str(damaged) in line]
+    assert warning.startswith(f"rp1: warning: reference {damaged} is not readable: ")
+    assert out.splitlines()[-1] == f"learning curve: {copied_run / CURVE}"

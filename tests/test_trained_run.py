@@ -9,8 +9,10 @@ from __future__ import annotations
 import csv
 import json
 import math
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -108,3 +110,26 @@ def test_a_policy_prints_as_a_summary_not_its_weights():
         str(SHIPPED / "policy" / "best.msgpack"),
     ):
         assert part in shown, (part, shown)
+
+
+def test_its_best_policy_deleted_rp1_evaluate_names_the_file_and_the_evaluations_that_wrote_it(
+    tmp_path, capsys
+):
+    """Issue 73 (6): a copy of the shipped run without ``policy/best.msgpack`` is one line naming
+    the file and that metrics.csv holds evaluations of trained policies, not "no trained policy
+    has been evaluated"."""
+    from helpers import run_cli_output
+
+    run = Path(shutil.copytree(SHIPPED, tmp_path / "run"))
+    best = run / "policy" / "best.msgpack"
+    best.unlink()
+    code, out, err = run_cli_output(["evaluate", run], capsys)
+    assert (code, out, len(err)) == (2, "", 1), err
+    with (SHIPPED / "metrics.csv").open(newline="") as f:
+        trained = [row for row in csv.DictReader(f) if int(row["iteration"]) >= 1]
+    assert err[0] == (
+        f"rp1: error: {best} is missing, though the run wrote one: its metrics.csv holds "
+        f"{len(trained)} evaluations of trained policies; it was deleted, or left behind when the "
+        "run was copied: restore it from a copy that has it (rp1 export copies it), or --policy "
+        "last evaluates its last policy"
+    )

@@ -8,7 +8,9 @@ mean is the ``eval_return`` in ``metrics.csv``, bit for bit. With ``seed = S``, 
 reset with seed ``S + k`` (``env.reset(seed=S + k)`` in plain Gymnasium).
 
 A run without policy files has its last policy read from its checkpoint (:func:`checkpoint_policy`)
-and no best.
+and no best. A policy file that is not there is one line naming it and the cause its run's files
+tell: an earlier rp1 that kept none (:func:`earlier_rp1`), none written yet, or one written and
+then deleted or left behind by a copy (:func:`missing_policy`).
 
 Example::
 
@@ -28,13 +30,33 @@ import numpy as np
 
 from rp1 import envs
 from rp1.config import MODEL_FREE
+from rp1.config.migrations import written_schema
 from rp1.config.schema import Config, declared_range
 from rp1.config.validation import SEED_LIMIT
 from rp1.core.errors import ConfigError
 from rp1.outputs.video import DEFAULT_SIZE, check_rendering, check_video, record
 from rp1.realenv.snapshots import EvaluationEpisodes, returns_summary
-from rp1.rundir.files import BEST, ENVIRONMENT, LAST, RUN_POLICIES, RunDir, config_hash
-from rp1.rundir.policy_files import TrainedPolicy, policy_path, read_policy, trained_policy
+from rp1.rundir.files import (
+    BEST,
+    CONFIG,
+    ENVIRONMENT,
+    LAST,
+    METRICS,
+    POLICY_DIR,
+    RUN_POLICIES,
+    RunDir,
+    config_hash,
+)
+from rp1.rundir.policy_files import (
+    FIRST_KEEPING_SCHEMA,
+    Kept,
+    TrainedPolicy,
+    policies_kept,
+    policy_path,
+    read_policy,
+    recorded_writes,
+    trained_policy,
+)
 from rp1.rundir.provenance import changes_since
 from rp1.train import make_agent, restore_state
 
@@ -48,8 +70,8 @@ def load_policy(run_dir: str | os.PathLike, which: str = "best") -> TrainedPolic
 
     `policy(obs) -> action` takes NumPy observations, one `[obs_dim]` or a batch
     `[B, obs_dim]`; its attributes say what produced it (`task`, `iteration`, `samples`,
-    `eval_return`, …). A run without `policy/` (made by an earlier rp1) serves `"last"` from its
-    checkpoint.
+    `eval_return`, …). A run without `policy/` (made by an earlier rp1, or its folder deleted)
+    serves `"last"` from its checkpoint, where it has one.
 
     Args:
         run_dir: The run directory.
@@ -60,7 +82,7 @@ def load_policy(run_dir: str | os.PathLike, which: str = "best") -> TrainedPolic
 
     Raises:
         ConfigError: Naming the problem, for an unknown `which`, a directory that holds no
-            run, or a policy the run does not have.
+            run, or a policy the run does not have (the missing file, and why it is missing).
     """
     if which not in RUN_POLICIES:
         raise ConfigError(f"unknown policy {which!r}; choose {' or '.join(RUN_POLICIES)}")
@@ -70,25 +92,78 @@ def load_policy(run_dir: str | os.PathLike, which: str = "best") -> TrainedPolic
     path = policy_path(run.path, which)
     if path.exists():
         return check_policy_of_run(read_policy(path, run.path), run)
-    if path.parent.is_dir():
-        if which == BEST:
-            raise ConfigError(
-                f"{run.path} holds no best policy yet: no trained policy has been evaluated (no {path})"
-            )
-        raise ConfigError(f"{run.path} holds no last policy ({path} is missing)")
     if run.read_config() is None:
         raise ConfigError(f"{run.path} holds no rp1 run (no config.json)")
-    earlier = f"{run.path} has no policy files: it was made by an earlier rp1, which kept none"
-    if which == LAST and run.has_checkpoint():
+    if which == LAST and not path.parent.is_dir() and run.has_checkpoint():
         return checkpoint_policy(run)
+    kept = policies_kept(run)
+    if kept is None:
+        raise ConfigError(earlier_rp1(run, which))
+    raise ConfigError(missing_policy(run, which, kept))
+
+
+def earlier_rp1(run: RunDir, which: str) -> str:
+    """Why ``run``, made by an earlier rp1 that recorded no config schema (no policy folder, no
+    ``environment.json``), has no ``which`` policy file: that rp1 kept none, or (config schema
+    :data:`~rp1.rundir.policy_files.FIRST_KEEPING_SCHEMA`) may have kept none; and what may serve
+    instead: the last policy of its checkpoint."""
+    stored = run.read_stored_config()
+    assert stored is not None  # a run's directory (load_policy checks)
+    schema = written_schema(stored, str(run.path / CONFIG))
+    surely = schema < FIRST_KEEPING_SCHEMA
+    earlier = (
+        f"{run.path} has no policy files: it was made by an earlier rp1 (config schema {schema}), "
+        + ("which kept none" if surely else "which may have kept none")
+    )
     if which == LAST:
-        raise ConfigError(f"{earlier}, and its last policy needs a checkpoint, which it lacks")
+        return f"{earlier}, and its last policy needs a checkpoint, which it lacks"
     fallback = (
         "; --policy last evaluates its last policy, from its checkpoint"
         if run.has_checkpoint()
         else ""
     )
-    raise ConfigError(f"{earlier}, so its best policy is lost{fallback}")
+    lost = ", so its best policy is lost" if surely else "; its best policy is not here"
+    return f"{earlier}{lost}{fallback}"
+
+
+def missing_policy(run: RunDir, which: str, kept: Kept) -> str:
+    """Why ``run``, made by an rp1 that keeps policy files (``kept``), has no ``which`` policy
+    file, and what to do: it has written none yet (its ``metrics.csv`` holds no step after which it
+    writes one, :func:`~rp1.rundir.policy_files.recorded_writes`), or it wrote one, which was
+    deleted or left behind by a copy (the file it came from has it)."""
+    path = policy_path(run.path, which)
+    steps = recorded_writes(run, which, kept.since)
+    since = f" since it kept policies (iteration {kept.since})" if kept.since else ""
+    instead = other_policy(run, which)
+    if steps == 0:
+        none = "no trained policy has been evaluated" if which == BEST else "no step is recorded"
+        return f"{run.path} holds no {which} policy yet: {none}{since} (no {path})" + (
+            f"; {instead}" if instead else ""
+        )
+    what = "evaluation" if which == BEST else "step"
+    recorded = f"its {METRICS} holds {steps} {what}{'s' * (steps > 1)}"
+    recorded += " of trained policies" if which == BEST else " after each of which it writes one"
+    recorded += since
+    if kept.source != POLICY_DIR and not path.parent.is_dir():
+        says = f"the schema its {CONFIG} names" if kept.source == CONFIG else f"its {kept.source}"
+        recorded += f", and {says} says an rp1 that keeps policy files made it"
+    return (
+        f"{path} is missing, though the run wrote one: {recorded}; it was deleted, or left behind "
+        "when the run was copied: restore it from a copy that has it (rp1 export copies it)"
+        + (f", or {instead}" if instead else "")
+    )
+
+
+def other_policy(run: RunDir, which: str) -> str:
+    """What ``rp1 evaluate`` can evaluate of ``run`` instead of its ``which`` policy: its other
+    policy file, or for the best the last policy of its checkpoint where it has no policy folder;
+    ``""`` where it has neither."""
+    other = LAST if which == BEST else BEST
+    if policy_path(run.path, other).exists():
+        return f"--policy {other} evaluates its {other} policy"
+    if other == LAST and not (run.path / POLICY_DIR).is_dir() and run.has_checkpoint():
+        return "--policy last evaluates its last policy, from its checkpoint"
+    return ""
 
 
 def check_policy_of_run(policy: TrainedPolicy, run: RunDir) -> TrainedPolicy:

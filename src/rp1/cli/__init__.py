@@ -438,11 +438,12 @@ def export(
         False, "--overwrite", help="Replace copies already there that differ from their run."
     ),
 ) -> None:
-    """Copy finished runs' result files into a tree of their own, at the runs' paths.
+    """Copy finished runs' result files and policies into a tree of their own, at the runs' paths.
 
-    The files are config.json, metrics.csv, evaluations.csv and environment.json: what to keep,
-    commit or report on without the checkpoints and policies. A copy that differs from its run's
-    file is replaced only with --overwrite."""
+    The files are config.json, metrics.csv, evaluations.csv, environment.json and the kept
+    policies, policy/best.msgpack and policy/last.msgpack: what to keep, commit, report on or
+    evaluate (rp1 evaluate) without the checkpoints. A copy that differs from its run's file is
+    replaced only with --overwrite."""
     from rp1.rundir.export import export_runs
 
     if not root.is_dir():

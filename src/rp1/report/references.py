@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -126,7 +127,8 @@ def reference_json(reference: Reference) -> dict[str, Any]:
 def read_reference(path: Path) -> Reference:
     """The reference in ``path``, checked: every field there and of its type, one best and one
     final return per seed, the band's columns of one length with ascending samples, every number
-    finite; ValueError naming the file and what is wrong otherwise."""
+    finite; ValueError naming the file and what is wrong otherwise (and where it cannot be
+    read)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         seeds = tuple(int(seed) for seed in data["seeds"])
@@ -143,7 +145,9 @@ def read_reference(path: Path) -> Reference:
             final,
             band.astype({"samples": int}),
         )
-    except (OSError, ValueError, KeyError, TypeError) as error:
+        if best.ndim != 1 or final.ndim != 1:
+            raise ValueError("its best and final returns are not lists of numbers")
+    except (OSError, ValueError, KeyError, TypeError, ArithmeticError) as error:
         raise ValueError(f"reference {path} is not readable: {error}") from None
     numbers = np.concatenate([best, final, band.to_numpy(float).ravel()])
     if (
@@ -167,17 +171,36 @@ def reference_path(directory: Path, preset: str, budget: int) -> Path:
 
 def reference_for(config: dict[str, Any], directory: Path = REFERENCES) -> Reference | None:
     """The reference in ``directory`` of a run whose ``config.json`` is ``config``: that of its
-    preset and budget, if it was made at the run's scale; None otherwise."""
+    preset and budget, if it was made at the run's scale; None otherwise, and None with one
+    warning line naming the file and the cause (:func:`warn_once`) where it cannot be read
+    (:func:`read_reference`): a reference is an extra, which a run's files never wait on."""
     preset, budget = str(config.get("preset", "")), config.get("budget")
     if not preset or "/" in preset or not isinstance(budget, int):
         return None
     path = reference_path(directory, preset, budget)
     if not path.is_file():
         return None
-    reference = read_reference(path)
+    try:
+        reference = read_reference(path)
+    except ValueError as error:
+        warn_once(f"{error}; the run's summary and learning curve go without it")
+        return None
     if (reference.scale, reference.budget) != (config.get("scale"), config.get("budget")):
         return None
     return reference
+
+
+WARNED: set[str] = set()
+"""The warnings :func:`warn_once` has printed in this process."""
+
+
+def warn_once(message: str) -> None:
+    """``message`` as one warning line on stderr (``rp1: warning: …``), once per process: a run's
+    summary and its learning curve read the same reference, and its damage costs one line."""
+    line = "rp1: warning: " + " ".join(message.split())
+    if line not in WARNED:
+        WARNED.add(line)
+        print(line, file=sys.stderr)
 
 
 def run_reference(run: RunDir, directory: Path = REFERENCES) -> Reference | None:

@@ -1,16 +1,18 @@
-"""The result files of finished runs, copied into a tree of their own (``rp1 export``): what a sweep
-leaves to keep once its checkpoints and policies are no longer needed, to commit, share or report
-on elsewhere.
+"""The result files and kept policies of finished runs, copied into a tree of their own (``rp1
+export``): what a sweep leaves to keep once its checkpoints are no longer needed, to commit, share,
+report on or evaluate (``rp1 evaluate``) elsewhere.
 
 For every run directory under ``root`` (:func:`~rp1.rundir.files.find_run_dirs`) whose ``finished``
-marker was written under its ``config.json``, the files of :data:`~rp1.rundir.files.RESULT_FILES`
-it has go to the same relative path under ``out``, each written atomically and read back to check
-that it holds the run's bytes. A file already there with the same bytes is left as it is; one with
-other bytes is a conflict, and then nothing is written unless ``overwrite``. An unfinished run, and
-a run directory this rp1 cannot read (damaged, not rp1's, of a newer schema), is left out with a
-note; so is a result file that is a link out of its run directory
+marker was written under its ``config.json``, the files of :data:`EXPORTED` it has (the result
+files, :data:`~rp1.rundir.files.RESULT_FILES`, and its ``policy/best.msgpack`` and
+``policy/last.msgpack``) go to the same relative path under ``out``, each written atomically and
+read back to check that it holds the run's bytes. A file already there with the same bytes is left
+as it is; one with other bytes is a conflict, and then nothing is written unless ``overwrite``. An
+unfinished run, and a run directory this rp1 cannot read (damaged, not rp1's, of a newer schema),
+is left out with a note; so is a file that is a link out of its run directory
 (:meth:`~rp1.rundir.files.RunDir.read_file`), and the whole run when that file is its
-``config.json`` or ``metrics.csv``. Run directories under ``out`` are not taken when ``out`` lies inside ``root``.
+``config.json`` or ``metrics.csv``. Run directories under ``out`` are not taken when ``out`` lies
+inside ``root``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,20 @@ from typing import NamedTuple
 
 from rp1.core.errors import ConfigError, LinkOutside, StorageError
 from rp1.core.storage import read_bytes, write_atomically
-from rp1.rundir.files import CONFIG, METRICS, RESULT_FILES, RunDir, find_run_dirs
+from rp1.rundir.files import (
+    CONFIG,
+    METRICS,
+    POLICY_DIR,
+    RESULT_FILES,
+    RUN_POLICIES,
+    RunDir,
+    find_run_dirs,
+)
+
+EXPORTED = (*RESULT_FILES, *(f"{POLICY_DIR}/{which}.msgpack" for which in RUN_POLICIES))
+"""The files of a run ``rp1 export`` copies where the run has them, by their path in the run
+directory: its result files and its kept policies (:mod:`rp1.rundir.policy_files`), so that a copy
+can be reported on and evaluated."""
 
 
 class Export(NamedTuple):
@@ -40,10 +55,10 @@ def finished(run: Path) -> bool:
 
 
 def result_files(run: Path) -> tuple[dict[str, bytes], list[str]]:
-    """The run's files of :data:`RESULT_FILES` that it has, by name, with their bytes, and a note
+    """The run's files of :data:`EXPORTED` that it has, by name, with their bytes, and a note
     per file left out because it is a link out of the run directory."""
     files, notes = {}, []
-    for name in RESULT_FILES:
+    for name in EXPORTED:
         if not (run / name).is_file():
             continue
         try:
@@ -59,11 +74,11 @@ def present(path: Path) -> bytes | None:
 
 
 def export_runs(root: Path, out: Path, overwrite: bool = False) -> Export:
-    """Copy the result files of every finished run under ``root`` to its path under ``out`` (see
-    the module docstring). ConfigError, before anything is written, when ``root`` holds no run
-    directory, or when a file under ``out`` differs from the run's own and not ``overwrite``;
-    StorageError naming the file if one cannot be read or written, or does not read back as
-    written."""
+    """Copy the result files and kept policies of every finished run under ``root`` to its path
+    under ``out`` (see the module docstring). ConfigError, before anything is written, when
+    ``root`` holds no run directory, or when a file under ``out`` differs from the run's own and
+    not ``overwrite``; StorageError naming the file if one cannot be read or written, or does not
+    read back as written."""
     runs = find_run_dirs(root)
     target = out.resolve()
     inside = target.is_relative_to(root.resolve()) and target != root.resolve()

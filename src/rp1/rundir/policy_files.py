@@ -20,6 +20,11 @@ unsealed one loads as it is); what it seals is msgpack::
 everything first (checksum, metadata ranges, array shapes and dtypes, finite weights) and
 allocates nothing of the sizes the file names before they are checked.
 
+Where a run lacks a policy file, its other files say whether it wrote one: whether an rp1 that keeps
+policy files made it (:func:`policies_kept`: its ``environment.json``, its ``config.json``'s
+schema) and whether its ``metrics.csv`` holds a step after which it writes one
+(:func:`recorded_writes`); ``rp1 evaluate`` names the cause from them.
+
 Example::
 
     policy = read_policy(Path("runs/hc/seed0/policy/best.msgpack"))
@@ -29,19 +34,22 @@ Example::
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
 from flax import serialization
 
+from rp1.config.migrations import SCHEMA_KEY
 from rp1.config.schema import Config, PolicyConfig, declared_range
-from rp1.core.errors import DamagedFile
+from rp1.core.errors import DamagedFile, Rp1Error
 from rp1.core.normalizer import normalizer_init
 from rp1.core.storage import read_bytes, read_inside, write_atomically
 from rp1.envs import Task
@@ -49,7 +57,16 @@ from rp1.policy.networks import Policy, policy_init
 from rp1.realenv.episodes import MeanAction
 from rp1.realenv.snapshots import EVALUATORS, EvaluationEpisodes, PolicySnapshot
 from rp1.rundir.checkpoints import restore_pytree
-from rp1.rundir.files import POLICY_DIR
+from rp1.rundir.files import (
+    CONFIG,
+    ENVIRONMENT,
+    LAST,
+    METRICS,
+    POLICY_DIR,
+    RunDir,
+    evaluates_trained,
+)
+from rp1.rundir.provenance import recorded_from
 from rp1.rundir.sealed import seal, unseal
 
 FORMAT = 1
@@ -58,6 +75,76 @@ FORMAT = 1
 def policy_path(run_dir: Path, which: str) -> Path:
     """The file that keeps run ``run_dir``'s ``which`` policy (:data:`~rp1.rundir.files.RUN_POLICIES`)."""
     return run_dir / POLICY_DIR / f"{which}.msgpack"
+
+
+FIRST_KEEPING_SCHEMA = 7
+"""The config schema of the first rp1 that kept policy files (cad4fe5, the commit after d9d9625
+added schema 7's keys): a run whose config is of an earlier schema kept none; one of schema 7
+written without its ``"schema"`` (before b9be267) may have."""
+
+
+class Kept(NamedTuple):
+    """From which iteration on a run kept its policy files (``since``, at the latest), and the
+    file or folder of the run that says so (``source``)."""
+
+    since: int
+    source: str
+
+
+def policies_kept(run: RunDir) -> Kept | None:
+    """Whether the files of ``run`` say an rp1 that keeps policy files made it, and from when: as
+    its last policy file says (its ``kept_since``), else from the first iteration its
+    ``environment.json`` records (every rp1 that writes one keeps them), else from iteration 0
+    where its ``policy/`` folder is there or its ``config.json`` names its schema (as every rp1
+    since b9be267 does, which came after policy files); ``None`` where nothing does: a run of an
+    earlier rp1 (:data:`FIRST_KEEPING_SCHEMA` says whether it surely kept none)."""
+    since = _last_kept_since(run)
+    if since is not None:
+        return Kept(since, POLICY_DIR)
+    since = recorded_from(run.path)
+    if since is not None:
+        return Kept(since, ENVIRONMENT)
+    if (run.path / POLICY_DIR).is_dir():
+        return Kept(0, POLICY_DIR)
+    stored = run.read_stored_config()
+    return Kept(0, CONFIG) if stored is not None and SCHEMA_KEY in stored else None
+
+
+def _last_kept_since(run: RunDir) -> int | None:
+    """The first iteration whose policies ``run`` kept, as its last policy file says; ``None``
+    where it has none that reads (:func:`read_policy`)."""
+    path = policy_path(run.path, LAST)
+    if not path.is_file():
+        return None
+    try:
+        return read_policy(path, run.path).kept_since
+    except Rp1Error:  # damaged, unreadable, a link out: what ``--policy last`` would say
+        return None
+
+
+def recorded_writes(run: RunDir, which: str, since: int) -> int:
+    """How many rows of ``run``'s ``metrics.csv`` from iteration ``since`` on are steps after which
+    a run writes its ``which`` policy file or may (:mod:`rp1.outputs.writer`): every row for
+    ``last``; for ``best``, every evaluation of a trained policy
+    (:func:`~rp1.rundir.files.evaluates_trained`), the first of which is always written. 0 where
+    the run has no ``metrics.csv``."""
+    if not (run.path / METRICS).is_file():
+        return 0
+    text = run.read_file(METRICS, "metrics").decode(errors="replace")
+    rows = csv.DictReader(io.StringIO(text, newline=""))
+    return sum(_writes(row, which, since) for row in rows)
+
+
+def _writes(row: dict[str, str], which: str, since: int) -> bool:
+    """Whether a run writes its ``which`` policy file, or may, after the step of metrics ``row``
+    (strings, as ``metrics.csv`` holds them), if it is of iteration ``since`` or later."""
+    try:
+        iteration = int(row.get("iteration") or "")
+    except ValueError:  # a damaged row, or the last one half written
+        return False
+    if iteration < since:
+        return False
+    return which == LAST or (evaluates_trained(iteration) and bool(row.get("eval_return")))
 
 
 def _fresh_policy(obs_dim: int, act_dim: int, hidden: tuple[int, ...]) -> Policy:

@@ -27,7 +27,9 @@ of the wrong shape) is rewritten with this environment alone, and the warning sa
 are kept with each entry but not compared: identical machines give identical numbers. An entry
 written before a field existed is read too; the field counts as differing (``not recorded``).
 :func:`changes_since` says how this process differs from where a run's iteration ran (what ``rp1
-evaluate`` names when a replay's return is not the recorded one).
+evaluate`` names when a replay's return is not the recorded one); :func:`recorded_from`, from which
+iteration an rp1 that records ran it (every such rp1 keeps policy files: ``rp1 evaluate`` names it
+when one is missing).
 """
 
 from __future__ import annotations
@@ -184,6 +186,14 @@ def changes_since(run_dir: str | os.PathLike, iteration: int) -> list[str] | Non
     entries, _ = _read(RunDir(run_dir))
     ran = [e for e in entries if e.get("from_iteration", 0) <= iteration]
     return changes(ran[-1], environment()) if ran else None
+
+
+def recorded_from(run_dir: str | os.PathLike) -> int | None:
+    """The first iteration ``run_dir``'s record covers (its first entry's ``from_iteration``: 0 for
+    a run begun by an rp1 that records, the resume's iteration for one begun by an earlier rp1),
+    or ``None`` where it has no record (none, or a damaged one)."""
+    entries, _ = _read(RunDir(run_dir))
+    return entries[0].get("from_iteration", 0) if entries else None
 
 
 def _change(key: str, last: dict[str, Any], now: Any) -> str:
