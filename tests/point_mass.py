@@ -59,8 +59,30 @@ class ImagePointMass(PointMass):
     observation_space = Box(0, 255, (8, 8, 3), np.uint8)
 
 
+class EmptyActionPointMass(PointMass):
+    action_space = Box(-FORCE, FORCE, (0,), np.float32)
+
+
+class EmptyObservationPointMass(PointMass):
+    observation_space = Box(-np.inf, np.inf, (0,), np.float64)
+
+
+class GrowingPointMass(PointMass):
+    """Each environment observes one number more than the one made before it: a factory whose
+    spaces change between calls."""
+
+    made = 0
+
+    def __init__(self):
+        GrowingPointMass.made += 1
+        self.observation_space = Box(-np.inf, np.inf, (4 + GrowingPointMass.made,), np.float64)
+
+
 DISCRETE = TaskSpec(DiscretePointMass, horizon=HORIZON)
 UNBOUNDED = TaskSpec(UnboundedPointMass, horizon=HORIZON)
 IMAGE = TaskSpec(ImagePointMass, horizon=HORIZON)
+EMPTY_ACTIONS = TaskSpec(EmptyActionPointMass, horizon=HORIZON)
+EMPTY_OBSERVATIONS = TaskSpec(EmptyObservationPointMass, horizon=HORIZON)
+GROWING = TaskSpec(GrowingPointMass, horizon=HORIZON)
 NO_HORIZON = TaskSpec(PointMass)
 NOT_A_SPEC = PointMass

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import gymnasium as gym
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -254,6 +255,15 @@ BAD = {
     "discrete actions of own task": (["--env", "point_mass:DISCRETE"], "needs continuous actions"),
     "unbounded actions": (["--env", "point_mass:UNBOUNDED"], "unbounded actions"),
     "image observations": (["--env", "point_mass:IMAGE"], "needs a 1-D Box"),
+    "empty actions": (["--env", "point_mass:EMPTY_ACTIONS"], "has an empty action space"),
+    "empty observations": (
+        ["--env", "point_mass:EMPTY_OBSERVATIONS"],
+        "has an empty observation space",
+    ),
+    "spaces that change between calls": (
+        ["--env", "point_mass:GROWING"],
+        "'point_mass:GROWING' made environments of different observation spaces",
+    ),
     "discrete observations": (["--env", "FrozenLake-v1"], "needs a 1-D Box"),
     "unknown gymnasium id": (["--env", "Pendulum-v9"], "see `rp1 envs`"),
     "package not installed": (
@@ -295,6 +305,21 @@ def test_bad_task_input_is_one_line_exit_2_files_untouched(case, finished_run, c
     assert snapshot(finished_run) == before
 
 
+@pytest.mark.parametrize(
+    "case", ["empty actions", "empty observations", "spaces that change between calls"]
+)
+def test_spaces_rp1_cannot_run_make_no_run_directory(case, tmp_path, capsys):
+    """Refused before the run's directory is made: once, such a task wrote the run's first files,
+    then failed inside a step (a ZeroDivisionError, NumPy's broadcast ValueError)."""
+    extra, message = BAD[case]
+    out = tmp_path / "run"
+    code = main(["train", *extra, *set_args(tiny_sets()), "--out", str(out), "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(err) == 1 and err[0].startswith("rp1: error:") and message in err[0], err
+    assert not out.exists()
+
+
 def test_missing_package_of_own_task_is_a_config_error(monkeypatch):
     missing = envs.TaskSpec(lambda: __import__("no_such_physics_engine_rp1"), horizon=10)
     monkeypatch.setattr(point_mass, "MISSING", missing, raising=False)
@@ -302,6 +327,21 @@ def test_missing_package_of_own_task_is_a_config_error(monkeypatch):
         ConfigError, match=r"a package it needs is missing .*no_such_physics_engine_rp1"
     ):
         envs.make("point_mass:MISSING")
+
+
+def test_a_gymnasium_id_whose_spaces_change_between_calls_is_refused(monkeypatch):
+    """Every environment of an id is compared with the first this process made of it."""
+    env_id = "Rp1Growing-v0"
+    registered = gym.envs.registration.EnvSpec(
+        env_id, point_mass.GrowingPointMass, max_episode_steps=point_mass.HORIZON
+    )
+    monkeypatch.setitem(gym.registry, env_id, registered)
+    envs.make(env_id)[0].close()
+    with pytest.raises(ConfigError) as refused:
+        envs.make(env_id)
+    message = str(refused.value)
+    assert f"task '{env_id}' made environments of different observation spaces (shape" in message
+    assert "its factory must make the same spaces every time" in message and "\n" not in message
 
 
 def test_bad_task_spec_is_refused_where_it_is_written():

@@ -4,7 +4,9 @@ the name, and are refused, as one line, in a process that has not registered it 
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
@@ -117,6 +119,8 @@ def failing() -> gym.Env:
         (point_mass.DiscretePointMass, "rp1 needs continuous actions"),
         (point_mass.UnboundedPointMass, "unbounded actions"),
         (point_mass.ImagePointMass, "rp1 needs a 1-D Box"),
+        (point_mass.EmptyActionPointMass, "has an empty action space (Box([], [], (0,), float32))"),
+        (point_mass.EmptyObservationPointMass, "has an empty observation space (Box([], [], (0,)"),
         (failing, "making its environment failed (RuntimeError: no simulator here)"),
     ],
 )
@@ -125,6 +129,59 @@ def test_a_bad_factory_is_one_line_and_registers_nothing(task, fragment):
         register_task(NAME, task)
     assert fragment in str(refused.value) and "\n" not in str(refused.value)
     assert lookup.registered(NAME) is None
+
+
+def changing(at: int, space: str) -> Callable[[], gym.Env]:
+    """A factory of :class:`Line` environments whose ``space`` changes from its call ``at`` on (0:
+    the first): ``"observation"`` 3 numbers instead of 2, ``"action"`` bounds [-2, 1] instead
+    of [-1, 1]."""
+    calls = itertools.count()
+
+    def make() -> gym.Env:
+        env = Line()
+        if next(calls) < at:
+            return env
+        if space == "observation":
+            env.observation_space = Box(-np.inf, np.inf, (3,), np.float64)
+        else:
+            env.action_space = Box(-2.0, 1.0, (1,), np.float32)
+        return env
+
+    return make
+
+
+CHANGED = {
+    "observation": "observation spaces (shape (2,) first, then (3,))",
+    "action": "action spaces (bounds [-1.] to [1.] first, then [-2.] to [1.])",
+}
+"""What the refusal of :func:`changing` says differs, by space."""
+
+
+@pytest.mark.parametrize(
+    ("method", "at", "space"),
+    [
+        ("rp1", 1, "observation"),  # the config's check (rp1.config.validate)
+        ("rp1", 3, "action"),  # the first environment of the collecting pool
+        ("rp1", 5, "observation"),  # the evaluation pool's
+        ("rp1", 8, "observation"),  # the start states' environment, the last a run makes
+        ("modelfree", 3, "action"),  # PPO's pool
+    ],
+)
+def test_a_factory_whose_spaces_change_is_refused_before_the_run_writes_a_file(
+    tmp_path, method, at, space
+):
+    """The factory's first environment (registering it) is the reference: a later one of other
+    spaces, wherever the run makes it, is one line naming the task and both spaces, and the run's
+    directory is not made."""
+    register_task(NAME, Line)
+    cfg = tiny_config(method, 600)
+    register_task(NAME, changing(at, space), replace=True)
+    with pytest.raises(ConfigError) as refused:
+        run_training(cfg, tmp_path / "run", progress=False)
+    message = str(refused.value)
+    assert f"task 'line' made environments of different {CHANGED[space]}" in message
+    assert "its factory must make the same spaces every time" in message and "\n" not in message
+    assert not (tmp_path / "run").exists()
 
 
 def test_a_name_no_process_registered_says_to_register_it():

@@ -158,6 +158,8 @@ class ModelBasedAgent:
         }
         self.task = self.real.task
         self.rollouts = max(1, cfg.policy.batch_steps // self.task.horizon)
+        # made here, as every environment of the run, before the run writes a file
+        self.start_obs = self._start_states()
         self.fitting = fit_settings(cfg)
         self.training = policy_training_settings(cfg, self.task)
         self.collecting = collect_settings(cfg)
@@ -167,6 +169,17 @@ class ModelBasedAgent:
         self.test_set = shipped_test_set(self.task.name)  # None off the paper's tasks
         # the test set's own standardisation, the same for every fit
         self.test_scale = self.test_set.scale if self.test_set is not None else None
+
+    def _start_states(self) -> np.ndarray:
+        """The imagined rollouts' start states, ``[rollouts, obs_dim]`` float32: resets of an
+        environment of its own, seeded from the ``start_states`` stream."""
+        cfg = self.cfg
+        start_env, _ = envs.make(
+            cfg.task, seed=int_seed(self.streams["start_states"]), horizon=cfg.horizon
+        )
+        start_obs = np.stack([start_env.reset()[0] for _ in range(self.rollouts)])
+        start_env.close()
+        return start_obs.astype(np.float32)
 
     def close(self) -> None:
         """Close the environments."""
@@ -188,13 +201,6 @@ class ModelBasedAgent:
         if LEARNED in outcome_sources(cfg, task).values():
             model = with_heads(model, jax.random.fold_in(k_model, 1), cfg.model.head_hidden)
         policy = policy_init(k_policy, task.obs_dim, task.act_dim, cfg.policy.hidden)
-        start_env, _ = envs.make(
-            cfg.task, seed=int_seed(streams["start_states"]), horizon=cfg.horizon
-        )
-        start_obs = np.stack([start_env.reset()[0] for _ in range(self.rollouts)]).astype(
-            np.float32
-        )
-        start_env.close()
         rngs = {
             name: np.random.default_rng(streams[name]).bit_generator.state
             for name in ("noise", "subsample", "bandit")
@@ -214,7 +220,7 @@ class ModelBasedAgent:
             device=DeviceState(
                 learner=learner,
                 store=TransitionStore.empty(task.obs_dim, task.act_dim),
-                start_obs=start_obs,
+                start_obs=self.start_obs.copy(),
                 bandit=bandit.weights if bandit is not None else None,
             ),
             rngs={**rngs, **self.seeded_envs},

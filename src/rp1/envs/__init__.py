@@ -58,8 +58,9 @@ def make(
 
     Raises:
         ConfigError: Naming the problem, for a name that is no task, a package that is not
-            installed, spaces rp1 cannot handle or, with `render`, an environment that cannot
-            render.
+            installed, spaces rp1 cannot handle (an empty `Box` among them) or other than
+            those of the first environment of the task made in this process or, with `render`,
+            an environment that cannot render.
     """
     return build(name, spec_of(name), seed, horizon, render)
 

@@ -15,7 +15,6 @@ import dataclasses
 import importlib
 import re
 from collections.abc import Callable
-from functools import partial
 from types import ModuleType
 from typing import Any
 
@@ -60,7 +59,8 @@ def register_task(
     ([`load_policy`][rp1.evaluation.load_policy]). Other processes do not know it: a sweep's
     workers and `rp1` commands need a `TaskSpec` named `package.module:attribute` instead; the
     processes a model-free run steps its environments in (`modelfree.workers`) are sent the
-    `TaskSpec` itself. The factory is called once here to check the environment it makes.
+    `TaskSpec` itself. The factory is called once here to check the environment it makes,
+    whose spaces every environment it makes later in this process must have.
 
     Args:
         name: Letters, digits, `.`, `_` and `-`, starting with a letter or digit; not a paper
@@ -148,8 +148,21 @@ def gymnasium_spec(env_id: str) -> TaskSpec:
     except gym.error.Error as err:
         cause = did_you_mean(env_id.lower(), PAPER_TASKS).strip() or err
         raise ConfigError(f"unknown task {env_id!r} ({cause}); {KINDS}") from None
-    unlimited = dataclasses.replace(registered, max_episode_steps=None)
-    return TaskSpec(partial(gym.make, unlimited), horizon=registered.max_episode_steps)
+    return TaskSpec(GymnasiumMaker(env_id), horizon=registered.max_episode_steps)
+
+
+@dataclasses.dataclass(frozen=True)
+class GymnasiumMaker:
+    """``make_env`` of a Gymnasium id's :class:`TaskSpec`: ``gymnasium.make`` of the id without
+    its time limit (rp1 adds the horizon's). Equal for one id, so that every environment of the
+    id a process makes is compared with its first (:func:`rp1.envs.spec.build`)."""
+
+    env_id: str
+
+    def __call__(self, **kwargs: Any) -> gym.Env:
+        """A fresh environment of the id; ``kwargs`` (``render_mode``, …) go to ``gymnasium.make``."""
+        unlimited = dataclasses.replace(gym.spec(self.env_id), max_episode_steps=None)
+        return gym.make(unlimited, **kwargs)
 
 
 def import_module_of(reference: str, what: str) -> tuple[ModuleType, str]:

@@ -6,6 +6,8 @@ Gymnasium task"); the paper's tasks and Gymnasium ids become one too (:mod:`rp1.
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -32,9 +34,9 @@ class TaskSpec:
 
     Attributes:
         make_env: `make_env() -> gymnasium.Env` with a 1-D `Box` observation space and a bounded
-            1-D `Box` action space, resetting from the task's start distribution with
-            `self.np_random`; rp1 limits its episodes to the horizon (`TimeLimit`), so it needs
-            no time limit of its own.
+            1-D `Box` action space, neither empty, the same on every call, resetting from the
+            task's start distribution with `self.np_random`; rp1 limits its episodes to the
+            horizon (`TimeLimit`), so it needs no time limit of its own.
         horizon: Steps per episode; `None`: the time limit of the environment `make_env`
             returns (`env.spec.max_episode_steps`).
         reward: `reward(next_obs [..., obs_dim], action [..., act_dim]) -> [...]`, written with
@@ -76,8 +78,9 @@ def build(
     own random stream (``env.unwrapped.np_random``, its reset noise) and its action space are
     seeded. ConfigError (nothing left open) if making the environment fails (a package it needs is
     not installed, a task's own code raises or exits) or gives no ``gymnasium.Env``,
-    if its spaces are not a 1-D ``Box`` observation and a bounded 1-D ``Box`` action, or if it has
-    no horizon. ``render = (width, height)``: made with ``render_mode="rgb_array"`` and that size;
+    if its spaces are not a 1-D ``Box`` observation and a bounded 1-D ``Box`` action, neither
+    empty, or not those of the first environment ``spec`` made as ``name`` in this process (its
+    factory changed them), or if it has no horizon. ``render = (width, height)``: made with ``render_mode="rgb_array"`` and that size;
     ConfigError if ``make_env`` takes no such arguments or the environment has no ``rgb_array`` mode.
     """
     env = _made(name, spec, render)
@@ -87,7 +90,7 @@ def build(
             raise ConfigError(
                 f"task {name!r} has no time limit: give its horizon (--horizon H, the config key horizon)"
             )
-        obs_dim, act_dim = _check_spaces(name, env)
+        obs_dim, act_dim = _check_spaces(name, spec, env)
     except ConfigError:
         env.close()
         raise
@@ -116,7 +119,7 @@ def check_makes(name: str, spec: TaskSpec) -> None:
     checks it but for the horizon (a config may give it); the environment is closed."""
     env = _made(name, spec, None)
     try:
-        _check_spaces(name, env)
+        _check_spaces(name, spec, env)
     finally:
         env.close()
 
@@ -159,10 +162,17 @@ def _make_rendering(name: str, spec: TaskSpec, width: int, height: int) -> gym.E
     return env
 
 
-def _check_spaces(name: str, env: gym.Env) -> tuple[int, int]:
+def _check_spaces(name: str, spec: TaskSpec, env: gym.Env) -> tuple[int, int]:
     """``(obs_dim, act_dim)``; ConfigError unless the observation space is a 1-D ``Box`` and the
-    action space a 1-D ``Box`` with finite bounds."""
+    action space a 1-D ``Box`` with finite bounds, neither empty, and both are those of the first
+    environment ``spec`` made in this process (:func:`_check_as_first`)."""
     obs, act = env.observation_space, env.action_space
+    for what, space in (("observation", obs), ("action", act)):
+        if isinstance(space, Box) and math.prod(space.shape) == 0:
+            raise ConfigError(
+                f"task {name!r} has an empty {what} space ({space}); rp1 needs at least one "
+                f"number per {what} (a 1-D Box of size 1 or more)"
+            )
     if not (isinstance(obs, Box) and len(obs.shape) == 1):
         raise ConfigError(
             f"task {name!r} has observation space {obs}; rp1 needs a 1-D Box (a flat vector of numbers)"
@@ -175,4 +185,51 @@ def _check_spaces(name: str, env: gym.Env) -> tuple[int, int]:
         raise ConfigError(
             f"task {name!r} has unbounded actions ({act}); rp1 needs finite action bounds"
         )
+    _check_as_first(name, spec, obs, act)
     return int(obs.shape[0]), int(act.shape[0])
+
+
+_FIRST_SPACES: dict[str, tuple[TaskSpec, Box, Box]] = {}
+"""By task name: the ``TaskSpec`` that made the first environment of that name in this process,
+and that environment's ``(observation space, action space)``, which every later one must have."""
+
+
+def _check_as_first(name: str, spec: TaskSpec, obs: Box, act: Box) -> None:
+    """ConfigError unless ``obs`` and ``act``, the spaces of an environment ``spec`` just made,
+    are those of the first environment it made as ``name`` in this process (recorded here if
+    this is the first, or ``name`` now names another ``spec``: ``register_task(…, replace=True)``,
+    a module imported again): a factory whose spaces change between calls would make a run's
+    environments disagree with the sizes of its networks."""
+    first = _FIRST_SPACES.get(name)
+    if first is None or first[0] != spec:
+        _FIRST_SPACES[name] = (spec, obs, act)
+        return
+    _, first_obs, first_act = first
+    for what, before, now in (("observation", first_obs, obs), ("action", first_act, act)):
+        if before != now:
+            raise ConfigError(
+                f"task {name!r} made environments of different {what} spaces "
+                f"({_difference(before, now)}); its factory must make the same spaces every time"
+            )
+
+
+def _difference(first: Box, then: Box) -> str:
+    """What tells the space ``then`` from ``first``, on one line: their shapes, else their dtypes,
+    else their bounds (``[low … ], [high …]``, long ones elided)."""
+    if first.shape != then.shape:
+        return f"shape {first.shape} first, then {then.shape}"
+    if first.dtype != then.dtype:
+        return f"dtype {first.dtype} first, then {then.dtype}"
+    return f"bounds {_bounds(first)} first, then {_bounds(then)}"
+
+
+def _bounds(space: Box) -> str:
+    """``[low …] to [high …]`` of ``space``, on one line, long ones elided (:func:`_numbers`)."""
+    return f"{_numbers(space.low)} to {_numbers(space.high)}"
+
+
+def _numbers(values: np.ndarray) -> str:
+    """``values`` as ``[a, b, …]`` on one line: the first and last two of more than six."""
+    return np.array2string(
+        values, max_line_width=sys.maxsize, separator=", ", threshold=6, edgeitems=2
+    )

@@ -74,7 +74,7 @@ class EnvGroup(gym.Env):
         ]
         self.offset = offset
         single_obs, single_act = self.envs[0].observation_space, self.envs[0].action_space
-        # as rp1.envs.make checks
+        # as rp1.envs.make checks them, each environment with the spaces of the first it made
         assert isinstance(single_obs, Box) and isinstance(single_act, Box)
         self.observation_space = Box(-np.inf, np.inf, (size, *single_obs.shape), np.float64)
         self.action_space = Box(
