@@ -158,16 +158,17 @@ def test_no_committed_run_would_be_started_afresh():
     assert {run: h for run, h in held.items() if h not in (*DONE, "refused")} == {}
 
 
-SAMPLE = pick(COMMITTED)
+EACH_FOLDER = pytest.mark.parametrize(
+    "committed", pick(COMMITTED), ids=lambda p: p.relative_to(REPO).parent.parent.as_posix()
+)
 
 
 def copied(committed: Path, tmp_path: Path) -> Path:
+    """A copy of the committed run ``committed`` under ``tmp_path``."""
     return Path(shutil.copytree(committed, tmp_path / committed.parent.name / committed.name))
 
 
-@pytest.mark.parametrize(
-    "committed", SAMPLE, ids=lambda p: p.relative_to(REPO).parent.parent.as_posix()
-)
+@EACH_FOLDER
 def test_a_sweep_skips_or_refuses_a_committed_run_and_changes_no_byte_of_it(committed, tmp_path):
     run = copied(committed, tmp_path)
     before = snapshot(tmp_path)
@@ -181,9 +182,7 @@ def test_a_sweep_skips_or_refuses_a_committed_run_and_changes_no_byte_of_it(comm
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "committed", SAMPLE, ids=lambda p: p.relative_to(REPO).parent.parent.as_posix()
-)
+@EACH_FOLDER
 def test_resuming_a_committed_run_changes_no_byte_of_it(committed, tmp_path):
     run = copied(committed, tmp_path)
     before = snapshot(tmp_path)
