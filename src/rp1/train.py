@@ -231,10 +231,10 @@ def drive(
         )
         try:
             while state.samples < cfg.budget:
-                evaluated = len(state.evaluations)
+                written = len(state.evaluations)  # the grid's rows in evaluations.csv
                 state, row = agent.step(state)
                 run.append_metrics(row)
-                run.append_evaluations(state.evaluations[evaluated:])
+                run.append_evaluations(state.evaluations[written:])
                 outputs.after_step(agent.policy_snapshot(state), row)
                 now = time.monotonic()
                 if now - saved_at >= options.checkpoint_every_s or state.samples >= cfg.budget:

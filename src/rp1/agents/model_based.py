@@ -49,7 +49,7 @@ from rp1.agents.settings import (
     lambda_start,
     outcome_sources,
     policy_training_settings,
-    resolved,
+    selected,
 )
 from rp1.config import Config
 from rp1.core.errors import DivergedError
@@ -97,7 +97,8 @@ class DeviceState(struct.PyTreeNode):
     transition store (padded NumPy arrays with their row counts, :class:`TransitionStore`), the
     start states of imagined rollouts (``[N, obs_dim]``) and the λ bandit's weights
     (:class:`~rp1.acquisition.bandit.BanditWeights`, float64 NumPy arrays; ``None`` for a fixed λ).
-    Its shapes depend on the config and the store's size buckets, not on the seed."""
+    Despite its name, only the learner's arrays live on the device: the rest are the host's NumPy
+    arrays, which the compiled steps take as arguments."""
 
     learner: Learner
     store: TransitionStore
@@ -163,8 +164,8 @@ class ModelBasedAgent:
         self.fitting = fit_settings(cfg)
         self.training = policy_training_settings(cfg, self.task)
         self.collecting = collect_settings(cfg)
-        self.first_feedback = resolved(cfg.lam, "first_feedback")
-        self.g_model = resolved(cfg.lam, "g_normalizers")
+        self.first_feedback = selected(cfg.lam, "first_feedback")
+        self.g_model = selected(cfg.lam, "g_normalizers")
         self.refresh = REFRESHES[cfg.statistics]
         self.test_set = shipped_test_set(self.task.name)  # None off the paper's tasks
         # the test set's own standardisation, the same for every fit
@@ -286,7 +287,7 @@ class ModelBasedAgent:
         row: dict[str, Any] = {"iteration": state.iteration, "samples": state.samples}
         learner = state.learner
         if state.iteration > 0:
-            key, k_fit, k_policy = split_twice(learner.key)
+            key, k_fit, k_policy = fit_and_policy_keys(learner.key)
             t = time.perf_counter()
             train, val = training_sets(state.store, rngs["subsample"], cfg.model.max_train_samples)
             model, model_opt, fitted = fit_model(
@@ -401,8 +402,9 @@ class ModelBasedAgent:
 # --- the pure parts of a step ------------------------------------------------------------------
 
 
-def split_twice(key: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """The run's next key and the keys of a step's fit and policy training, split off in turn."""
+def fit_and_policy_keys(key: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """A step's three keys: the run's next key, and the keys of the step's fit and of its policy
+    training, split off in turn."""
     key, k_fit = jax.random.split(key)
     key, k_policy = jax.random.split(key)
     return key, k_fit, k_policy

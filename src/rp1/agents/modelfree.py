@@ -110,9 +110,10 @@ class PolicyLearner(struct.PyTreeNode):
     obs_norm: Normalizer
 
 
-@dataclass
+@dataclass(frozen=True)
 class ModelFreeState:
-    """Everything that changes during a model-free run; saved whole by :meth:`ModelFreeAgent.checkpoint`."""
+    """Everything that changes during a model-free run; saved whole by :meth:`ModelFreeAgent.checkpoint`.
+    Frozen: a step returns a new state and leaves the one it was given as it was."""
 
     update: int  # PPO updates done
     samples: int  # real env steps collected
@@ -219,41 +220,45 @@ class ModelFreeAgent:
         (also appended to the new state's ``rows``); ``state`` is left as it was."""
         cfg = self.cfg
         start = time.perf_counter()
-        # the learner is immutable
-        s = replace(state, rows=list(state.rows), evaluations=list(state.evaluations))
-        seeds = episode_seeds(cfg.seed, TRAIN_STREAM, s.update, self.episodes)
-        batch = collect(self.real, self.sampling(s), seeds).first_steps(cfg.budget - s.samples)
+        seeds = episode_seeds(cfg.seed, TRAIN_STREAM, state.update, self.episodes)
+        batch = collect(self.real, self.sampling(state), seeds).first_steps(
+            cfg.budget - state.samples
+        )
         collect_s = time.perf_counter() - start
         steps = int(batch.valid.sum())
-        s.evaluations += evaluate_on_grid(
-            self.policy_snapshot(s),
+        grid = evaluate_on_grid(
+            self.policy_snapshot(state),
             self.real,
             cfg.seed,
             cfg.eval.every,
             cfg.eval_episodes,
-            (s.samples, s.samples + steps),
-            s.update,
+            (state.samples, state.samples + steps),
+            state.update,
         )
 
         t = time.perf_counter()
-        learner = s.learner
+        learner = state.learner
         policy, policy_opt, ppo = ppo_update(
             learner.policy, learner.policy_opt, batch, learner.obs_norm, self._std, self.ppo
         )
         if not is_finite(policy):  # before its actions reach the environment
             raise DivergedError.of(
                 "PPO's update",
-                s.update + 1,
+                state.update + 1,
                 "policy.lr",
                 cfg.policy.lr,
                 "the policy's parameters became inf or NaN",
             )
         obs_norm = self.update_states(learner.obs_norm, batch)
-        s.learner = learner.replace(policy=policy, policy_opt=policy_opt, obs_norm=obs_norm)
+        s = replace(
+            state,
+            update=state.update + 1,
+            samples=state.samples + steps,
+            learner=learner.replace(policy=policy, policy_opt=policy_opt, obs_norm=obs_norm),
+            evaluations=[*state.evaluations, *grid],
+        )
         policy_s = time.perf_counter() - t
 
-        s.update += 1
-        s.samples += steps
         row: dict[str, Any] = {
             "iteration": s.update,
             "samples": s.samples,
@@ -267,5 +272,4 @@ class ModelFreeAgent:
         if s.update % cfg.modelfree.eval_every == 0 or s.samples >= cfg.budget:
             row["eval_return"], row["eval_std"] = self.evaluate(s)
         row["wall_s"] = time.perf_counter() - start
-        s.rows.append(row)
-        return s, row
+        return replace(s, rows=[*s.rows, row]), row

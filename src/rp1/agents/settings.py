@@ -42,7 +42,7 @@ SWITCHES: dict[tuple[type, str], Mapping[Any, Any]] = {
 (:mod:`rp1.config.defaults`) are the mapping's keys, in its order."""
 
 
-def resolved(section: Any, name: str) -> Any:
+def selected(section: Any, name: str) -> Any:
     """The value of field ``name`` of a config section, or, for a switch, what its value selects."""
     value = getattr(section, name)
     switch = SWITCHES.get((type(section), name))
@@ -50,10 +50,10 @@ def resolved(section: Any, name: str) -> Any:
 
 
 def by_name(section: Any, names: tuple[str, ...]) -> dict[str, Any]:
-    """``{name: resolved(section, name)}`` for each of ``names``: a settings object's arguments
+    """``{name: selected(section, name)}`` for each of ``names``: a settings object's arguments
     taken from a config section by field name, so that two fields can never be swapped by
     position."""
-    return {name: resolved(section, name) for name in names}
+    return {name: selected(section, name) for name in names}
 
 
 def from_section(kind: type[Settings], section: Any) -> Settings:

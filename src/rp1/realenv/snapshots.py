@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from rp1.core.normalizer import Normalizer
-from rp1.core.seeding import episode_seeds
+from rp1.core.seeding import episode_seeds, generator_from
 from rp1.policy.networks import Policy, device_actor, host_actor
 from rp1.realenv.environments import MakeEnv, RealEnvs
 from rp1.realenv.episodes import MeanAction, evaluate, mean_policy
@@ -82,7 +82,7 @@ class EvaluationEpisodes:
         :class:`~rp1.realenv.RealEnvs`) to replay in, their streams restored."""
         real = RealEnvs(task, self.slots, 1, horizon=horizon, make_env=make_env)
         if self.rng_states is not None:
-            real.use_generators([_generator(state) for state in self.rng_states])
+            real.use_generators([generator_from(state) for state in self.rng_states])
         return real
 
     def to_json(self) -> dict[str, Any]:
@@ -104,13 +104,6 @@ class EvaluationEpisodes:
             tup(data["seed_source"]),
             tup(data["rng_states"]),
         )
-
-
-def _generator(state: Mapping[str, Any]) -> np.random.Generator:
-    """A generator in the bit-generator ``state`` (``Generator.bit_generator.state``)."""
-    generator = np.random.Generator(getattr(np.random, state["bit_generator"])())
-    generator.bit_generator.state = state
-    return generator
 
 
 @dataclass(frozen=True)
