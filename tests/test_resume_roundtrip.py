@@ -29,7 +29,14 @@ from helpers import (
 )
 from rp1.config import resolve
 from rp1.core.errors import DamagedFile
-from rp1.rundir.files import CHECKPOINT, ENVIRONMENT, EVALUATIONS, FINISHED, PROGRAM, RunDir
+from rp1.rundir.files import (
+    CHECKPOINT,
+    ENVIRONMENT,
+    EVALUATIONS,
+    FINISHED,
+    SEEDS_PER_PROCESS,
+    RunDir,
+)
 from rp1.rundir.sealed import seal, unseal
 from rp1.train import run_training
 
@@ -221,8 +228,10 @@ def as_made_in_a_program(run: Path, seeds: int | None, recorded: int | None = No
     record saying ``recorded`` seeds (``None``: the record left as it is)."""
     (run / FINISHED).unlink()
     data, _ = unseal(run.joinpath(CHECKPOINT).read_bytes(), run / CHECKPOINT, "checkpoint")
-    data = {key: value for key, value in data.items() if key != PROGRAM}
-    run.joinpath(CHECKPOINT).write_bytes(seal(data if seeds is None else {**data, PROGRAM: seeds}))
+    data = {key: value for key, value in data.items() if key != SEEDS_PER_PROCESS}
+    run.joinpath(CHECKPOINT).write_bytes(
+        seal(data if seeds is None else {**data, SEEDS_PER_PROCESS: seeds})
+    )
     if recorded is not None:
         record = json.loads((run / ENVIRONMENT).read_text())
         record["environments"][-1]["seeds_per_process"] = recorded
@@ -245,7 +254,7 @@ def test_a_run_made_in_a_program_is_refused_on_resume(copied_run, capsys):
     (copied_run / FINISHED).unlink()
     (copied_run / ENVIRONMENT).write_text("{ damaged")
     data, _ = unseal(copied_run.joinpath(CHECKPOINT).read_bytes(), copied_run, "checkpoint")
-    copied_run.joinpath(CHECKPOINT).write_bytes(seal({**data, PROGRAM: 2}))
+    copied_run.joinpath(CHECKPOINT).write_bytes(seal({**data, SEEDS_PER_PROCESS: 2}))
     code, err = run_cli(train_args(copied_run, "--resume"), capsys)
     one_error(code, err, 2, "ran with 2 seeds in one program", str(CHECKPOINT))
 
@@ -274,6 +283,6 @@ def test_a_checkpoint_seals_a_run_alone(tmp_path):
     run.checkpoint_path.write_bytes(seal(head))
     assert RunDir(run.path).sealed_program() is None
     for size in ("3", 0, True):
-        run.checkpoint_path.write_bytes(seal({**head, PROGRAM: size}))
+        run.checkpoint_path.write_bytes(seal({**head, SEEDS_PER_PROCESS: size}))
         with pytest.raises(DamagedFile, match=r"program size .* is not a positive integer"):
             RunDir(run.path).sealed_program()

@@ -39,8 +39,7 @@ from rp1.core.errors import ConfigError, LinkOutside, StorageError
 from rp1.core.storage import read_inside, write_atomically
 from rp1.report.markdown import markdown_table
 from rp1.report.runs_table import scale_order
-from rp1.rundir.files import ENVIRONMENT
-from rp1.rundir.provenance import SEEDS_PER_PROCESS
+from rp1.rundir.files import ENVIRONMENT, SEEDS_PER_PROCESS
 
 NOT_RECORDED = "not recorded"
 """A field a run's files do not record (a run made before ``environment.json``, or before the

@@ -169,12 +169,13 @@ CONFIG = "config.json"
 METRICS = "metrics.csv"
 EVALUATIONS = "evaluations.csv"
 CHECKPOINT = Path("checkpoint") / "state.msgpack"
-PROGRAM = "seeds_per_process"
-"""The checkpoint's entry beside the config: the size of the program the run computes in, which
-decides its last bits: 1, a run alone (all this rp1 writes); ``N`` more, a run rp1 0.2.x computed
-with ``N`` seeds in one program (``--seeds-per-process N``). Sealed with the state, so that the
-resume of such a run is refused whatever ``environment.json``, a record, says
-(:func:`rp1.train.restore_state`)."""
+SEEDS_PER_PROCESS = "seeds_per_process"
+"""How many seeds the run was computed with in one process, which decides its last bits: 1, a run
+alone (all this rp1 writes); ``N`` more, a run rp1 0.2.x computed with ``N`` seeds in one program
+(``--seeds-per-process N``). The checkpoint's entry beside the config, sealed with the state, so
+that the resume of such a run is refused whatever ``environment.json`` says
+(:func:`rp1.train.restore_state`); and the field of a record entry rp1 0.2.x wrote
+(:mod:`rp1.rundir.provenance`; 1 where it is missing)."""
 FINISHED = "finished"
 CURVE = "learning_curve.png"
 POLICY_DIR = "policy"
@@ -504,7 +505,7 @@ class RunDir:
 
     def save_checkpoint(self, state: dict[str, Any]) -> None:
         """Write ``state`` (nested dicts of arrays, numbers, strings) with the config it belongs
-        to and the size of its program (:data:`PROGRAM`: 1, a run alone), sealed with its checksum
+        to and the size of its program (:data:`SEEDS_PER_PROCESS`: 1, a run alone), sealed with its checksum
         (:mod:`rp1.rundir.sealed`), atomically: on any failure the previous checkpoint stays as it
         was. Its ``appended`` arrays (:mod:`rp1.rundir.checkpoints`)
         are written in chunks of the rows new since the last save (:mod:`rp1.rundir.chunks`),
@@ -515,7 +516,7 @@ class RunDir:
             "config": _canonical(self._bound_config()),
             "agent": {**state, "appended": {}} if appended else state,
             "chunks": listed,
-            PROGRAM: 1,
+            SEEDS_PER_PROCESS: 1,
         }
         write_atomically(self.checkpoint_path, sealed_parts(data), "checkpoint")
         self._chunks.commit(listed)
@@ -553,13 +554,13 @@ class RunDir:
             ) from None
 
     def sealed_program(self) -> int | None:
-        """The size of the program the run's checkpoint was written in (:data:`PROGRAM`, its
+        """The size of the program the run's checkpoint was written in (:data:`SEEDS_PER_PROCESS`, its
         checksum checked); ``None`` for a checkpoint written before sizes were sealed.
         :class:`~rp1.core.errors.DamagedFile` naming the checkpoint if it is not one or the size
         is not a positive integer."""
         file = self.checkpoint_path
         data, _ = unseal(self.read_file(CHECKPOINT, "checkpoint"), file, "checkpoint")
-        size = data.get(PROGRAM)
+        size = data.get(SEEDS_PER_PROCESS)
         if size is not None and (type(size) is not int or size < 1):
             raise DamagedFile(
                 f"checkpoint {file} is damaged: its program size {_quoted(repr(size))} is not a positive integer"

@@ -47,7 +47,7 @@ from typing import Any
 
 from rp1._version import __version__
 from rp1.core.storage import write_atomically
-from rp1.rundir.files import CHECKPOINT, ENVIRONMENT, RunDir
+from rp1.rundir.files import CHECKPOINT, ENVIRONMENT, SEEDS_PER_PROCESS, RunDir
 
 PACKAGES = ("jax", "jaxlib", "flax", "numpy", "mujoco", "gymnasium", "optax")
 """The libraries whose versions a run's numbers depend on."""
@@ -60,11 +60,6 @@ CPU_EXTENSIONS = {
 ``Features`` (Advanced SIMD, SVE, SME, half precision, BF16, the matrix multiplies)."""
 NOT_COMPARED = ("from_iteration", "host", "recorded")
 """Fields of a record entry that say when and where, not what the numbers depend on."""
-SEEDS_PER_PROCESS = "seeds_per_process"
-"""The field of a record entry written by rp1 0.2.x that says the size of the run's program
-(``--seeds-per-process N``): 1 (or no such field), a run alone; ``N`` more, a run computed in
-batches of ``N``, whose last bits differ from a run alone's. Read for readers (``rp1 report``) and
-to refuse resuming such a run (:func:`program_mismatch`); this rp1 writes no such field."""
 
 
 def environment() -> dict[str, Any]:
