@@ -122,6 +122,35 @@ def test_a_claim_placeholder_writes_the_reports_verdict_and_checks_the_prose(tmp
         render("{{claims laptop-scale}}", reports)
 
 
+def test_a_replication_reads_each_claim_against_the_fresh_seeds_verdict(tmp_path):
+    """The original (laptop-scale here) and its replication (controls here, any committed
+    report's name): a holds replicated, one not replicated, one reversed, and no claim."""
+    reports = fake_repository(
+        tmp_path,
+        ("return_at", "holds"),
+        ("paper_best", FELL),
+        ("grid_best", "holds"),
+        ("auc", "inconclusive: too few seeds"),
+    )
+    fresh = {"return_at": "holds", "paper_best": "equivalent", "grid_best": "does not hold"}
+    fresh["auc"] = "holds"
+    rows = [{**CLAIM, "metric": m, "verdict": v, "diff": -5.0} for m, v in fresh.items()]
+    (tmp_path / "docs" / "controls").mkdir()
+    pd.DataFrame(rows).reindex(columns=list(CLAIM_COLUMNS)).to_csv(
+        tmp_path / "docs" / "controls" / "claims.csv", index=False
+    )
+    table = render("{{replication laptop-scale controls 10000 rp1-vs-greedy}}", reports)
+    lines = table.splitlines()
+    assert lines[0] == "| claim | task | measure | laptop-scale | controls | reading |"
+    readings = [line.rsplit("|", 2)[1].strip() for line in lines[2:]]
+    assert readings == ["replicated", "not replicated", "reversed", "no claim"]
+    assert "| holds, Δ 243 [158, 320] | holds, Δ −5 [158, 320] |" in lines[2]
+    with pytest.raises(PlaceholderError, match="no verdict of rp1-vs-vr at 10000"):
+        render("{{replication laptop-scale controls 10000 rp1-vs-vr}}", reports)
+    with pytest.raises(PlaceholderError, match="replication needs ORIGINAL REPLICATION"):
+        render("{{replication laptop-scale 10000 rp1-vs-greedy}}", reports)
+
+
 def test_a_matrix_has_a_row_per_claim_and_task_and_labels_the_papers_metric(tmp_path):
     reports = fake_repository(tmp_path, ("paper_best", "holds"), ("return_at", FELL))
     table = render("{{matrix laptop-scale 10000 rp1-vs-greedy}}", reports).splitlines()

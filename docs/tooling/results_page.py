@@ -23,6 +23,10 @@ A page is made from a template (:data:`PAGES`): Markdown whose numbers are place
   learned by then (the report's ``learning.csv``).
 - ``realisations REPORT``: the verdicts that move with another realisation of the same seeds
   (``realisations.csv``), after a line counting them.
+- ``replication ORIGINAL REPLICATION SAMPLES ID[,ID…] [tasks=T,…] [scale=S]``: a claim of the
+  original report read against the same comparison in its replication (fresh seeds, reported on
+  their own): a row per comparison, both verdicts in brief, and whether the original's "holds"
+  is replicated, not replicated or reversed (:mod:`rp1.report.replication`).
 - ``provenance REPORT [mixed]``: where each cell's runs come from (``provenance.csv``), only the
   mixed cells with ``mixed``.
 - ``returns REPORT SAMPLES [REPORT SAMPLES …] [methods=M,…] [scale=S]``: the returns of the
@@ -62,6 +66,7 @@ from rp1.report.cell_provenance import WORK_HEADER, hours
 from rp1.report.claims import fragile_seeds, value_text, verdict_cell
 from rp1.report.markdown import BLANK, markdown_table, p_text
 from rp1.report.measures import MEASURES, QUANTITY_MEASURES
+from rp1.report.replication import replication_readings
 from rp1.report.significance import EQUIVALENT, FAILS, HOLDS, qualified, verdict_kind
 
 REPORTS: dict[str, str] = {
@@ -487,6 +492,51 @@ def realisations_placeholder(reports: Reports, words: list[str], options: dict[s
     return f"{count}\n\n{table}"
 
 
+def replication_placeholder(reports: Reports, words: list[str], options: dict[str, str]) -> str:
+    """A ``replication`` placeholder's table: each comparison ``ID[,ID…]`` at SAMPLES in the
+    original report and in its replication (:func:`rp1.report.replication.replication_readings`),
+    both verdicts in brief, and the reading (replicated, not replicated, reversed, no claim)."""
+    if len(words) != 4:
+        raise PlaceholderError("replication needs ORIGINAL REPLICATION SAMPLES ID[,ID…]")
+    *names, samples, ids = words
+    frames = []
+    for name in names:
+        claims = reports.csv(name, "claims.csv")
+        keep = claims["id"].isin(ids.split(",")) & (claims["samples"] == int(samples))
+        if "tasks" in options:
+            keep &= claims["task"].isin(options["tasks"].split(","))
+        if "scale" in options:
+            keep &= claims["scale"] == options["scale"]
+        frames.append(claims[keep])
+    if any(frame.empty for frame in frames):
+        raise PlaceholderError(
+            f"replication: no verdict of {ids} at {samples} in {' or '.join(names)}"
+        )
+    read = replication_readings(*frames)
+
+    def side(row: pd.Series, suffix: str) -> str:
+        """One report's verdict in brief (:func:`brief_verdict`), ``—`` where it has none."""
+        if not row[f"verdict{suffix}"]:
+            return "—"
+        fields = ("verdict", "diff", "diff_low", "diff_high")
+        return brief_verdict(pd.Series({field: row[f"{field}{suffix}"] for field in fields}))
+
+    return markdown_table(
+        ["claim", "task", "measure", names[0], names[1], "reading"],
+        [
+            [
+                row["claim"],
+                row["task"],
+                MEASURES[row["metric"]].label,
+                side(row, ""),
+                side(row, "_replication"),
+                row["reading"],
+            ]
+            for _, row in read.iterrows()
+        ],
+    )
+
+
 PROVENANCE_SHOWN: tuple[str, ...] = (
     *("commit", "cpu", "coretype", "xla", "dealing", "program", "scoring", "made"),
 )
@@ -578,6 +628,7 @@ DIRECTIVES: dict[str, Callable[[Reports, list[str], dict[str, str]], str]] = {
     "matrix": matrix_placeholder,
     "learning": learning_placeholder,
     "realisations": realisations_placeholder,
+    "replication": replication_placeholder,
     "provenance": provenance_placeholder,
     "returns": returns_placeholder,
     "table": table_placeholder,
