@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,51 @@ def pytest_collection_modifyitems(config, items):
         return len(LONGEST) + (0 if slow else 1)
 
     items.sort(key=tier)  # stable: within a tier, the files' order
+
+
+FAST_TIER_BUDGET_S = 120.0
+"""What the fast tier (``-m "not slow"``) may take on two idle cores, from a fresh clone: past it,
+the run ends with its slowest tests (:func:`pytest_terminal_summary`)."""
+FAST_TEST_LIMIT_S = 5.0
+"""What one fast test may take (setup, call and teardown): past it, it belongs in the slow tier."""
+SLOWEST_SHOWN = 10
+
+_durations: dict[str, float] = {}
+"""Seconds per test id of this session (setup, call and teardown summed), as its reports came in."""
+_started: list[float] = []
+
+
+def pytest_sessionstart(session) -> None:
+    """When the session started (the fast tier's budget counts from here)."""
+    _started.append(time.monotonic())
+
+
+def pytest_runtest_logreport(report) -> None:
+    """Sum each test's phases (under xdist, where the workers' reports reach the controller)."""
+    _durations[report.nodeid] = _durations.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """In the fast tier (``-m "not slow"``), name the tests over :data:`FAST_TEST_LIMIT_S`, and
+    where the session took longer than :data:`FAST_TIER_BUDGET_S`, the slowest ones, so that the
+    tier stays what a contributor runs after every edit (docs/development.md)."""
+    if config.getoption("markexpr", "") != "not slow" or not _durations:
+        return
+    elapsed = time.monotonic() - _started[0]
+    over = {test: s for test, s in _durations.items() if s > FAST_TEST_LIMIT_S}
+    if elapsed <= FAST_TIER_BUDGET_S and not over:
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("the fast tier's budget")
+    if elapsed > FAST_TIER_BUDGET_S:
+        write(f"the fast tier took {elapsed:.0f} s, over its {FAST_TIER_BUDGET_S:.0f} s budget")
+    if over:
+        write(
+            f"{len(over)} fast test(s) over {FAST_TEST_LIMIT_S:.0f} s: make them faster or mark them slow"
+        )
+    slowest = sorted(_durations.items(), key=lambda item: -item[1])[:SLOWEST_SHOWN]
+    for test, seconds in slowest:
+        write(f"{seconds:7.1f} s  {test}")
 
 
 @pytest.fixture(scope="session")
