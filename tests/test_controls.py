@@ -241,8 +241,8 @@ def test_the_report_compares_world_models_by_their_last_fit_lower_is_better(tmp_
 
     from rp1.report import figures
     from rp1.report.claims import claim_table
-    from rp1.report.table_results import table_frames
-    from rp1.report.table_specs import TABLES
+    from rp1.report.tables.results import table_frames
+    from rp1.report.tables.specs import TABLES
 
     rows = []
     for method, errors in {

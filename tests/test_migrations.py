@@ -31,9 +31,9 @@ from rp1.config.migrations import ADDED, BASE_KEYS, SCHEMA, NewerSchema, migrate
 from rp1.config.schema import ranged
 from rp1.core.errors import ConfigError
 from rp1.report.runs_table import load_runs
-from rp1.report.table_files import write_table_frames
-from rp1.report.table_results import table_frames
-from rp1.report.table_specs import TABLES
+from rp1.report.tables.files import write_table_frames
+from rp1.report.tables.results import table_frames
+from rp1.report.tables.specs import TABLES
 from rp1.report.write import report_tasks
 from rp1.rundir.files import (
     BEST,

@@ -47,10 +47,10 @@ from rp1.report.significance import (
     verdict,
     verdict_kind,
 )
-from rp1.report.table_files import write_table_frames
-from rp1.report.table_markdown import render
-from rp1.report.table_results import comparable, table_frames
-from rp1.report.table_specs import TABLES, table_spec
+from rp1.report.tables.files import write_table_frames
+from rp1.report.tables.markdown import render
+from rp1.report.tables.results import comparable, table_frames
+from rp1.report.tables.specs import TABLES, table_spec
 from rp1.report.write import (
     direction_verdict,
     left_out,

@@ -16,8 +16,8 @@ from rp1.report.claims import claim_table, share_no_block, verdict_cell
 from rp1.report.measures import run_tables
 from rp1.report.realisations import CLAIM_KEY
 from rp1.report.runs_table import load_runs
-from rp1.report.table_results import table_frames
-from rp1.report.table_specs import TABLES
+from rp1.report.tables.results import table_frames
+from rp1.report.tables.specs import TABLES
 
 TASKS = ("hopper", "swimmer")
 

@@ -12,8 +12,8 @@ from rp1.report import cell_provenance, realisations
 from rp1.report.claims import claim_table
 from rp1.report.measures import run_tables
 from rp1.report.runs_table import load_runs
-from rp1.report.table_results import table_frames
-from rp1.report.table_specs import TABLES
+from rp1.report.tables.results import table_frames
+from rp1.report.tables.specs import TABLES
 
 COMMIT_A, COMMIT_B = "a" * 40, "b" * 40
 ZEN4 = "avx avx2 avx512f fma sse"

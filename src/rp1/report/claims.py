@@ -1,7 +1,7 @@
 """The paper's claims and rp1's controls, one verdict per task and measure: ``claims.md`` /
 ``claims.csv`` of ``rp1 report``.
 
-Each claim is one comparison column of the report's tables (:data:`~rp1.report.table_specs.TABLES`),
+Each claim is one comparison column of the report's tables (:data:`~rp1.report.tables.specs.TABLES`),
 "a beats b", named by its id — every comparison a table makes is a claim. For every (task, scale, samples) row
 with that comparison, and every measure of the table's quantity (the paper's best and the fair
 measures for returns, :mod:`rp1.report.fair`; the test-set error for the world models),
@@ -43,9 +43,9 @@ from rp1.report.significance import (
     qualified,
     verdict_kind,
 )
-from rp1.report.table_cells import table_rows
-from rp1.report.table_results import TableFrames
-from rp1.report.table_specs import TABLES, Comparison
+from rp1.report.tables.cells import table_rows
+from rp1.report.tables.results import TableFrames
+from rp1.report.tables.specs import TABLES, Comparison
 
 CLAIMS: tuple[tuple[str, str], ...] = (
     ("RP1 beats Greedy (Table 1)", "rp1-vs-greedy"),
@@ -92,7 +92,7 @@ CLAIMS: tuple[tuple[str, str], ...] = (
         "models-no-early-stop-vs-greedy-matched",
     ),
 )
-"""(claim, the :attr:`~rp1.report.table_specs.Comparison.id` of the comparison that judges it):
+"""(claim, the :attr:`~rp1.report.tables.specs.Comparison.id` of the comparison that judges it):
 what the paper says RP1's comparisons show, and rp1's controls; every comparison of every table."""
 
 
@@ -116,7 +116,7 @@ CLAIM_COLUMNS: tuple[str, ...] = (
     *("blocks", "block_p"),
 )
 """The columns of ``claims.csv``: one row per claim, measure (``metric``) and (task, scale,
-samples). ``id``: the comparison's :attr:`~rp1.report.table_specs.Comparison.id`;
+samples). ``id``: the comparison's :attr:`~rp1.report.tables.specs.Comparison.id`;
 ``fragility`` and ``fragile_without``, ``robust_to_realisation``, ``mixed_cells``, ``blocks`` and
 ``block_p``: empty here, filled by the report (:mod:`rp1.report.fragility`,
 :mod:`rp1.report.realisations`, :mod:`rp1.report.cell_provenance`,

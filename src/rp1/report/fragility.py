@@ -25,11 +25,11 @@ import pandas as pd
 from rp1.report.claims import claim_table
 from rp1.report.measures import RunTables
 from rp1.report.realisations import CLAIM_KEY, verdict_class
-from rp1.report.table_results import TableFrames, table_frames
-from rp1.report.table_ttests import TTEST_COLUMNS, judged
+from rp1.report.tables.results import TableFrames, table_frames
+from rp1.report.tables.ttests import TTEST_COLUMNS, judged
 
 UNJUDGED: list[str] = list(TTEST_COLUMNS[:-3])
-"""A table's test columns before :func:`~rp1.report.table_ttests.judged` adds ``learned``,
+"""A table's test columns before :func:`~rp1.report.tables.ttests.judged` adds ``learned``,
 ``p_holm`` and ``verdict``."""
 
 

@@ -37,8 +37,8 @@ from rp1.report.markdown import markdown_table, p_text
 from rp1.report.measures import MEASURES, RETURN, RunTables
 from rp1.report.runs_table import RUN_KEY, LoadedRuns
 from rp1.report.significance import qualified, verdict_kind
-from rp1.report.table_cells import table_rows
-from rp1.report.table_results import TableFrames, table_frames
+from rp1.report.tables.cells import table_rows
+from rp1.report.tables.results import TableFrames, table_frames
 
 CLAIM_KEY: list[str] = ["id", "task", "scale", "samples", "metric"]
 """What names one verdict of ``claims.csv``."""

@@ -1,7 +1,7 @@
 """``rp1 report DIR``: the paper's tables and figures, and diagnostics, from run directories.
 
 :func:`write_report` loads every run under a root once (runs_table), then writes the tables
-(table_results, table_files), the claims (claims), the figures (figures) and an ``index.md``
+(:mod:`rp1.report.tables`), the claims (claims), the figures (figures) and an ``index.md``
 linking them into the output folder, which ends with the definitions of its numbers (the template
 ``templates/definitions.md``).
 """
@@ -33,9 +33,9 @@ from rp1.report.markdown import markdown_table
 from rp1.report.measures import RunTables, run_tables
 from rp1.report.paper import PAPER_LAMBDA_DIRECTION, TASKS
 from rp1.report.runs_table import LoadedRuns, load_runs, scale_order
-from rp1.report.table_files import write_table_frames
-from rp1.report.table_results import TableFrames, comparable, table_frames
-from rp1.report.table_specs import TABLES, table_spec
+from rp1.report.tables.files import write_table_frames
+from rp1.report.tables.results import TableFrames, comparable, table_frames
+from rp1.report.tables.specs import TABLES, table_spec
 
 TREND_FORMAT = "%.12g"
 """How ``fig2_lambda_trend.csv`` writes its statistics (slope, t, p): 12 significant digits. The
@@ -45,7 +45,7 @@ is the same wherever a report is remade."""
 
 class CurveFigure(NamedTuple):
     """One per-task curve figure: ``<prefix>_<task>.png`` draws the methods of the report table
-    called ``table`` (its columns, :meth:`~rp1.report.table_specs.TableSpec.columns`), with
+    called ``table`` (its columns, :meth:`~rp1.report.tables.specs.TableSpec.columns`), with
     model-free PPO's best returns as reference lines where ``with_ppo``."""
 
     prefix: str
@@ -338,7 +338,7 @@ def write_index(
 
 
 def left_out(frames: dict[str, TableFrames | None]) -> tuple[str, ...]:
-    """A note per table with runs that can compare nothing (:func:`~rp1.report.table_results.comparable`)."""
+    """A note per table with runs that can compare nothing (:func:`~rp1.report.tables.results.comparable`)."""
     return tuple(
         f"{name}: nothing to compare — {why(frame)}; not written"
         for name, frame in frames.items()

@@ -13,9 +13,9 @@ from rp1.report.learning import Row
 from rp1.report.markdown import BLANK, FrameRow, markdown_table, p_text
 from rp1.report.measures import Measure, number
 from rp1.report.significance import SIGNIFICANCE_LEVEL, rejected
-from rp1.report.table_cells import table_rows
-from rp1.report.table_results import TableFrames
-from rp1.report.table_specs import table_measures
+from rp1.report.tables.cells import table_rows
+from rp1.report.tables.results import TableFrames
+from rp1.report.tables.specs import table_measures
 
 
 def seeds(n: int) -> str:

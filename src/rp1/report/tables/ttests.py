@@ -1,5 +1,5 @@
 """A report table's comparisons: per measure and row, each
-:class:`~rp1.report.table_specs.Comparison` of two cells with runs, and its verdict.
+:class:`~rp1.report.tables.specs.Comparison` of two cells with runs, and its verdict.
 
 Each comparison gives Welch's t, its p and the Holm-adjusted p of its family, the difference of
 means with its 95 % bootstrap interval, the probability of improvement ``P(a > b)`` with its
@@ -20,8 +20,8 @@ from rp1.report.learning import gain_p
 from rp1.report.measures import MEASURES, PAPER_BEST, RETURN, Measure
 from rp1.report.paper import PAPER_T
 from rp1.report.significance import holm_within, verdict
-from rp1.report.table_cells import CellValues, table_rows
-from rp1.report.table_specs import TableSpec, table_measures
+from rp1.report.tables.cells import CellValues, table_rows
+from rp1.report.tables.specs import TableSpec, table_measures
 
 TTEST_COLUMNS: tuple[str, ...] = (
     *("metric", "task", "scale", "samples", "comparison", "method_a", "method_b", "n_a", "n_b"),

@@ -6,16 +6,16 @@ from pathlib import Path
 
 from rp1.core.storage import write_atomically
 from rp1.report.measures import QUANTITY_MEASURES
-from rp1.report.table_cells import CELL_COLUMNS
-from rp1.report.table_markdown import render
-from rp1.report.table_results import TableFrames
+from rp1.report.tables.cells import CELL_COLUMNS
+from rp1.report.tables.markdown import render
+from rp1.report.tables.results import TableFrames
 
 
 def write_table_frames(frames: TableFrames | None, out: Path) -> list[Path]:
-    """Write ``<name>.md`` (:func:`~rp1.report.table_markdown.render`), ``<name>.csv`` (the
-    cells of the first measure, :data:`~rp1.report.table_cells.CELL_COLUMNS`),
+    """Write ``<name>.md`` (:func:`~rp1.report.tables.markdown.render`), ``<name>.csv`` (the
+    cells of the first measure, :data:`~rp1.report.tables.cells.CELL_COLUMNS`),
     ``<name>_fair.csv`` (the cells of the others, with ``metric``; for tables of returns) and
-    ``<name>_ttests.csv`` (:data:`~rp1.report.table_ttests.TTEST_COLUMNS`); return their
+    ``<name>_ttests.csv`` (:data:`~rp1.report.tables.ttests.TTEST_COLUMNS`); return their
     paths (none for a table without runs)."""
     if frames is None:
         return []

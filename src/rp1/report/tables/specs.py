@@ -9,10 +9,10 @@ evaluation count (:mod:`rp1.report.fair`) — or the world models' test-set erro
 and under what header, and its comparisons (:class:`Comparison`, a t-test column each).
 
 What is made of them, one job per module: the per-seed values of each cell and their statistics
-(:mod:`~rp1.report.table_cells`), the comparisons and their verdicts
-(:mod:`~rp1.report.table_ttests`), a table's results from runs
-(:mod:`~rp1.report.table_results`), its Markdown (:mod:`~rp1.report.table_markdown`)
-and its files (:mod:`~rp1.report.table_files`).
+(:mod:`~rp1.report.tables.cells`), the comparisons and their verdicts
+(:mod:`~rp1.report.tables.ttests`), a table's results from runs
+(:mod:`~rp1.report.tables.results`), its Markdown (:mod:`~rp1.report.tables.markdown`)
+and its files (:mod:`~rp1.report.tables.files`).
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ class TableSpec(NamedTuple):
     """One report table.
 
     ``timesteps``: the paper's timesteps (real samples) — the table also has every budget of its
-    runs (:func:`~rp1.report.table_cells.table_timesteps`); ``kind``: which methods it shows
+    runs (:func:`~rp1.report.tables.cells.table_timesteps`); ``kind``: which methods it shows
     besides those its ``comparisons`` name (:meth:`columns`); ``order``: a column's sort key (ties:
     the method table's order); ``header``: a column's header; ``quantity``: what a cell holds per
     seed, :data:`RETURN` (returns, in each measure of

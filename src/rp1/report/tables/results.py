@@ -1,6 +1,6 @@
 """A report table's results from runs (:class:`TableFrames`): its cells
-(:mod:`~rp1.report.table_cells`), its comparisons judged
-(:mod:`~rp1.report.table_ttests`) and whether each of its rows learned
+(:mod:`~rp1.report.tables.cells`), its comparisons judged
+(:mod:`~rp1.report.tables.ttests`) and whether each of its rows learned
 (:func:`~rp1.report.learning.learning_table`).
 """
 
@@ -12,17 +12,17 @@ import pandas as pd
 
 from rp1.report.learning import learning_table
 from rp1.report.measures import RETURN, RunTables, run_tables
-from rp1.report.table_cells import Bests, cell_table, collect_values, table_rows
-from rp1.report.table_specs import TableSpec
-from rp1.report.table_ttests import judged, ttest_table
+from rp1.report.tables.cells import Bests, cell_table, collect_values, table_rows
+from rp1.report.tables.specs import TableSpec
+from rp1.report.tables.ttests import judged, ttest_table
 
 
 class TableFrames(NamedTuple):
     """What one table is made of: per-seed values
-    (:func:`~rp1.report.table_cells.collect_values`), cells
-    (:func:`~rp1.report.table_cells.cell_table`), comparisons
-    (:func:`~rp1.report.table_ttests.ttest_table`,
-    :func:`~rp1.report.table_ttests.judged`) and whether each of its rows learned
+    (:func:`~rp1.report.tables.cells.collect_values`), cells
+    (:func:`~rp1.report.tables.cells.cell_table`), comparisons
+    (:func:`~rp1.report.tables.ttests.ttest_table`,
+    :func:`~rp1.report.tables.ttests.judged`) and whether each of its rows learned
     (:func:`~rp1.report.learning.learning_table`)."""
 
     spec: TableSpec

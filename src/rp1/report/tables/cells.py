@@ -1,5 +1,5 @@
 """A report table's cells: each measure's per-seed values in each cell of a table
-(:data:`~rp1.report.table_specs.TABLES`) with runs, and their statistics.
+(:data:`~rp1.report.tables.specs.TABLES`) with runs, and their statistics.
 
 A cell is a measure's values at a timestep over seeds (one run each) of one method on one task
 and scale; its statistics are their median with its IQR, the number of seeds, the paper's value
@@ -22,7 +22,7 @@ from rp1.report.learning import Row, untrained_returns
 from rp1.report.measures import PAPER_BEST, RunTables, values_at
 from rp1.report.paper import PAPER_MEDIANS
 from rp1.report.runs_table import scale_order
-from rp1.report.table_specs import TableSpec, table_measures
+from rp1.report.tables.specs import TableSpec, table_measures
 
 Bests = dict[tuple[str, str, str, int, str], np.ndarray]
 """(measure, task, scale, timestep, method) -> per-seed values (sorted by run), only cells with
@@ -46,7 +46,7 @@ CELL_COLUMNS: tuple[str, ...] = (
 returns)."""
 MEASURE_CELL_COLUMNS: tuple[str, ...] = ("metric", *CELL_COLUMNS)
 """The columns of ``<name>_fair.csv`` and of
-:attr:`~rp1.report.table_results.TableFrames.cells`: the measure first."""
+:attr:`~rp1.report.tables.results.TableFrames.cells`: the measure first."""
 
 
 def table_timesteps(runs: pd.DataFrame, spec: TableSpec) -> dict[tuple[str, str], set[int]]:
@@ -63,7 +63,7 @@ def of_methods(runs: RunTables, methods: list[str]) -> RunTables:
 
 def collect_values(runs: RunTables, spec: TableSpec, tasks: tuple[str, ...]) -> CellValues:
     """Per-seed values of every measure of ``spec``
-    (:func:`~rp1.report.table_specs.table_measures`) in every cell of ``spec`` with runs, at
+    (:func:`~rp1.report.tables.specs.table_measures`) in every cell of ``spec`` with runs, at
     :func:`table_timesteps`, in table order: measure, timestep, task (``tasks`` order), scale
     (paper first), method (``spec`` order); with each run's untrained return beside its value
     (:class:`CellValues`)."""
