@@ -249,11 +249,11 @@ def train(o: Options) -> None:
     """
     from rp1.report.run_curve import write_learning_curve
     from rp1.report.run_summary import run_summary
-    from rp1.rundir.files import CURVE, RunDir
+    from rp1.rundir.files import CURVE, DEFAULT_ROOT, RunDir, run_dir_under
     from rp1.train import run_training
 
     cfg = run_config(o)
-    out = o.out or Path("runs") / cfg.preset / f"seed{cfg.seed}"
+    out = o.out or run_dir_under(DEFAULT_ROOT, cfg.preset, cfg.seed)
     again = "--resume instead of --overwrite" if o.overwrite else "--resume"
     check_writable_dir(out)
     with (

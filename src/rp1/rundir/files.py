@@ -202,6 +202,17 @@ CONFIG_KEYS = ("preset", "task", "method", "seed", "budget")
 """Keys every rp1 config has, of every schema: a ``config.json`` without them is not rp1's."""
 
 
+DEFAULT_ROOT = Path("runs")
+"""Where ``rp1 train`` puts a run given no ``--out``: :func:`run_dir_under` this folder."""
+
+
+def run_dir_under(root: str | os.PathLike, preset: str, seed: int) -> Path:
+    """The run directory of ``preset`` and ``seed`` under ``root``, ``root/<preset>/seed<seed>``:
+    where ``rp1 train`` without ``--out`` (under :data:`DEFAULT_ROOT`) and each run of a sweep (under
+    its ``--out``) train: the layout is written here once."""
+    return Path(root) / preset / f"seed{seed}"
+
+
 def find_run_dirs(root: Path) -> list[Path]:
     """Every directory under ``root`` (any depth, ``root`` included) with config + metrics, sorted;
     ConfigError when there is none."""

@@ -17,7 +17,7 @@ from rp1.core.errors import ConfigError, DamagedFile, ResultsWithoutCheckpoint
 from rp1.outputs.writer import RunOptions
 from rp1.report.curves import best_trained
 from rp1.report.runs_table import read_metrics
-from rp1.rundir.files import DONE, Held, RunDir
+from rp1.rundir.files import DONE, Held, RunDir, run_dir_under
 from rp1.train import check_program, continued_config
 
 RUN_LOG = "log.txt"
@@ -130,7 +130,7 @@ def plan_sweep(request: SweepRequest) -> list[RunJob]:
                 overrides=dict(request.overrides),
                 scale=request.scale,
             )
-            run_dir = Path(request.out) / cfg.preset / f"seed{cfg.seed}"
+            run_dir = run_dir_under(request.out, cfg.preset, cfg.seed)
             job, note = planned(cfg, run_dir)
             if note:
                 print(f"{job.run_dir}: {note.removeprefix('rp1: note: ')}")
