@@ -2,11 +2,13 @@
 method, seed) in ``OUT/<task>-<method>/seed<k>/`` (the config's ``preset``, see
 :func:`rp1.config.env_config`).
 
-Every run is planned before any starts: its config is resolved and checked, and its directory
-decides what happens to it — a finished run is skipped, a run with a checkpoint is resumed, any
-other run starts afresh (a run that died before its first checkpoint is cleared first), and a run
-whose directory holds a damaged file (:class:`~rp1.core.errors.DamagedFile`) fails with that
-reason while the others run. The runs
+Every run is planned before any starts: its config is resolved and checked, and what its
+directory holds decides what happens to it (:meth:`rp1.rundir.files.RunDir.held`) — a finished
+run, or a finished run's copy without its checkpoint, is skipped, a run with a checkpoint is
+resumed, a directory holding nothing a restart would not write again starts afresh (cleared
+first), and a run whose directory holds a damaged file (:class:`~rp1.core.errors.DamagedFile`) or
+results that no checkpoint continues (:class:`~rp1.core.errors.ResultsWithoutCheckpoint`) fails
+with that reason, untouched, while the others run. The runs
 then go to a *backend*:
 
 - ``local`` (default): a spawned process per run on this machine (JAX is not fork-safe), at most
