@@ -168,6 +168,22 @@ def copied(committed: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(committed, tmp_path / committed.parent.name / committed.name))
 
 
+def test_a_sweep_says_nothing_of_continuing_a_finished_copy_of_an_older_schema(tmp_path, capsys):
+    """A committed 10⁵ run (config schema 9) is skipped, not 'upgraded and continued'."""
+    committed = REPO / "benchmarks" / "runs" / "pilot1e5" / "hopper-rp1" / "seed9"
+    copied(committed, tmp_path)
+    request = SweepRequest(
+        ["hopper-rp1"],
+        [9],
+        tmp_path,
+        budget=100_000,
+        scale="small",
+        overrides={"model.dealing": "round-robin"},
+    )
+    assert [job.action for job in plan_sweep(request)] == ["skip"]
+    assert "continue" not in capsys.readouterr().out
+
+
 @EACH_FOLDER
 def test_a_sweep_skips_or_refuses_a_committed_run_and_changes_no_byte_of_it(committed, tmp_path):
     run = copied(committed, tmp_path)

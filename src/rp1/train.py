@@ -166,15 +166,25 @@ def continued_config(cfg: Config, run: RunDir) -> tuple[Config, str]:
     lacks take the values that keep its behaviour (:meth:`RunDir.continued`); ``cfg`` itself for a
     run of the current schema or none. With it, the note of an unfinished run of an older schema,
     whose config is upgraded when it continues (:func:`~rp1.config.migrations.continued_note`;
-    ``""`` for any other run: a finished one is not continued)."""
+    ``""`` for any other run: a finished one, or a finished run's copy, is not continued)."""
     config = run.continued(cfg.to_dict())
     stored = run.read_stored_config()
     note = ""
-    if stored is not None and not run.is_finished():
+    if stored is not None and not finished_here(run, config):
         note = continued_note(cfg.to_dict(), stored)
     if config == cfg.to_dict():
         return cfg, note
     return validate(Config.from_dict(config)), note
+
+
+def finished_here(run: RunDir, config: dict) -> bool:
+    """Whether ``run`` holds the finished run of ``config`` or a finished run's copy
+    (:data:`~rp1.rundir.files.DONE`); False where what it holds is refused (another config,
+    results no checkpoint continues), which the run's directory then says where it is decided."""
+    try:
+        return run.held(config) in DONE
+    except ConfigError:
+        return False
 
 
 def drive(
