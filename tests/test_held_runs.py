@@ -100,6 +100,14 @@ def test_results_short_of_the_budget_without_a_checkpoint_are_refused_untouched(
         RunDir(run).held(read_run_config(run))
 
 
+def test_a_copys_metrics_that_are_not_text_are_one_line_naming_them(copied_run, capsys):
+    copy = as_copy(copied_run)
+    (copy / METRICS).write_bytes(b"iteration,samples\n\xff\xfe\x00garbage\n")
+    before = snapshot(copy)
+    one_error(*run_cli(train_args(copy, "--resume"), capsys), 2, str(copy / METRICS), "damaged")
+    assert snapshot(copy) == before
+
+
 def test_a_retired_programs_copy_resumed_is_refused_in_the_line_the_docs_promise(
     copied_run, capsys
 ):

@@ -305,7 +305,8 @@ def check_program(run: RunDir) -> None:
     """``ConfigError`` if the run in ``run`` was made in a program of several seeds (by rp1 0.2.x's
     ``--seeds-per-process N``, which continues it): the size its checkpoint seals
     (:meth:`RunDir.sealed_program`), or for a checkpoint sealed before sizes were or a run
-    without one, its record's (:func:`rp1.rundir.provenance.program_mismatch`). A run alone computes it with other kernels."""
+    without one, its record's (:func:`rp1.rundir.provenance.program_mismatch`). A run alone
+    computes it with other kernels."""
     mismatch = program_mismatch(run.path, run.sealed_program() if run.has_checkpoint() else None)
     if mismatch:
         raise ConfigError(mismatch)

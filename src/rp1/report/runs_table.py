@@ -199,7 +199,8 @@ def read_metrics(run_dir: Path, name: str) -> tuple[pd.DataFrame, list[str]]:
 def samples_reached(metrics: pd.DataFrame, method: str) -> float:
     """Real samples the run had collected by its last row, by the rule a run directory is read
     with (:func:`rp1.rundir.files.samples_reached`)."""
-    return files.samples_reached(metrics.to_dict("records"), method)
+    counted = [column for column in ("samples", "phase_samples") if column in metrics]
+    return files.samples_reached(metrics[counted].to_dict("records"), method)
 
 
 def read_evaluations(run_dir: Path, name: str) -> tuple[pd.DataFrame, list[str]]:

@@ -283,7 +283,7 @@ class RunDir:
             return Held.FINISHED
         if self.has_checkpoint():
             return Held.CHECKPOINT
-        _, rows = self._read_metrics()
+        _, rows = self.read_metric_rows()
         if not any(_holds_result(row) for row in rows):
             anything = self._run_files() or (self.path / CONFIG).exists()
             return Held.RESTART if anything else Held.NOTHING
@@ -371,8 +371,8 @@ class RunDir:
         continues, one holding nothing a restart would not write again starts afresh, a finished
         run or a finished run's copy (:meth:`holds_finished`) is checked and left as it is, no
         file written, and results short of the budget without a checkpoint are refused;
-        ``overwrite``: :data:`RUN_FILES` are deleted first. Every refusal (ConfigError, or what ``restore`` raises) comes before anything is
-        written. The caller owns the directory."""
+        ``overwrite``: :data:`RUN_FILES` are deleted first. Every refusal (ConfigError, or what
+        ``restore`` raises) comes before anything is written. The caller owns the directory."""
         check_writable_dir(self.path)
         if resume and overwrite:
             raise ConfigError(
@@ -471,7 +471,7 @@ class RunDir:
         """Append one row and flush it to disk; if it has a key the file has no column for, the
         file is rewritten atomically with the columns added (the earlier rows empty there)."""
         row = _clean(row)
-        columns, written = self._read_metrics()
+        columns, written = self.read_metric_rows()
         if not set(row) <= set(columns):
             self._replace_csv(
                 METRICS, metric_columns([dict.fromkeys(columns), row]), [*written, row]
@@ -499,13 +499,18 @@ class RunDir:
             f.flush()
             os.fsync(f.fileno())
 
-    def _read_metrics(self) -> tuple[list[str], list[dict[str, str]]]:
-        """The columns and rows (as strings) of ``metrics.csv``; none if there is no file."""
-        if not (self.path / METRICS).exists():
+    def read_metric_rows(self) -> tuple[list[str], list[dict[str, str]]]:
+        """The columns and rows (as strings) of ``metrics.csv``; none if there is no file.
+        :class:`~rp1.core.errors.DamagedFile` naming it if it is not UTF-8 text of CSV."""
+        file = self.path / METRICS
+        if not file.exists():
             return [], []
-        text = self.read_file(METRICS, "metrics").decode()
-        reader = csv.DictReader(io.StringIO(text, newline=""))
-        return list(reader.fieldnames or []), list(reader)
+        try:
+            text = self.read_file(METRICS, "metrics").decode()
+            reader = csv.DictReader(io.StringIO(text, newline=""))
+            return list(reader.fieldnames or []), list(reader)
+        except (UnicodeDecodeError, csv.Error) as err:
+            raise DamagedFile(f"{file} is damaged: {_cause(err)}") from None
 
     def _replace_csv(self, name: str, columns: list[str], rows: list[dict[str, Any]]) -> None:
         text = io.StringIO(newline="")
@@ -516,11 +521,11 @@ class RunDir:
 
     def save_checkpoint(self, state: dict[str, Any]) -> None:
         """Write ``state`` (nested dicts of arrays, numbers, strings) with the config it belongs
-        to and the size of its program (:data:`SEEDS_PER_PROCESS`: 1, a run alone), sealed with its checksum
-        (:mod:`rp1.rundir.sealed`), atomically: on any failure the previous checkpoint stays as it
-        was. Its ``appended`` arrays (:mod:`rp1.rundir.checkpoints`)
-        are written in chunks of the rows new since the last save (:mod:`rp1.rundir.chunks`),
-        before the head that lists them."""
+        to and the size of its program (:data:`SEEDS_PER_PROCESS`: 1, a run alone), sealed with
+        its checksum (:mod:`rp1.rundir.sealed`), atomically: on any failure the previous
+        checkpoint stays as it was. Its ``appended`` arrays (:mod:`rp1.rundir.checkpoints`) are
+        written in chunks of the rows new since the last save (:mod:`rp1.rundir.chunks`), before
+        the head that lists them."""
         appended = state.get("appended", {})
         listed = self._chunks.write(appended)
         data = {
@@ -565,10 +570,10 @@ class RunDir:
             ) from None
 
     def sealed_program(self) -> int | None:
-        """The size of the program the run's checkpoint was written in (:data:`SEEDS_PER_PROCESS`, its
-        checksum checked); ``None`` for a checkpoint written before sizes were sealed.
-        :class:`~rp1.core.errors.DamagedFile` naming the checkpoint if it is not one or the size
-        is not a positive integer."""
+        """The size of the program the run's checkpoint was written in
+        (:data:`SEEDS_PER_PROCESS`, its checksum checked); ``None`` for a checkpoint written
+        before sizes were sealed. :class:`~rp1.core.errors.DamagedFile` naming the checkpoint if
+        it is not one or the size is not a positive integer."""
         file = self.checkpoint_path
         data, _ = unseal(self.read_file(CHECKPOINT, "checkpoint"), file, "checkpoint")
         size = data.get(SEEDS_PER_PROCESS)

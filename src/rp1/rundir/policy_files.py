@@ -34,8 +34,6 @@ Example::
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 from dataclasses import dataclass, field
@@ -61,7 +59,6 @@ from rp1.rundir.files import (
     CONFIG,
     ENVIRONMENT,
     LAST,
-    METRICS,
     POLICY_DIR,
     RunDir,
     evaluates_trained,
@@ -127,11 +124,9 @@ def recorded_writes(run: RunDir, which: str, since: int) -> int:
     a run writes its ``which`` policy file or may (:mod:`rp1.outputs.writer`): every row for
     ``last``; for ``best``, every evaluation of a trained policy
     (:func:`~rp1.rundir.files.evaluates_trained`), the first of which is always written. 0 where
-    the run has no ``metrics.csv``."""
-    if not (run.path / METRICS).is_file():
-        return 0
-    text = run.read_file(METRICS, "metrics").decode(errors="replace")
-    rows = csv.DictReader(io.StringIO(text, newline=""))
+    the run has no ``metrics.csv``; :class:`~rp1.core.errors.DamagedFile` where it is not CSV
+    text (:meth:`~rp1.rundir.files.RunDir.read_metric_rows`)."""
+    _, rows = run.read_metric_rows()
     return sum(_writes(row, which, since) for row in rows)
 
 
