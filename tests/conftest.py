@@ -30,6 +30,15 @@ LONGEST = (
 """The tests that take longest (a minute or more on 2 idle cores): xdist starts them first."""
 
 
+def pytest_addoption(parser) -> None:
+    parser.addoption(
+        "--compile-times",
+        action="store_true",
+        help="end with the seconds each test file spent tracing, lowering and compiling JAX "
+        "programs in the tests' own processes, beside its seconds in all (docs/development.md)",
+    )
+
+
 def pytest_collection_modifyitems(config, items):
     """Under xdist (``-n 2``, ``--dist worksteal``), the longest tests first, then the slow ones,
     then the rest: a worker that runs out steals from the end of the other's queue, so the run ends
@@ -69,23 +78,65 @@ SLOWEST_SHOWN = 10
 
 _durations: dict[str, float] = {}
 """Seconds per test id of this session (setup, call and teardown summed), as its reports came in."""
+_compiling: dict[str, list[float]] = {}
+"""With ``--compile-times``: seconds per test id spent tracing, lowering and compiling JAX programs
+in the test's process."""
 _started: list[float] = []
+_compile_clock = [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+"""With ``--compile-times``, in the process running the tests: seconds spent tracing, lowering and
+compiling JAX programs so far, and those sums when the last test phase ended."""
+COMPILE_EVENTS = (
+    "/jax/core/compile/jaxpr_trace_duration",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration",
+    "/jax/core/compile/backend_compile_duration",
+)
+"""JAX's monitoring events that time making a program: tracing it, lowering it, compiling it (or
+loading it from the persistent compilation cache)."""
 
 
 def pytest_sessionstart(session) -> None:
-    """When the session started (the fast tier's budget counts from here)."""
+    """When the session started (the fast tier's budget counts from here); with
+    ``--compile-times``, in a process that runs tests, start timing JAX's compilations."""
     _started.append(time.monotonic())
+    if session.config.getoption("compile_times"):
+        import jax.monitoring
+
+        def timed(event: str, seconds: float, **_) -> None:
+            if event in COMPILE_EVENTS:
+                _compile_clock[0][COMPILE_EVENTS.index(event)] += seconds
+
+        jax.monitoring.register_event_duration_secs_listener(timed)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """With ``--compile-times``: each phase's report carries the seconds it spent tracing, lowering
+    and compiling JAX programs, in ``user_properties`` (which reach xdist's controller)."""
+    report = yield
+    if item.config.getoption("compile_times"):
+        now, last = _compile_clock
+        report.user_properties.append(
+            ("compile_s", [a - b for a, b in zip(now, last, strict=True)])
+        )
+        _compile_clock[1] = list(now)
+    return report
 
 
 def pytest_runtest_logreport(report) -> None:
     """Sum each test's phases (under xdist, where the workers' reports reach the controller)."""
     _durations[report.nodeid] = _durations.get(report.nodeid, 0.0) + report.duration
+    for name, value in report.user_properties:
+        if name == "compile_s":
+            spent = _compiling.setdefault(report.nodeid, [0.0, 0.0, 0.0])
+            _compiling[report.nodeid] = [a + b for a, b in zip(spent, value, strict=True)]
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     """In the fast tier (``-m "not slow"``), name the tests over :data:`FAST_TEST_LIMIT_S`, and
     where the session took longer than :data:`FAST_TIER_BUDGET_S`, the slowest ones, so that the
     tier stays what a contributor runs after every edit (docs/development.md)."""
+    if _compiling:
+        compile_times(terminalreporter)
     if config.getoption("markexpr", "") != "not slow" or not _durations:
         return
     elapsed = time.monotonic() - _started[0]
@@ -103,6 +154,29 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     slowest = sorted(_durations.items(), key=lambda item: -item[1])[:SLOWEST_SHOWN]
     for test, seconds in slowest:
         write(f"{seconds:7.1f} s  {test}")
+
+
+def compile_times(terminalreporter) -> None:
+    """``--compile-times``' section: per test file, its seconds in all (setup, call and teardown
+    summed over its tests) and those spent tracing, lowering and compiling JAX programs in the
+    tests' own processes (not in the runs they start in other processes), longest first."""
+    by_file: dict[str, list[float]] = {}
+    for test, seconds in _durations.items():
+        spent = by_file.setdefault(test.split("::")[0], [0.0] * 4)
+        making = _compiling.get(test, [0.0, 0.0, 0.0])
+        by_file[test.split("::")[0]] = [
+            a + b for a, b in zip(spent, [seconds, *making], strict=True)
+        ]
+    by_file["(all)"] = [sum(spent[i] for spent in by_file.values()) for i in range(4)]
+    terminalreporter.section("seconds per test file: in all; tracing, lowering, compiling")
+    for path, spent in sorted(by_file.items(), key=lambda item: -item[1][0]):
+        terminalreporter.write_line("".join(f"{s:8.1f}" for s in spent) + f"  {path}")
+    terminalreporter.section(f"the {SLOWEST_SHOWN * 2} tests that spent longest making programs")
+    for test, making in sorted(_compiling.items(), key=lambda item: -sum(item[1]))[
+        : SLOWEST_SHOWN * 2
+    ]:
+        seconds = [_durations.get(test, 0.0), *making]
+        terminalreporter.write_line("".join(f"{s:8.1f}" for s in seconds) + f"  {test}")
 
 
 @pytest.fixture(scope="session")
