@@ -5,21 +5,43 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
+QUICK_COMPILING = "--xla_backend_optimization_level=0"
+"""XLA without LLVM's optimisation: what the suite's programs compile with."""
+LEGACY_EMITTERS = "--xla_cpu_use_fusion_emitters=false"
+"""XLA:CPU's older fusion emitters, where this jaxlib has the choice: they compile the suite's
+programs in about half the CPU time of the newer ones (docs/development.md)."""
+
+
+def knows(flag: str) -> bool:
+    """Whether this jaxlib's XLA knows ``flag`` (an unknown one in ``XLA_FLAGS`` aborts a
+    process), asked of a process of its own."""
+    probe = "import jax.numpy as jnp; jnp.zeros(1).block_until_ready()"
+    env = {**os.environ, "XLA_FLAGS": flag, "JAX_PLATFORMS": "cpu"}
+    return (
+        subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True).returncode == 0
+    )
+
+
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.pop("COLUMNS", None)  # rp1's tables wrap to a COLUMNS a terminal exports; tests set it
-# XLA compiles the suite's programs (here and in the runs it starts) without LLVM's optimisation:
-# compiling is most of the suite's CPU time, and the tests compare runs made alike, never to the
-# bits of an optimised build. An XLA_FLAGS that is set, even to "", is left as it is:
-# `XLA_FLAGS= pytest` compiles as users' runs do, which the committed fixtures' bit-for-bit
-# comparisons need (they skip elsewhere, naming the difference).
-os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
+# XLA compiles the suite's programs (here and in the runs it starts) quickly: compiling is most of
+# the suite's CPU time, and the tests compare runs made alike, never to the bits of an optimised
+# build (those that compare two different programs bit for bit are marked `fusion_emitters`).
+# An XLA_FLAGS that is set, even to "", is left as it is: `XLA_FLAGS= pytest` compiles as users'
+# runs do, which the committed fixtures' bit-for-bit comparisons need (they skip elsewhere, naming
+# the difference). The xdist workers inherit the controller's choice.
+if "XLA_FLAGS" not in os.environ:
+    legacy = knows(LEGACY_EMITTERS)
+    os.environ["XLA_FLAGS"] = f"{QUICK_COMPILING} {LEGACY_EMITTERS}" if legacy else QUICK_COMPILING
 
-from helpers import train_args  # after the backend is chosen
+from helpers import ROOT, train_args  # noqa: E402 (after the backend is chosen)
 
 LONGEST = (
     "tests/test_metrics_columns.py::test_every_method_keeps_every_column_it_had_bit_for_bit",
@@ -37,6 +59,28 @@ def pytest_addoption(parser) -> None:
         help="end with the seconds each test file spent tracing, lowering and compiling JAX "
         "programs in the tests' own processes, beside its seconds in all (docs/development.md)",
     )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem) -> bool | None:
+    """A test marked ``fusion_emitters`` compares the bits of two different compiled programs
+    (a loop and its step replayed), which agree as XLA's fusion emitters compile them (its
+    default, users' runs) and not as the older ones do: where the suite compiles with those, the
+    test runs in a process of its own without them, and passes or fails with it."""
+    if not pyfuncitem.get_closest_marker("fusion_emitters"):
+        return None
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    if LEGACY_EMITTERS not in flags:
+        return None
+    env = {**os.environ, "XLA_FLAGS": " ".join(f for f in flags if f != LEGACY_EMITTERS)}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0"]
+    done = subprocess.run(
+        [*command, pyfuncitem.nodeid], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        pytest.fail(f"in a process with the fusion emitters:\n{done.stdout[-4000:]}", pytrace=False)
+    return True
 
 
 def pytest_collection_modifyitems(config, items):

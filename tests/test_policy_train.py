@@ -97,6 +97,9 @@ def test_restore_best_without_checks_keeps_the_current_policy():
 MODEL = toy_model([0.5, 1.0, 1.5], 1)
 START = jnp.zeros((32, 1))
 FIRST_CHECK = 3
+SHORT, LONG = FIRST_CHECK + 2, 60
+"""The tests' two caps on updates (each compiles its loop once): past the first checks, and long
+enough for the stop rule to end a run."""
 
 
 def fresh(learning_rate):
@@ -127,6 +130,7 @@ def threefry_partitionable():
         yield
 
 
+@pytest.mark.fusion_emitters
 def test_train_policy_stops_by_the_rule_and_restores_the_best_update(threefry_partitionable):
     """Replay the same updates with the train step to find the last improving one; train_policy must
     stop 5 checks later and return exactly that update's weights."""
@@ -135,7 +139,7 @@ def test_train_policy_stops_by_the_rule_and_restores_the_best_update(threefry_pa
         policy, opt_state, stop_rule_init(policy, 3), jax.random.key(1), jnp.zeros((), jnp.int32)
     )
     history = []
-    for _ in range(60):
+    for _ in range(LONG):
         state, _ = STEP(state, MODEL, START, 0.0)
         history.append((state.policy, bool(state.updates >= FIRST_CHECK and state.rule.recent[-1])))
         if bool(state.rule.stop):
@@ -144,7 +148,7 @@ def test_train_policy_stops_by_the_rule_and_restores_the_best_update(threefry_pa
     last_best = max(i for i, (_, flag) in enumerate(history) if flag)
     assert last_best < len(history) - 1  # the restored weights are not simply the last ones
 
-    best, opt_state, info = train(policy, opt_state, max_updates=60)
+    best, opt_state, info = train(policy, opt_state, max_updates=LONG)
     assert info.stopped and info.updates == len(history) == last_best + 6
     for got, want in zip(
         jax.tree_util.tree_leaves(best),
@@ -158,7 +162,7 @@ def test_train_policy_stops_by_the_rule_and_restores_the_best_update(threefry_pa
     ).all()
 
     # the reference's no-op restore
-    last, _, info = train(*fresh(1e-2), max_updates=60, restore_best=False)
+    last, _, info = train(*fresh(1e-2), max_updates=LONG, restore_best=False)
     assert info.stopped and info.updates == len(history)
     for got, want in zip(
         jax.tree_util.tree_leaves(last), jax.tree_util.tree_leaves(history[-1][0]), strict=True
@@ -166,6 +170,7 @@ def test_train_policy_stops_by_the_rule_and_restores_the_best_update(threefry_pa
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.fusion_emitters
 def test_train_policy_without_restore_keeps_the_last_weights():
     """``restore_best=False`` (``policy.restore_best=false``): the policy after the last update,
     replayed with the train step; with restore, the weights of the last improving check."""
@@ -173,14 +178,14 @@ def test_train_policy_without_restore_keeps_the_last_weights():
     state = TrainState(
         policy, opt_state, stop_rule_init(policy, 3), jax.random.key(1), jnp.zeros((), jnp.int32)
     )
-    for _ in range(FIRST_CHECK + 2):
+    for _ in range(SHORT):
         state, _ = STEP(state, MODEL, START, 0.0)
-    last, _, _ = train(policy, opt_state, max_updates=FIRST_CHECK + 2, restore_best=False)
+    last, _, _ = train(policy, opt_state, max_updates=SHORT, restore_best=False)
     for got, want in zip(
         jax.tree_util.tree_leaves(last), jax.tree_util.tree_leaves(state.policy), strict=True
     ):
         np.testing.assert_array_equal(got, want)
-    best, _, _ = train(policy, opt_state, max_updates=FIRST_CHECK + 2)
+    best, _, _ = train(policy, opt_state, max_updates=SHORT)
     for got, want in zip(
         jax.tree_util.tree_leaves(best),
         jax.tree_util.tree_leaves(restore_best(state.rule, state.policy)),
@@ -192,7 +197,7 @@ def test_train_policy_without_restore_keeps_the_last_weights():
 def test_train_policy_with_a_frozen_policy_stops_at_the_earliest_point():
     """Learning rate 0: the first check improves (from −inf), the next 5 cannot."""
     policy, opt_state = fresh(0.0)
-    best, _, info = train(policy, opt_state, max_updates=50)
+    best, _, info = train(policy, opt_state, max_updates=LONG)
     assert info.stopped and info.updates == FIRST_CHECK + 5
     assert (info.metrics()["policy_updates"], info.metrics()["policy_stopped_by_rule"]) == (
         FIRST_CHECK + 5,
@@ -205,11 +210,15 @@ def test_train_policy_with_a_frozen_policy_stops_at_the_earliest_point():
 
 def test_train_policy_stops_at_max_updates():
     policy, opt_state = fresh(0.0)
-    _, _, info = train(policy, opt_state, max_updates=4)
-    assert info.updates == 4 and not info.stopped
-    assert (info.metrics()["policy_updates"], info.metrics()["policy_stopped_by_rule"]) == (4, 0)
+    _, _, info = train(policy, opt_state, max_updates=SHORT)
+    assert info.updates == SHORT and not info.stopped
+    assert (info.metrics()["policy_updates"], info.metrics()["policy_stopped_by_rule"]) == (
+        SHORT,
+        0,
+    )
 
 
+@pytest.mark.fusion_emitters
 def test_train_policy_summarises_every_updates_ppo_diagnostics():
     """The PPO diagnostics of train_policy are those of its updates, replayed with the train step
     (mean over the updates and the last one's, :func:`ppo_summary`); a learning policy moves away
@@ -219,16 +228,16 @@ def test_train_policy_summarises_every_updates_ppo_diagnostics():
         policy, opt_state, stop_rule_init(policy, 3), jax.random.key(1), jnp.zeros((), jnp.int32)
     )
     updates = []
-    for _ in range(4):
+    for _ in range(SHORT):
         state, metrics = STEP(state, MODEL, START, 0.0)
         updates.append(metrics.ppo)
-    _, _, info = train(policy, opt_state, max_updates=4)
+    _, _, info = train(policy, opt_state, max_updates=SHORT)
     stacked = jax.tree_util.tree_map(lambda *u: jnp.stack(u), *updates)
     assert info.ppo == ppo_summary(stacked) and info.metrics().items() >= info.ppo.items()
     assert info.ppo["ppo_approx_kl_mean"] > 0 and info.ppo["ppo_entropy_last"] == pytest.approx(
         np.log(0.5) + 0.5 * np.log(2 * np.pi * np.e)
     )
-    _, _, frozen = train(*fresh(0.0), max_updates=4)
+    _, _, frozen = train(*fresh(0.0), max_updates=SHORT)
     assert (
         abs(frozen.ppo["ppo_approx_kl_mean"]) < 1e-6 and frozen.ppo["ppo_clip_fraction_mean"] == 0.0
     )
@@ -239,10 +248,10 @@ def test_policy_training_reads_from_the_device_once(monkeypatch):
     reads its outcome once, at the end, however many updates it made."""
     policy, opt_state = fresh(1e-2)
     reads = host_reads(monkeypatch)
-    _, _, info = train(policy, opt_state, max_updates=FIRST_CHECK + 8)
-    assert reads == ["device_get"] and info.updates == FIRST_CHECK + 8
+    _, _, info = train(policy, opt_state, max_updates=SHORT)
+    assert reads == ["device_get"] and info.updates == SHORT
     reads.clear()
-    _, _, info = train(*fresh(0.0), max_updates=50)  # the stop rule ends it
+    _, _, info = train(*fresh(0.0), max_updates=LONG)  # the stop rule ends it
     assert reads == ["device_get"] and info.stopped
     float(jnp.ones(()))  # the recorder sees an implicit read
     assert reads == ["device_get", "implicit"]
