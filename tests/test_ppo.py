@@ -238,16 +238,23 @@ def test_ppo_summary_is_the_mean_over_updates_and_the_last_update():
                                     **{f"ppo_{n}_last": float(v) for n, v in zip(PPOMetrics._fields, first, strict=True)}}  # fmt: skip
 
 
+START_STATES = 16
+"""The point-mass tests' start states (one shape: their programs compile once)."""
+
+
 def test_optimizer_learning_rate_is_state_and_counts_epochs():
+    """The learning rate is the optimizer's state, so another compiles nothing new (the advantage
+    test below runs the same update at 1e-2)."""
     policy = policy_init(jax.random.key(6), 1, 1)
     opt_state = make_policy_optimizer(1e-3).init(policy)
     assert float(opt_state.hyperparams["learning_rate"]) == pytest.approx(1e-3)
     model = toy_model(np.ones(3), 1)
-    traj, _ = imagine(POINT_MASS_WORLD, model, policy, jnp.zeros((8, 1)), jax.random.key(7), 0.0)
+    start = jnp.zeros((START_STATES, 1))
+    traj, _ = imagine(POINT_MASS_WORLD, model, policy, start, jax.random.key(7), 0.0)
     _, opt_state, metrics = ppo_update(
-        policy, opt_state, traj, model.obs_norm, 0.5, PPOSettings(epochs=4)
+        policy, opt_state, traj, model.obs_norm, 0.5, PPOSettings(epochs=3)
     )
-    assert int(opt_state.inner_state[0].count) == 4
+    assert int(opt_state.inner_state[0].count) == 3
     assert all(np.isfinite(np.asarray(x)) for x in metrics)
 
 
@@ -299,9 +306,16 @@ def test_advantage_is_fixed_per_update_or_recomputed_each_epoch(advantage):
     model = toy_model(np.ones(3), 1)
     policy = policy_init(jax.random.key(10), 1, 1)
     optimizer = make_policy_optimizer(1e-2)
-    traj, _ = imagine(POINT_MASS_WORLD, model, policy, jnp.zeros((16, 1)), jax.random.key(11), 0.0)
+    start = jnp.zeros((START_STATES, 1))
+    traj, _ = imagine(POINT_MASS_WORLD, model, policy, start, jax.random.key(11), 0.0)
     settings = PPOSettings(epochs=3, advantage=ADVANTAGE_RULES[advantage])
     got, _, _ = ppo_update(policy, optimizer.init(policy), traj, model.obs_norm, 0.5, settings)
+
+    @jax.jit  # one program for the replayed epoch, not one per operation
+    def epoch(params, state, batch):
+        grads, _ = jax.grad(ppo_loss, has_aux=True)(params, model.obs_norm, batch, 0.5)
+        updates, state = optimizer.update(grads, state, params)
+        return jax.tree_util.tree_map(lambda p, u: p + u, params, updates), state
 
     batch = make_batch(policy, model.obs_norm, traj)
     params, state, advantages = policy, optimizer.init(policy), []
@@ -309,9 +323,7 @@ def test_advantage_is_fixed_per_update_or_recomputed_each_epoch(advantage):
         if advantage == "per-epoch":
             batch = batch._replace(adv=batch.ret - value(params, model.obs_norm, batch.obs))
         advantages.append(np.asarray(batch.adv))
-        grads, _ = jax.grad(ppo_loss, has_aux=True)(params, model.obs_norm, batch, 0.5)
-        updates, state = optimizer.update(grads, state, params)
-        params = jax.tree_util.tree_map(lambda p, u: p + u, params, updates)
+        params, state = epoch(params, state, batch)
     for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(params), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=5e-5)  # the modes differ by ≈ 1e-2 here
     moved = np.abs(advantages[2] - advantages[0]).max()
