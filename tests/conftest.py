@@ -83,12 +83,19 @@ def pytest_pyfunc_call(pyfuncitem) -> bool | None:
     return True
 
 
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects
 def pytest_collection_modifyitems(config, items):
-    """Under xdist (``-n 2``, ``--dist worksteal``), the longest tests first, then the slow ones,
-    then the rest: a worker that runs out steals from the end of the other's queue, so the run ends
-    on short tests, not with one worker idle beside a long one. A test that shares a module-scoped
-    fixture with a slow test of its module goes with the slow ones, so the fixture is made once per
-    worker. Only the order changes; without xdist it is the files'."""
+    """A test marked ``fusion_emitters`` is ``slow`` where it runs in a process of its own
+    (:func:`pytest_pyfunc_call`). Under xdist (``-n 2``, ``--dist worksteal``), the longest tests
+    first, then the slow ones, then the rest: a worker that runs out steals from the end of the
+    other's queue, so the run ends on short tests, not with one worker idle beside a long one. A
+    test that shares a module-scoped fixture with a slow test of its module goes with the slow
+    ones, so the fixture is made once per worker. Only the order changes; without xdist it is the
+    files'."""
+    if LEGACY_EMITTERS in os.environ.get("XLA_FLAGS", "").split():
+        for item in items:
+            if item.get_closest_marker("fusion_emitters"):
+                item.add_marker(pytest.mark.slow)
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
 
