@@ -175,6 +175,27 @@ def test_the_learning_curve_draws_the_reference_band_behind_the_run():
     assert list(ax.lines[0].get_ydata()) == [1.0, 2.0]
 
 
+def test_where_no_trained_policy_beat_the_untrained_one_the_summary_and_the_curve_say_so(
+    tmp_path, monkeypatch
+):
+    """One meaning of "best": the best evaluation of a trained policy, in the summary and in the
+    curve's steps; the untrained policy's return is a line of its own, not a best."""
+    from rp1.report import run_curve
+
+    shown = []
+    monkeypatch.setattr(run_curve, "save", lambda figure, path: shown.append(figure) or path)
+    for first, trained, beaten in ((100.0, [-50.0, 20.0], False), (0.0, [10.0, 30.0], True)):
+        root = tmp_path / str(first)
+        run = write_run(root, "hopper", "quick", 0, [0, 1_000, 2_000], [first, *trained])
+        line = run_summary(run, None).splitlines()[0]
+        assert line.startswith("best evaluation return ")
+        assert line.endswith(": no trained policy beat the untrained one") != beaten, line
+        write_learning_curve(run, "hopper-quick", tmp_path / "no references")
+        lines = {line.get_label(): line for line in shown[-1].axes[0].lines}
+        assert list(lines["untrained policy"].get_ydata()) == [first, first]
+        assert list(lines["best trained so far"].get_ydata()) == [trained[0], max(trained)]
+
+
 def test_the_shipped_references_read_back_and_name_their_preset():
     shipped = sorted(references.REFERENCES.glob("*.json"))
     assert {path.stem for path in shipped} >= {"halfcheetah-quick-10000", "hopper-quick-10000"}

@@ -1,6 +1,7 @@
-"""One run's learning curve, ``learning_curve.png``: its evaluation returns and best so far against
-real samples, over its preset's reference seeds' band. Drawn by the run's own process when it
-ends (``rp1 train``, a sweep's worker), so it imports neither the report's statistics nor JAX."""
+"""One run's learning curve, ``learning_curve.png``: its evaluation returns, the untrained policy's
+and the best trained policy's so far against real samples, over its preset's reference seeds'
+band. Drawn by the run's own process when it ends (``rp1 train``, a sweep's worker), so it imports
+neither the report's statistics nor JAX."""
 
 from __future__ import annotations
 
@@ -11,20 +12,24 @@ from matplotlib.axes import Axes
 
 from rp1.report.canvas import new_figure, save
 from rp1.report.references import REFERENCES, Reference, run_reference, seeds_text
-from rp1.rundir.files import CURVE, METRICS, RunDir
+from rp1.rundir.files import CURVE, METRICS, RunDir, evaluates_trained
 
 
 def learning_curve_figure(
     metrics: pd.DataFrame, title: str, path: Path, reference: Reference | None = None
 ) -> Path | None:
-    """One run's evaluation return (points) and best-so-far (steps) against real samples, over its
-    preset's ``reference`` seeds' band, if given (:func:`draw_reference`).
+    """One run's evaluation return (points), the untrained policy's (the first evaluation; dotted)
+    and the best so far of the trained policies (steps; the best ``rp1 train``'s summary and the
+    kept ``best`` policy count, :func:`~rp1.rundir.files.evaluates_trained`) against real samples,
+    over its preset's ``reference`` seeds' band, if given (:func:`draw_reference`).
 
-    ``metrics`` is the run's ``metrics.csv`` as read by pandas (columns ``samples``, ``eval_return``).
+    ``metrics`` is the run's ``metrics.csv`` as read by pandas (columns ``iteration``,
+    ``samples``, ``eval_return``).
     """
     rows = metrics.dropna(subset=["eval_return"])
     if rows.empty:
         return None
+    trained = rows[evaluates_trained(rows["iteration"])]
     figure, axes = new_figure()
     ax = axes[0, 0]
     if reference is not None:
@@ -37,9 +42,10 @@ def learning_curve_figure(
         markersize=3,
         label="evaluation return",
     )
-    ax.step(
-        rows["samples"], rows["eval_return"].cummax(), where="post", color="C3", label="best so far"
-    )
+    ax.axhline(rows["eval_return"].iloc[0], color="C0", ls=":", lw=1, label="untrained policy")
+    if not trained.empty:
+        best = trained["eval_return"].cummax()
+        ax.step(trained["samples"], best, where="post", color="C3", label="best trained so far")
     ax.set_xlabel("real samples")
     ax.set_ylabel("return (mean of the evaluation episodes)")
     ax.set_title(title)

@@ -33,8 +33,9 @@ def standing_lines(run: RunDir, rows: pd.DataFrame, best: float, references: Pat
 
 def run_summary(run_dir: Path, curve: Path | None, references: Path = REFERENCES) -> str:
     """The best evaluation of a trained policy (:func:`~rp1.rundir.files.evaluates_trained`, as
-    ``rp1 report`` counts) in ``run_dir``'s ``metrics.csv`` and the first evaluation (the
-    untrained policy's); where the run stands among its preset's reference seeds, if the run
+    ``rp1 report`` counts and the kept ``best`` policy is) in ``run_dir``'s ``metrics.csv`` and the
+    first evaluation (the untrained policy's), and where no trained policy beat the untrained one,
+    that it did not; where the run stands among its preset's reference seeds, if the run
     reached the budget of a reference in ``references``
     (:func:`~rp1.report.references.reference_for`); then where the metrics and the learning
     curve ``curve`` (if any) are."""
@@ -49,8 +50,11 @@ def run_summary(run_dir: Path, curve: Path | None, references: Path = REFERENCES
             lines.append(f"no trained policy was evaluated (first evaluation {first:.1f})")
         else:
             best = trained.loc[trained["eval_return"].idxmax()]
+            beaten = (
+                "" if best["eval_return"] > first else ": no trained policy beat the untrained one"
+            )
             lines.append(
-                f"best evaluation return {best['eval_return']:.1f} (at {int(best['samples']):,} samples; first evaluation {first:.1f})"
+                f"best evaluation return {best['eval_return']:.1f} (at {int(best['samples']):,} samples; first evaluation {first:.1f}){beaten}"
             )
             lines += standing_lines(run, rows, float(best["eval_return"]), references)
     lines.append(f"metrics:        {run_dir / METRICS}")
