@@ -37,7 +37,7 @@ from rp1.cli.options import (
 )
 from rp1.cli.stdout import open_stdout, stdout_failure
 from rp1.cli.tables import table, terminal_width
-from rp1.core.errors import ConfigError, Interrupted, Rp1Error, clipped
+from rp1.core.errors import Interrupted, Rp1Error, clipped
 from rp1.core.signals import exit_on_signals, raise_on_signals
 from rp1.core.storage import check_writable_dir
 from rp1.rundir.lock import RunLock
@@ -108,9 +108,10 @@ def envs(
     Without TASK, the paper's four tasks and how to run any other task; with TASK, that task.
     """
     from rp1 import envs as registry
+    from rp1.config.sources import tasks_importable_from_cwd
 
     if name:
-        _importable_from_cwd()
+        tasks_importable_from_cwd()
     tasks = []
     for task_name in [name] if name else registry.names():
         env, task = registry.make(task_name)
@@ -125,14 +126,6 @@ def envs(
         )
     if not name:
         typer.echo(f"\n{ANY_TASK}")
-
-
-def _importable_from_cwd() -> None:
-    """Let ``package.module:attribute`` name a module in the working directory, as ``python -m``
-    would (appended to ``sys.path``, so installed packages keep precedence; worker processes
-    inherit it)."""
-    if os.getcwd() not in sys.path:
-        sys.path.append(os.getcwd())
 
 
 @app.command()
@@ -175,68 +168,19 @@ def run_config(o: Options, defaults: bool = False) -> Config:
     task)."""
     from rp1.config import apply_overrides, with_scale
     from rp1.config.reference import default_config
+    from rp1.config.sources import config_of, given_overrides, method_goes_with_task
 
     if defaults and o.preset is None and o.env is None:
         if o.method is not None:
-            raise ConfigError("--method goes with --env")
+            raise method_goes_with_task()
         cfg = with_scale(default_config(), o.scale) if o.scale else default_config()
         given = {"env_workers": o.env_workers, "horizon": o.horizon}
         # --seed and --budget win over --set seed=…, budget=…, as in rp1.config.resolve
-        return apply_overrides(cfg, cli_overrides(o.set_, **given, seed=o.seed, budget=o.budget))
-    overrides = cli_overrides(o.set_, env_workers=o.env_workers, horizon=o.horizon)
+        return apply_overrides(cfg, given_overrides(o.set_, **given, seed=o.seed, budget=o.budget))
+    overrides = given_overrides(o.set_, env_workers=o.env_workers, horizon=o.horizon)
     return config_of(
         o.preset, o.env, o.method, seed=o.seed, budget=o.budget, overrides=overrides, scale=o.scale
     )
-
-
-def cli_overrides(items: list[str] | None, **options: int | None) -> dict[str, str]:
-    """``--set`` items (:func:`parse_sets`), then the options that are config values, where given
-    (an option wins over ``--set`` of its key): ``env_workers`` (``modelfree.workers``),
-    ``horizon``, ``seed``, ``budget``."""
-    keys = {
-        "env_workers": "modelfree.workers",
-        "horizon": "horizon",
-        "seed": "seed",
-        "budget": "budget",
-    }
-    return {
-        **parse_sets(items),
-        **{keys[name]: str(value) for name, value in options.items() if value is not None},
-    }
-
-
-def parse_sets(items: list[str] | None) -> dict[str, str]:
-    """``["a.b=1", "c=x"]`` -> ``{"a.b": "1", "c": "x"}``; a malformed item is a ConfigError."""
-    out = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--set expects key=value, got {item!r}")
-        out[key.strip()] = value.strip()
-    return out
-
-
-def config_of(preset: str | None, env: str | None, method: str | None, **resolved: Any) -> Config:
-    """The config of ``--preset`` or of ``--env`` with ``--method`` (default rp1): exactly one of
-    ``preset`` and ``env``, ``method`` only with ``env``; ``resolved``: seed, budget, overrides,
-    scale (see :func:`rp1.config.resolve`)."""
-    from rp1.config import env_config, resolve
-
-    if preset is not None and env is not None:
-        raise ConfigError(
-            "--preset and --env exclude each other: a preset names its task and method"
-        )
-    if preset is None and env is None:
-        raise ConfigError("give --preset PRESET (see `rp1 presets`) or --env TASK (see `rp1 envs`)")
-    if preset is not None:
-        if method is not None:
-            raise ConfigError("--method goes with --env; a preset names its method")
-        return resolve(preset, **resolved)
-    assert env is not None  # one of the two, not the preset
-    _importable_from_cwd()
-    if method is not None:  # else env_config's default
-        resolved["method"] = method
-    return env_config(env, **resolved)
 
 
 @command(app, WHICH_RUN, ONE_RUN, RUN_SETTINGS, RUN_OPTIONS)
@@ -295,42 +239,6 @@ def run_options(o: Options) -> RunOptions:
     )
 
 
-def parse_seeds(text: str) -> list[int]:
-    """``"0-9"`` or ``"0,2,5"`` or ``"0-2,7"`` -> sorted unique seeds; ConfigError if malformed, a
-    range is reversed (``3-1``), a seed is outside ``[0, SEED_LIMIT)`` or there are more than
-    :data:`MAX_SEEDS`."""
-    from rp1.config.validation import SEED_LIMIT
-
-    try:
-        ranges = [
-            (int(lo), int(hi) if sep else int(lo))
-            for lo, sep, hi in (part.strip().partition("-") for part in text.split(","))
-        ]
-    except ValueError:
-        raise ConfigError(f"--seeds expects e.g. 0-9 or 0,2,5, got {text!r}") from None
-    for first, last in ranges:
-        if first > last:
-            raise ConfigError(
-                f"--seeds range {first}-{last} is reversed; write it low to high, {last}-{first}"
-            )
-    # checked before a range too long to hold is made
-    if not all(
-        first >= 0 and last < SEED_LIMIT and last - first < MAX_SEEDS for first, last in ranges
-    ):
-        raise ConfigError(
-            f"--seeds must name at most {MAX_SEEDS:,} seeds in [0, {SEED_LIMIT}) (2**31 - 2**22), got {text!r}"
-        )
-    seeds = {seed for first, last in ranges for seed in range(first, last + 1)}
-    if not seeds or len(seeds) > MAX_SEEDS:
-        raise ConfigError(f"--seeds must name 1 to {MAX_SEEDS:,} seeds, got {text!r}")
-    return sorted(seeds)
-
-
-def parse_names(text: str | None) -> list[str]:
-    """``"a, b"`` -> ``["a", "b"]``; ``None`` -> ``[]``."""
-    return [name.strip() for name in (text or "").split(",") if name.strip()]
-
-
 @command(app, MANY_RUNS, SWEEP_SETTINGS, RUN_OPTIONS)
 def sweep(o: Options) -> None:
     """Run every (preset, seed) and (task, method, seed) of a sweep, to the end.
@@ -339,6 +247,13 @@ def sweep(o: Options) -> None:
     process owns is left to it ("running elsewhere", exit code 3). Ctrl-C (SIGINT) or SIGTERM
     stops the sweep and its runs at once (exit code 130 or 143); the same command resumes them.
     """
+    from rp1.config.sources import (
+        given_overrides,
+        method_goes_with_task,
+        parse_names,
+        parse_seeds,
+        tasks_importable_from_cwd,
+    )
     from rp1.sweep.driver import run_sweep
     from rp1.sweep.executors import Backend
     from rp1.sweep.plan import SweepRequest
@@ -346,9 +261,9 @@ def sweep(o: Options) -> None:
     check_writable_dir(o.out)
     tasks = parse_names(o.envs)
     if o.methods is not None and not tasks:
-        raise ConfigError("--methods goes with --envs; a preset names its method")
+        raise method_goes_with_task(many=True)
     if tasks:
-        _importable_from_cwd()
+        tasks_importable_from_cwd()
     request = SweepRequest(
         parse_names(o.presets),
         parse_seeds(o.seeds),
@@ -356,7 +271,7 @@ def sweep(o: Options) -> None:
         envs=tasks,
         methods=parse_names(o.methods) or SweepRequest.methods,
         budget=o.budget,
-        overrides=cli_overrides(o.set_, horizon=o.horizon),
+        overrides=given_overrides(o.set_, horizon=o.horizon),
         scale=o.scale,
         order=o.order,
     )
@@ -398,11 +313,10 @@ def report(
     ),
 ) -> None:
     """Tables (Markdown + CSV) and figures (PNG) of the paper from run directories."""
+    from rp1.config.sources import runs_root
     from rp1.report.write import report_summary, write_report
 
-    if not root.is_dir():
-        raise ConfigError(f"no such directory: {root}")
-    out = out or root / "report"
+    out = out or runs_root(root) / "report"
     check_writable_dir(out)
     typer.echo(report_summary(write_report(root, out), out))
 
@@ -417,11 +331,10 @@ def status(
     Read from the runs' files, without taking their locks: real samples collected of the budget,
     finished, running or stopped, the best evaluation return of a trained policy and the work the
     run has taken (h:mm)."""
+    from rp1.config.sources import runs_root
     from rp1.sweep.status import print_status, sweep_status
 
-    if not root.is_dir():
-        raise ConfigError(f"no such directory: {root}")
-    statuses = sweep_status(root)
+    statuses = sweep_status(runs_root(root))
     if json_:
         typer.echo(json.dumps([s.to_json() for s in statuses]))
     else:
@@ -444,10 +357,10 @@ def export(
     policies, policy/best.msgpack and policy/last.msgpack: what to keep, commit, report on or
     evaluate (rp1 evaluate) without the checkpoints. A copy that differs from its run's file is
     replaced only with --overwrite."""
+    from rp1.config.sources import runs_root
     from rp1.rundir.export import export_runs
 
-    if not root.is_dir():
-        raise ConfigError(f"no such directory: {root}")
+    runs_root(root)
     check_writable_dir(out)
     done = export_runs(root, out, overwrite)
     for note in done.left_out:
@@ -477,6 +390,7 @@ def testsets(
     (test_model_error, test_model_error_common in metrics.csv); no run trains on it.
     """
 
+    from rp1.config.sources import parse_names
     from rp1.testsets.rebuilt import chosen_tasks, rebuild
 
     chosen = chosen_tasks(parse_names(tasks))
@@ -492,8 +406,6 @@ for _info in app.registered_commands:  # every command's help as paragraphs the 
     _info.cls = PlainCommand
 
 INTERRUPTED = 130  # 128 + SIGINT
-MAX_SEEDS = 10_000
-"""Seeds a sweep may name at most."""
 CLICK_ERROR: Any = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 """Click's base of the usage errors it raises (taken through typer, which may bundle its own click)."""
 

@@ -13,6 +13,8 @@ The package, one job per module:
 - :mod:`~rp1.config.methods` — the methods of algorithm.md §8 as configs, and rows of one's own;
 - :mod:`~rp1.config.presets` — scales and the preset registry;
 - :mod:`~rp1.config.overrides` — ``--set key=value``;
+- :mod:`~rp1.config.sources` — which runs a command means: a preset or a task and method, the
+  overrides beside them, a sweep's seeds, a tree of runs to read;
 - :mod:`~rp1.config.validation` — :func:`validate`;
 - :mod:`~rp1.config.migrations` — schema versions, and a config written by an earlier rp1 read as it ran.
 """
