@@ -62,9 +62,26 @@ def method_goes_with_task(many: bool = False) -> ConfigError:
 
 
 def config_of(preset: str | None, env: str | None, method: str | None, **resolved: Any) -> Config:
-    """The config of ``--preset`` or of ``--env`` with ``--method`` (default rp1): exactly one of
-    ``preset`` and ``env``, ``method`` only with ``env``; ``resolved``: seed, budget, overrides,
-    scale (see :func:`rp1.config.resolve`)."""
+    """The config of `rp1 train --preset PRESET` or of `rp1 train --env TASK --method METHOD`.
+
+    `config_of("hopper-rp1", None, None, seed=3)` is `rp1 train --preset hopper-rp1 --seed 3`'s;
+    `config_of(None, "Pendulum-v1", "greedy")`, `rp1 train --env Pendulum-v1 --method greedy`'s.
+    A task named `package.module:attribute` may be a module of the working directory.
+
+    Args:
+        preset: A preset (`rp1 presets`), or `None` with `env`.
+        env: A task (what [`env_config`][rp1.config.env_config] takes), or `None` with `preset`.
+        method: The method on `env` (default `"rp1"`); `None` with a preset, which names its own.
+        **resolved: `seed`, `budget`, `overrides`, `scale`, as for
+            [`resolve`][rp1.config.resolve].
+
+    Returns:
+        The validated config.
+
+    Raises:
+        ConfigError: Both or neither of `preset` and `env`, a method with a preset, or what
+            [`resolve`][rp1.config.resolve] and [`env_config`][rp1.config.env_config] raise.
+    """
     from rp1.config import env_config, resolve
 
     if preset is not None and env is not None:
@@ -93,9 +110,18 @@ def tasks_importable_from_cwd() -> None:
 
 
 def parse_seeds(text: str) -> list[int]:
-    """``"0-9"`` or ``"0,2,5"`` or ``"0-2,7"`` -> sorted unique seeds; ConfigError if malformed, a
-    range is reversed (``3-1``), a seed is outside ``[0, SEED_LIMIT)`` or there are more than
-    :data:`MAX_SEEDS`."""
+    """The seeds of `rp1 sweep --seeds TEXT`: `"0-9"`, `"0,2,5"` or `"0-2,7"`.
+
+    Args:
+        text: Seeds and ranges of seeds, low to high, separated by commas.
+
+    Returns:
+        The seeds, sorted, each once.
+
+    Raises:
+        ConfigError: `text` is malformed, a range is reversed (`3-1`), a seed is outside
+            `[0, 2**31 - 2**22)` or there are more than `MAX_SEEDS` (10,000).
+    """
     from rp1.config.validation import SEED_LIMIT
 
     try:
