@@ -145,7 +145,7 @@ def feedback_run(first_g: float, first_feedback: str = "exclude"):
         s = replace(s, iteration=s.iteration + 1)
         lams.append(s.lam)
         g_hats.append(g_hat)
-    return lams, g_hats, s.device.bandit.scores.copy()
+    return lams, g_hats, s.arrays.bandit.scores.copy()
 
 
 def test_untrained_models_feedback_does_not_drive_the_bandit():
@@ -273,7 +273,7 @@ def test_g_is_measured_with_the_refreshed_delta_normalizer(g_normalizers):
     params = jax.tree_util.tree_map(np.zeros_like, s.learner.model.params)
     params = (*params[:-1], (params[-1][0], biases.astype(np.float32)))
     learner = s.learner.replace(model=s.learner.model.replace(params=params))
-    s = replace(s, device=s.device.replace(learner=learner))
+    s = replace(s, arrays=s.arrays.replace(learner=learner))
     s, row = agent.step(s)
     data = s.store.transitions()  # iteration 0: exactly the phase, three whole episodes (α = 0)
     horizon = agent.task.horizon

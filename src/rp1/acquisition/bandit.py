@@ -83,7 +83,7 @@ BASELINES: dict[Baseline, RunningMean] = {"previous": previous_mean, "including"
 
 class BanditWeights(NamedTuple):
     """What an [`ExpWeights`][rp1.acquisition.bandit.ExpWeights] learns, as arrays of fixed shapes
-    (part of a run's device state, `rp1.agents.model_based.DeviceState`): `scores [k]` (float64),
+    (part of a run's arrays, `rp1.agents.model_based.RunArrays`): `scores [k]` (float64),
     `history [window]` (float64, the feedbacks in the window, oldest first, its first `seen` entries
     valid), `seen []` (int64), `played []` (int64, the arm last played and not yet credited, −1:
     none) and `played_prob []` (float64, its probability then; 0 when none). NumPy arrays: the

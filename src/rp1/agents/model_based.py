@@ -19,7 +19,7 @@ stream is the state of its generator in :attr:`AgentState.rngs` (the environment
 draw from generators made from those states for one step), so the state holds all of a run's
 randomness and the checkpoint keeps it.
 
-A run's state (:class:`AgentState`) is one pytree of arrays, :class:`DeviceState` (the networks and
+A run's state (:class:`AgentState`) is one pytree of arrays, :class:`RunArrays` (the networks and
 optimiser states, the normalisers, the transition store as padded arrays with its row counts, the
 start states and the bandit's weights; its shapes depend on the config and the store's size
 buckets, never on the seed), beside a few host values (counters, λ, the generators' states, the
@@ -92,13 +92,13 @@ class Learner(struct.PyTreeNode):
     policy_opt: optax.OptState
 
 
-class DeviceState(struct.PyTreeNode):
+class RunArrays(struct.PyTreeNode):
     """Every array a model-based run changes, one pytree: the :class:`Learner` (JAX arrays), the
     transition store (padded NumPy arrays with their row counts, :class:`TransitionStore`), the
     start states of imagined rollouts (``[N, obs_dim]``) and the λ bandit's weights
     (:class:`~rp1.acquisition.bandit.BanditWeights`, float64 NumPy arrays; ``None`` for a fixed λ).
-    Despite its name, only the learner's arrays live on the device: the rest are the host's NumPy
-    arrays, which the compiled steps take as arguments."""
+    Only the learner's arrays live on the device: the rest are the host's NumPy arrays, which the
+    compiled steps take as arguments."""
 
     learner: Learner
     store: TransitionStore
@@ -114,7 +114,7 @@ HOST_STREAMS = ("env", "eval_env", "noise", "subsample", "bandit")
 class AgentState:
     """Everything that changes during a run; :meth:`ModelBasedAgent.checkpoint` saves all of it.
 
-    ``device``: the arrays (:class:`DeviceState`). Beside it the host's part: the counters, λ, the
+    ``arrays``: the arrays (:class:`RunArrays`). Beside it the host's part: the counters, λ, the
     metric rows, and ``rngs``, the state (``bit_generator.state``) of the generator of every
     stream of :data:`HOST_STREAMS`: the real and evaluation environments' resets (``env``,
     ``eval_env``), collection noise, subsampling and the bandit's draws. Nothing in a state is
@@ -124,7 +124,7 @@ class AgentState:
     iteration: int
     samples: int
     lam: float
-    device: DeviceState
+    arrays: RunArrays
     rngs: dict[str, Mapping[str, Any]]
     rows: list[dict[str, Any]] = field(default_factory=list)
     evaluations: list[dict[str, Any]] = field(default_factory=list)  # the grid's (rp1.agents.grid)
@@ -132,11 +132,11 @@ class AgentState:
 
     @property
     def learner(self) -> Learner:
-        return self.device.learner
+        return self.arrays.learner
 
     @property
     def store(self) -> TransitionStore:
-        return self.device.store
+        return self.arrays.store
 
 
 class ModelBasedAgent:
@@ -218,7 +218,7 @@ class ModelBasedAgent:
             iteration=0,
             samples=0,
             lam=lam,
-            device=DeviceState(
+            arrays=RunArrays(
                 learner=learner,
                 store=TransitionStore.empty(task.obs_dim, task.act_dim),
                 start_obs=self.start_obs.copy(),
@@ -238,7 +238,7 @@ class ModelBasedAgent:
             "rows": s.rows,
             "evaluations": s.evaluations,
         }
-        return pack_checkpoint(meta, s.device.replace(store=None), s.store.state_dict())
+        return pack_checkpoint(meta, s.arrays.replace(store=None), s.store.state_dict())
 
     def restore(self, data: dict[str, Any]) -> AgentState:
         """The state saved by :meth:`checkpoint` (a checkpoint of an earlier layout is migrated when
@@ -248,7 +248,7 @@ class ModelBasedAgent:
         :meth:`TransitionStore.from_state_dict`), a store that does not hold the samples the
         metadata counts (:func:`check_stored`)."""
         fresh = self.initial_state()
-        meta, device, appended = unpack_checkpoint(data, fresh.device.replace(store=None))
+        meta, arrays, appended = unpack_checkpoint(data, fresh.arrays.replace(store=None))
         lam = meta["lam"]
         if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not 0 <= lam <= 1:
             raise ValueError(f"its λ = {lam!r:.60} is not a number in [0, 1]")
@@ -264,7 +264,7 @@ class ModelBasedAgent:
             iteration=meta["iteration"],
             samples=meta["samples"],
             lam=lam,
-            device=device.replace(store=store),
+            arrays=arrays.replace(store=store),
             rngs={**fresh.rngs, **rngs},
             rows=meta["rows"],
             evaluations=meta["evaluations"],
@@ -301,7 +301,7 @@ class ModelBasedAgent:
                 self.training,
                 model,
                 learner,
-                state.device.start_obs,
+                state.arrays.start_obs,
                 k_policy,
                 state.lam,
                 state.iteration,
@@ -331,21 +331,21 @@ class ModelBasedAgent:
             state.iteration,
         )
 
-        device = state.device.replace(learner=learner)
-        device, absorbed = absorb(
-            device, phase, self.refresh, self.g_model, cfg.collect.min_val_rollouts
+        arrays = state.arrays.replace(learner=learner)
+        arrays, absorbed = absorb(
+            arrays, phase, self.refresh, self.g_model, cfg.collect.min_val_rollouts
         )
         row |= absorbed
         s = replace(
             state,
             samples=state.samples + phase.samples,
-            device=device,
+            arrays=arrays,
             rngs={**state.rngs, **{name: g.bit_generator.state for name, g in rngs.items()}},
             evaluations=evaluations,
             evaluated=evaluated,
         )
         s, row["g_hat"] = self.feed_bandit(s, row["model_error"], row.get("val_loss"))
-        if s.device.bandit is not None:  # the probabilities the next λ was drawn from
+        if s.arrays.bandit is not None:  # the probabilities the next λ was drawn from
             row |= self._bandit(s).metrics()
         row["wall_s"] = time.perf_counter() - started
         s = replace(s, iteration=s.iteration + 1, rows=s.rows + [row])
@@ -369,8 +369,8 @@ class ModelBasedAgent:
         """The bandit of ``s`` (its weights, drawing from a generator in the state of its
         stream): a new object, which changes nothing in ``s``."""
         bandit, _ = lambda_start(self.cfg, generator_from(s.rngs["bandit"]))
-        assert bandit is not None and s.device.bandit is not None  # an adaptive λ
-        bandit.load_weights(s.device.bandit)
+        assert bandit is not None and s.arrays.bandit is not None  # an adaptive λ
+        bandit.load_weights(s.arrays.bandit)
         return bandit
 
     def feed_bandit(
@@ -381,7 +381,7 @@ class ModelBasedAgent:
         fixed-λ methods, which keep their λ and state). Iteration 0's G was measured on the
         untrained model; it enters the bandit's window only with ``lam.first_feedback =
         "include"`` (the reference), and λ = 0 is played next."""
-        if s.device.bandit is None:
+        if s.arrays.bandit is None:
             return s, None
         bandit = self._bandit(s)
         g_hat: float | None
@@ -394,7 +394,7 @@ class ModelBasedAgent:
         return replace(
             s,
             lam=lam,
-            device=s.device.replace(bandit=bandit.weights),
+            arrays=s.arrays.replace(bandit=bandit.weights),
             rngs={**s.rngs, "bandit": bandit.rng.bit_generator.state},
         ), g_hat
 
@@ -466,29 +466,29 @@ def train_policy_in_model(
 
 
 def absorb(
-    device: DeviceState,
+    arrays: RunArrays,
     phase: Phase,
     refresh: Refreshes,
     g_model: Callable[[Ensemble, Ensemble], Ensemble],
     min_val_rollouts: int,
-) -> tuple[DeviceState, dict[str, Any]]:
+) -> tuple[RunArrays, dict[str, Any]]:
     """Fold the phase into the input normalisers, store it, refresh the delta (and reward)
     normaliser from all stored data (as ``statistics`` says, :mod:`rp1.dynamics.refreshes`),
     and measure G on the phase with the model weights as they were before the refit
     (algorithm.md §6: every normaliser already refreshed, the reference's order, so every G is
     in the same units; ``lam.g_normalizers="inputs"`` measures it before the delta normaliser
     is refreshed; G does not read the reward normaliser). ``min_val_rollouts``: the store's
-    (``collect.min_val_rollouts``). Returns the new device state and the row's entries."""
+    (``collect.min_val_rollouts``). Returns the new arrays and the row's entries."""
     obs, act, next_obs = (
         np.concatenate([getattr(e, f) for e in phase.episodes]) for f in ("obs", "act", "next_obs")
     )
     finals = np.stack([e.next_obs[-1] for e in phase.episodes])
-    model = refresh.inputs(device.learner.model, np.concatenate([obs, finals]), act)
-    store = device.store.add_phase(phase.episodes, min_val=min_val_rollouts)
+    model = refresh.inputs(arrays.learner.model, np.concatenate([obs, finals]), act)
+    store = arrays.store.add_phase(phase.episodes, min_val=min_val_rollouts)
     refreshed = refresh.outputs(model, store.transitions())
     g = model_error(g_model(model, refreshed), obs, act, next_obs)
-    device = device.replace(learner=device.learner.replace(model=refreshed), store=store)
-    return device, {
+    arrays = arrays.replace(learner=arrays.learner.replace(model=refreshed), store=store)
+    return arrays, {
         "model_error": g,
         "phase_samples": phase.samples,
         "residual": phase.residual,

@@ -5,7 +5,7 @@ Each split is a :class:`Dataset`: its rows padded with zeros up to a size bucket
 least 1,024) and the number of valid rows. The compiled fit takes the splits as they are, so it is
 reused while the data grows inside a bucket instead of recompiling every outer iteration, and the
 store is one pytree of arrays with the row counts as arrays, like the rest of a run's device state
-(:class:`rp1.agents.model_based.DeviceState`). A store is immutable: :meth:`TransitionStore.add_phase`
+(:class:`rp1.agents.model_based.RunArrays`). A store is immutable: :meth:`TransitionStore.add_phase`
 returns a new one and its arrays are read-only (the training and validation sets the fit gets are
 those arrays: copy one to change it), so a state that holds a store can be kept, stepped again or
 written by another thread.
