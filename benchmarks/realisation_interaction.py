@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rp1.cli import parse_seeds
+from rp1.config.sources import parse_seeds
 from rp1.core.errors import ConfigError
 from rp1.report.measures import AUC, GRID_BEST, MEASURES, PAPER_BEST, run_tables, values_at
 from rp1.report.runs_table import LoadedRuns, load_runs
