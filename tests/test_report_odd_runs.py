@@ -76,6 +76,14 @@ def test_odd_runs_are_left_out_of_a_report_with_a_note_and_no_warnings(
     assert "| halfcheetah | paper | rp1 | 2 | 0, 4 |" in index
 
 
+@pytest.mark.parametrize("given_out", [False, True])
+def test_a_report_of_no_directory_is_bad_input_and_writes_nothing(given_out, tmp_path, capsys):
+    out = ["--out", tmp_path / "report"] if given_out else []
+    code, _, err = run_cli_output(["report", tmp_path / "nowhere", *out], capsys)
+    one_error(code, err, 2, "no such directory")
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 def test_a_report_the_disk_cannot_hold_is_one_line_exit_1_and_leaves_no_file(
     finished_run, tmp_path, monkeypatch, capsys

@@ -316,7 +316,8 @@ def report(
     from rp1.config.sources import runs_root
     from rp1.report.write import report_summary, write_report
 
-    out = out or runs_root(root) / "report"
+    root = runs_root(root)
+    out = out or root / "report"
     check_writable_dir(out)
     typer.echo(report_summary(write_report(root, out), out))
 
