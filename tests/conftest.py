@@ -19,6 +19,11 @@ LEGACY_EMITTERS = "--xla_cpu_use_fusion_emitters=false"
 programs in about half the CPU time of the newer ones (docs/development.md)."""
 
 
+def with_legacy_emitters() -> bool:
+    """Whether this session's XLA compiles with :data:`LEGACY_EMITTERS` (its ``XLA_FLAGS``)."""
+    return LEGACY_EMITTERS in os.environ.get("XLA_FLAGS", "").split()
+
+
 def knows(flag: str) -> bool:
     """Whether this jaxlib's XLA knows ``flag`` (an unknown one in ``XLA_FLAGS`` aborts a
     process), asked of a process of its own."""
@@ -67,11 +72,9 @@ def pytest_pyfunc_call(pyfuncitem) -> bool | None:
     (a loop and its step replayed), which agree as XLA's fusion emitters compile them (its
     default, users' runs) and not as the older ones do: where the suite compiles with those, the
     test runs in a process of its own without them, and passes or fails with it."""
-    if not pyfuncitem.get_closest_marker("fusion_emitters"):
+    if not pyfuncitem.get_closest_marker("fusion_emitters") or not with_legacy_emitters():
         return None
-    flags = os.environ.get("XLA_FLAGS", "").split()
-    if LEGACY_EMITTERS not in flags:
-        return None
+    flags = os.environ["XLA_FLAGS"].split()
     env = {**os.environ, "XLA_FLAGS": " ".join(f for f in flags if f != LEGACY_EMITTERS)}
     env.pop("PYTEST_XDIST_WORKER", None)
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0"]
@@ -92,7 +95,7 @@ def pytest_collection_modifyitems(config, items):
     test that shares a module-scoped fixture with a slow test of its module goes with the slow
     ones, so the fixture is made once per worker. Only the order changes; without xdist it is the
     files'."""
-    if LEGACY_EMITTERS in os.environ.get("XLA_FLAGS", "").split():
+    if with_legacy_emitters():
         for item in items:
             if item.get_closest_marker("fusion_emitters"):
                 item.add_marker(pytest.mark.slow)
