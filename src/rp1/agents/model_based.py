@@ -22,7 +22,7 @@ randomness and the checkpoint keeps it.
 A run's state (:class:`AgentState`) is one pytree of arrays, :class:`RunArrays` (the networks and
 optimiser states, the normalisers, the transition store as padded arrays with its row counts, the
 start states and the bandit's weights; its shapes depend on the config and the store's size
-buckets, never on the seed), beside a few host values (counters, λ, the generators' states, the
+buckets), beside a few host values (counters, λ, the generators' states, the
 metric rows). :meth:`ModelBasedAgent.step` is pure: it returns a new state and leaves the one it was
 given as it was (nothing in a state is changed after it is made), so a state can be stepped twice,
 compared or kept.
