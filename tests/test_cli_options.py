@@ -91,6 +91,7 @@ def test_evaluate_names_its_video_option_as_the_help_does(tmp_path, capsys):
 
 
 MISSPELT = {
+    "command": (["trian"], "No such command 'trian'. Did you mean 'train'?"),
     "preset": (["train", "--preset", "hoper-quick"], "did you mean hopper-quick?"),
     "paper task": (["train", "--env", "halfchetah"], "did you mean halfcheetah?"),
     "method": (["train", "--env", "hopper", "--method", "greddy"], "did you mean greedy?"),

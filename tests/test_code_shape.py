@@ -32,8 +32,8 @@ def test_no_function_takes_more_than_eight_parameters():
 def test_every_commands_help_has_its_paragraphs_on_single_lines():
     """The terminal wraps a paragraph where it ends; a line break from the source would break a
     sentence in the middle (``rp1 --help`` once did)."""
-    for info in app.registered_commands:
-        paragraphs = info.help.split("\n\n")
-        assert all("\n" not in paragraph for paragraph in paragraphs), info.help
+    for command in app.commands.values():
+        paragraphs = command.help.split("\n\n")
+        assert all("\n" not in paragraph for paragraph in paragraphs), command.help
         # the command list's line
         assert paragraphs[0].endswith(".") and len(paragraphs[0]) <= 100, paragraphs[0]

@@ -1,14 +1,14 @@
 """Every command's ``--help`` (and ``rp1 --help``), at 100 columns: what a rendering change (a new
-typer writing ``<bool>`` on every flag) would break fails here.
+click writing arguments its own way, a type name on every flag) would break fails here.
 
 Two checks:
 
-- invariants, on every typer and click rp1 allows (the lowest-versions tier too): no type name
+- invariants, on every click rp1 allows (the lowest-versions tier too): no type name
   where a metavar goes (``<bool>``, ``<str>``, ``<path>``, ``<list[str]>``), no ``{ROOT}``
   placeholder, every option that takes a value shows its metavar (a choice the values it takes),
   a flag none, and an argument by its metavar;
-- the text itself, against ``tests/help/COMMAND.txt``, exactly, where typer and click are
-  versions ``tests/help/VERSIONS`` names (others may wrap or word a line differently).
+- the text itself, against ``tests/help/COMMAND.txt``, exactly, where click is a version
+  ``tests/help/VERSIONS`` names (others may wrap or word a line differently).
 
 After a deliberate change of the help, write the files again and review the diff::
 
@@ -26,7 +26,6 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
-import typer
 
 from helpers import run_cli_output
 from rp1.cli import app
@@ -38,19 +37,19 @@ COLUMNS = "100"
 UPDATE = os.environ.get("RP1_UPDATE_HELP") == "1"
 
 TYPE_NAME = re.compile(r"<(bool|str|int|float|path|file|list\[|[a-z]+ range)")
-"""Typer's type names, written where a metavar goes."""
+"""Type names, as typer once wrote them where a metavar goes."""
 PLACEHOLDER = re.compile(r"\{[A-Za-z_]+\}")
 METAVAR = re.compile(r"[A-Z][A-Za-z0-9_=]*|\[[a-z0-9-]+(\|[a-z0-9-]+)+\]")
 """A metavar: a name in capitals (DIR, KEY=VALUE, WIDTHxHEIGHT) or a choice ([small|paper])."""
 
 CHOICES = {"--scale": SCALES, "--policy": POLICIES, "--order": ORDERS, "--backend": BACKENDS}
 """The options that take one of a few values, and those values."""
-COMMANDS = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+COMMANDS = app.commands
 
 
 def installed() -> str:
-    """The typer and click this process renders help with, as VERSIONS records them."""
-    return f"typer {version('typer')}, click {version('click')}"
+    """The click this process renders help with, as VERSIONS records it."""
+    return f"click {version('click')}"
 
 
 def help_text(args: list[str], capsys, monkeypatch) -> str:
@@ -73,7 +72,7 @@ def check_invariants(name: str, text: str) -> None:
     assert not PLACEHOLDER.search(text), PLACEHOLDER.search(text)
     rows = option_rows(text)
     assert rows.pop("--help") == "--help"
-    params = COMMANDS[name].params if name != "rp1" else typer.main.get_command(app).params
+    params = COMMANDS[name].params if name != "rp1" else app.params
     usage = text.splitlines()[0]
     for param in params:
         if getattr(param, "hidden", False):
@@ -130,7 +129,7 @@ def test_root_help_shows_each_commands_summary_whole(capsys, monkeypatch):
 
 
 def recorded() -> list[str]:
-    """The typer and click versions that VERSIONS says render every snapshot as it is."""
+    """The click versions that VERSIONS says render every snapshot as it is."""
     return VERSIONS.read_text(encoding="utf-8").splitlines() if VERSIONS.is_file() else []
 
 

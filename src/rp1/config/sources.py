@@ -2,7 +2,7 @@
 ``--set`` overrides and the options that are config values beside them; the seeds and names of a
 sweep; the tree of run directories that ``report``, ``status`` and ``export`` read.
 
-``rp1 train``, ``rp1 config`` and ``rp1 sweep`` resolve their options here, and so may a script:
+``rp1 train``, ``rp1 config`` (:func:`shown_config`) and ``rp1 sweep`` resolve their options here, and so may a script:
 ``config_of("hopper-rp1", None, None, seed=3)`` is ``rp1 train --preset hopper-rp1 --seed 3``'s
 config. Where a run's directory goes is :func:`rp1.rundir.files.run_dir_under`'s; whether a run
 there is started, resumed, skipped or refused, :meth:`rp1.rundir.files.RunDir.held`'s. The errors
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +35,7 @@ OPTION_KEYS = {
 ``--budget``), by name, and their config keys."""
 
 
-def parse_sets(items: list[str] | None) -> dict[str, str]:
+def parse_sets(items: Sequence[str] | None) -> dict[str, str]:
     """``["a.b=1", "c=x"]`` -> ``{"a.b": "1", "c": "x"}``; a malformed item is a ConfigError."""
     out = {}
     for item in items or []:
@@ -45,7 +46,7 @@ def parse_sets(items: list[str] | None) -> dict[str, str]:
     return out
 
 
-def given_overrides(items: list[str] | None, **options: int | None) -> dict[str, str]:
+def given_overrides(items: Sequence[str] | None, **options: int | None) -> dict[str, str]:
     """``--set`` items (:func:`parse_sets`), then the options that are config values, where given:
     an option wins over ``--set`` of its key (:data:`OPTION_KEYS`)."""
     return {
@@ -99,6 +100,34 @@ def config_of(preset: str | None, env: str | None, method: str | None, **resolve
     if method is not None:  # else env_config's default
         resolved["method"] = method
     return env_config(env, **resolved)
+
+
+def shown_config(
+    preset: str | None, env: str | None, method: str | None, **resolved: Any
+) -> Config:
+    """The config `rp1 config` shows: [`config_of`][rp1.config.sources.config_of]'s where a preset
+    or task is given; else the schema's defaults (paper scale unless `scale`) with `overrides`,
+    `seed` and `budget` applied, not validated (there is no task).
+
+    Args:
+        preset: As for `config_of`, or `None` with `env` also `None`.
+        env: As for `config_of`.
+        method: As for `config_of`; a ConfigError without `preset` and `env`.
+        **resolved: `seed`, `budget`, `overrides`, `scale`, as for
+            [`resolve`][rp1.config.resolve].
+    """
+    from rp1.config import apply_overrides, with_scale
+    from rp1.config.reference import default_config
+
+    if preset is not None or env is not None:
+        return config_of(preset, env, method, **resolved)
+    if method is not None:
+        raise method_goes_with_task()
+    scale = resolved.get("scale")
+    cfg = default_config() if scale is None else with_scale(default_config(), scale)
+    given = given_overrides(None, seed=resolved.get("seed"), budget=resolved.get("budget"))
+    # --seed and --budget win over --set seed=…, budget=…, as in rp1.config.resolve
+    return apply_overrides(cfg, {**(resolved.get("overrides") or {}), **given})
 
 
 def tasks_importable_from_cwd() -> None:

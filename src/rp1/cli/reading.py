@@ -1,0 +1,162 @@
+"""The commands that list what rp1 offers and read what runs wrote: ``rp1 envs``, ``rp1
+presets``, ``rp1 report``, ``rp1 status``, ``rp1 export``, ``rp1 testsets``. Each parses its
+options, calls the library and prints; it imports what it calls inside its body, so that
+``--help`` and a usage error stay fast."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from click import Option
+
+from rp1.cli.layout import HelpArgument, Options, command
+from rp1.cli.options import PATH, flag
+from rp1.cli.tables import table, terminal_width
+from rp1.core.storage import check_writable_dir
+
+ROOT = HelpArgument("root", "ROOT", "A tree of run directories.", type=PATH)
+
+ANY_TASK = """\
+Any other task runs with --env instead of --preset (and --method, default rp1):
+  a Gymnasium id with a 1-D Box observation and bounded 1-D Box actions
+    rp1 train --env Pendulum-v1 --method rp1 --scale small [--horizon H]   (H: its time limit)
+  or a task of your own, an rp1.envs.TaskSpec at package.module:attribute
+    rp1 train --env mypackage.tasks:POINT --method greedy --scale small
+Reward and termination a task does not give are learned by the world model.
+`rp1 envs ID` shows one task of any kind; see docs/extending.md."""
+
+
+@command(
+    HelpArgument(
+        "name",
+        "TASK",
+        "Show only this task (a paper task, a Gymnasium id or package.module:attribute).",
+        required=False,
+    )
+)
+def envs(o: Options) -> None:
+    """List the tasks: sizes, horizon, and whether reward and termination are given or learned.
+
+    Without TASK, the paper's four tasks and how to run any other task; with TASK, that task.
+    """
+    from rp1 import envs as registry
+    from rp1.config.sources import tasks_importable_from_cwd
+
+    if o.name:
+        tasks_importable_from_cwd()
+    tasks = []
+    for task_name in [o.name] if o.name else registry.names():
+        env, task = registry.make(task_name)
+        env.close()
+        tasks.append(task)
+    width = max(12, *(len(task.name) for task in tasks))
+    click.echo(f"{'task':<{width}} {'obs':>4} {'act':>4} {'horizon':>8} {'dt':>6}  reward   done")
+    for task in tasks:
+        given = ["given" if fn is not None else "learned" for fn in (task.reward_fn, task.done_fn)]
+        click.echo(
+            f"{task.name:<{width}} {task.obs_dim:>4} {task.act_dim:>4} {task.horizon:>8} {task.dt:>6.3f}  {given[0]:<8} {given[1]}"
+        )
+    if not o.name:
+        click.echo(f"\n{ANY_TASK}")
+
+
+@command()
+def presets(o: Options) -> None:
+    """List the presets (the paper's experiments and the quick ones), one line each.
+
+    Methods of one's own that RP1_METHODS names (docs/extending.md) have their presets here too.
+    """
+    from rp1.config import preset_descriptions
+
+    click.echo(table(list(preset_descriptions().items()), terminal_width()))
+
+
+@command(
+    ROOT,
+    Option(["--out"], type=PATH, metavar="DIR", help="Output directory (default: ROOT/report)."),
+)
+def report(o: Options) -> None:
+    """Tables (Markdown + CSV) and figures (PNG) of the paper from run directories."""
+    from rp1.config.sources import runs_root
+    from rp1.report.write import report_summary, write_report
+
+    root = runs_root(o.root)
+    out = o.out or root / "report"
+    check_writable_dir(out)
+    click.echo(report_summary(write_report(root, out), out))
+
+
+@command(ROOT, flag("--json", "Print one JSON list, an object per run."))
+def status(o: Options) -> None:
+    """Where each run under ROOT stands: samples, state, best return, work so far.
+
+    Read from the runs' files, without taking their locks: real samples collected of the budget,
+    finished, running or stopped, the best evaluation return of a trained policy and the work the
+    run has taken (h:mm)."""
+    from rp1.config.sources import runs_root
+    from rp1.sweep.status import print_status, sweep_status
+
+    statuses = sweep_status(runs_root(o.root))
+    if o.json:
+        click.echo(json.dumps([s.to_json() for s in statuses]))
+    else:
+        print_status(statuses)
+
+
+@command(
+    ROOT,
+    Option(
+        ["--out"],
+        type=PATH,
+        required=True,
+        metavar="DIR",
+        help="Where the copies go, each at its run's path under ROOT.",
+    ),
+    flag("--overwrite", "Replace copies already there that differ from their run."),
+)
+def export(o: Options) -> None:
+    """Copy finished runs' result files and policies into a tree of their own, at the runs' paths.
+
+    The files are config.json, metrics.csv, evaluations.csv, environment.json and the kept
+    policies, policy/best.msgpack and policy/last.msgpack: what to keep, commit, report on or
+    evaluate (rp1 evaluate) without the checkpoints. A copy that differs from its run's file is
+    replaced only with --overwrite."""
+    from rp1.config.sources import runs_root
+    from rp1.rundir.export import export_runs
+
+    runs_root(o.root)
+    check_writable_dir(o.out)
+    done = export_runs(o.root, o.out, o.overwrite)
+    for note in done.left_out:
+        click.echo(note)
+    click.echo(
+        f"exported {len(done.written)} runs to {o.out}; {len(done.unchanged)} already there as "
+        f"they are, {len(done.left_out)} left out"
+    )
+
+
+@command(
+    Option(
+        ["--out"],
+        type=PATH,
+        required=True,
+        metavar="DIR",
+        help="Directory for TASK.npz (src/rp1/dynamics/testsets replaces the shipped ones).",
+    ),
+    Option(["--tasks"], metavar="TASKS", help="Comma-separated paper tasks (default: all four)."),
+)
+def testsets(o: Options) -> None:
+    """Rebuild the world models' test sets from the shipped kept policies.
+
+    Says whether each file is byte for byte the shipped one (docs/algorithm.md
+    §12). Every model-based run on a paper task scores each fit on its task's test set
+    (test_model_error, test_model_error_common in metrics.csv); no run trains on it.
+    """
+    from rp1.config.sources import parse_names
+    from rp1.testsets.rebuilt import chosen_tasks, rebuild
+
+    chosen = chosen_tasks(parse_names(o.tasks))
+    check_writable_dir(o.out)
+    for task in chosen:
+        click.echo(rebuild(task, o.out))
