@@ -62,7 +62,7 @@ class OldName(click.Option):
 
 class Command(click.Command):
     """A command whose help names each argument by its metavar, in the usage line and in its
-    ``Arguments:`` section, and whose line in ``rp1 --help`` is its first paragraph, whole."""
+    ``Arguments:`` section."""
 
     def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
         """``[OPTIONS]``, then each argument: ``ROOT``, or ``[TASK]`` if it may be left out."""
@@ -121,7 +121,7 @@ def command(
             func(Options(**values))
 
         help = reflowed(func.__doc__)
-        short = help.split("\n\n")[0]
+        short = help.split("\n\n")[0]  # its line in `rp1 --help`, whole (click's own is cut)
         return Command(
             name or func.__name__, callback=run, params=list(params), help=help, short_help=short
         )

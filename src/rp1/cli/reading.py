@@ -8,10 +8,9 @@ from __future__ import annotations
 import json
 
 import click
-from click import Option
 
 from rp1.cli.layout import HelpArgument, Options, command
-from rp1.cli.options import PATH, flag
+from rp1.cli.options import PATH, option
 from rp1.cli.tables import table, terminal_width
 from rp1.core.storage import check_writable_dir
 
@@ -74,7 +73,7 @@ def presets(o: Options) -> None:
 
 @command(
     ROOT,
-    Option(["--out"], type=PATH, metavar="DIR", help="Output directory (default: ROOT/report)."),
+    option("--out DIR", "Output directory (default: ROOT/report).", type=PATH),
 )
 def report(o: Options) -> None:
     """Tables (Markdown + CSV) and figures (PNG) of the paper from run directories."""
@@ -87,7 +86,7 @@ def report(o: Options) -> None:
     click.echo(report_summary(write_report(root, out), out))
 
 
-@command(ROOT, flag("--json", "Print one JSON list, an object per run."))
+@command(ROOT, option("--json", "Print one JSON list, an object per run."))
 def status(o: Options) -> None:
     """Where each run under ROOT stands: samples, state, best return, work so far.
 
@@ -106,14 +105,13 @@ def status(o: Options) -> None:
 
 @command(
     ROOT,
-    Option(
-        ["--out"],
+    option(
+        "--out DIR",
+        "Where the copies go, each at its run's path under ROOT.",
         type=PATH,
         required=True,
-        metavar="DIR",
-        help="Where the copies go, each at its run's path under ROOT.",
     ),
-    flag("--overwrite", "Replace copies already there that differ from their run."),
+    option("--overwrite", "Replace copies already there that differ from their run."),
 )
 def export(o: Options) -> None:
     """Copy finished runs' result files and policies into a tree of their own, at the runs' paths.
@@ -137,14 +135,13 @@ def export(o: Options) -> None:
 
 
 @command(
-    Option(
-        ["--out"],
+    option(
+        "--out DIR",
+        "Directory for TASK.npz (src/rp1/dynamics/testsets replaces the shipped ones).",
         type=PATH,
         required=True,
-        metavar="DIR",
-        help="Directory for TASK.npz (src/rp1/dynamics/testsets replaces the shipped ones).",
     ),
-    Option(["--tasks"], metavar="TASKS", help="Comma-separated paper tasks (default: all four)."),
+    option("--tasks TASKS", "Comma-separated paper tasks (default: all four)."),
 )
 def testsets(o: Options) -> None:
     """Rebuild the world models' test sets from the shipped kept policies.

@@ -8,7 +8,6 @@ import json
 from typing import TYPE_CHECKING
 
 import click
-from click import Option
 
 from rp1.cli.layout import HelpArgument, OldName, Options, command
 from rp1.cli.options import (
@@ -21,7 +20,7 @@ from rp1.cli.options import (
     SWEEP_SETTINGS,
     WHICH_RUN,
     choice,
-    flag,
+    option,
 )
 from rp1.cli.tables import table, terminal_width
 from rp1.core.signals import exit_on_signals, raise_on_signals
@@ -40,7 +39,7 @@ CONFIG_COLUMNS = ("key", "value", "range", "meaning")
 @command(
     *WHICH_RUN,
     *RUN_SETTINGS,
-    flag("--markdown", "Print a Markdown table (the documentation's configuration page)."),
+    option("--markdown", "Print a Markdown table (the documentation's configuration page)."),
     name="config",
 )
 def config_command(o: Options) -> None:
@@ -66,7 +65,7 @@ def run_settings(o: Options) -> dict:
     settings give."""
     from rp1.config.sources import given_overrides
 
-    overrides = given_overrides(o.sets, env_workers=o.env_workers, horizon=o.horizon)
+    overrides = given_overrides(o.set, env_workers=o.env_workers, horizon=o.horizon)
     return {"seed": o.seed, "budget": o.budget, "overrides": overrides, "scale": o.scale}
 
 
@@ -165,7 +164,7 @@ def sweep(o: Options) -> None:
         envs=tasks,
         methods=parse_names(o.methods) or SweepRequest.methods,
         budget=o.budget,
-        overrides=given_overrides(o.sets, horizon=o.horizon),
+        overrides=given_overrides(o.set, horizon=o.horizon),
         scale=o.scale,
         order=o.order,
     )
@@ -176,11 +175,10 @@ def sweep(o: Options) -> None:
     raise click.exceptions.Exit(code)
 
 
-VIDEO_FILE = Option(
-    ["--video-file"],
+VIDEO_FILE = option(
+    "--video-file FILE",
+    "Also render the episodes to this .mp4 or .gif file (formerly --video).",
     type=PATH,
-    metavar="FILE",
-    help="Also render the episodes to this .mp4 or .gif file (formerly --video).",
 )
 
 
@@ -192,28 +190,16 @@ VIDEO_FILE = Option(
         "best (the policy of the run's best evaluation) or last.",
         default=POLICIES[0],
     ),
-    Option(
-        ["--episodes"],
+    option("--episodes N", "Episodes (default: as many as the run's evaluations had).", type=int),
+    option(
+        "--seed SEED",
+        "Reset episode k with seed SEED + k (default: replay the policy's recorded evaluation).",
         type=int,
-        metavar="N",
-        help="Episodes (default: as many as the run's evaluations had).",
-    ),
-    Option(
-        ["--seed"],
-        type=int,
-        metavar="SEED",
-        help="Reset episode k with seed SEED + k (default: replay the policy's recorded evaluation).",
     ),
     VIDEO_FILE,
     OldName("--video", VIDEO_FILE),
-    Option(
-        ["--size"],
-        default="320x240",
-        show_default=True,
-        metavar="WIDTHxHEIGHT",
-        help="The video's size in pixels.",
-    ),
-    flag("--json", "Print one JSON object instead of text."),
+    option("--size WIDTHxHEIGHT", "The video's size in pixels.", default="320x240"),
+    option("--json", "Print one JSON object instead of text."),
 )
 def evaluate(o: Options) -> None:
     """Run a run's trained policy again in the real environment: mean, std, per-episode returns.
