@@ -44,18 +44,7 @@ def envs(o: Options) -> None:
 
     if o.name:
         tasks_importable_from_cwd()
-    tasks = []
-    for task_name in [o.name] if o.name else registry.names():
-        env, task = registry.make(task_name)
-        env.close()
-        tasks.append(task)
-    width = max(12, *(len(task.name) for task in tasks))
-    click.echo(f"{'task':<{width}} {'obs':>4} {'act':>4} {'horizon':>8} {'dt':>6}  reward   done")
-    for task in tasks:
-        given = ["given" if fn is not None else "learned" for fn in (task.reward_fn, task.done_fn)]
-        click.echo(
-            f"{task.name:<{width}} {task.obs_dim:>4} {task.act_dim:>4} {task.horizon:>8} {task.dt:>6.3f}  {given[0]:<8} {given[1]}"
-        )
+    click.echo(registry.describe([o.name] if o.name else registry.names()))
     if not o.name:
         click.echo(f"\n{ANY_TASK}")
 

@@ -65,6 +65,26 @@ def make(
     return build(name, spec_of(name), seed, horizon, render)
 
 
+def describe(tasks: list[str]) -> str:
+    """A table of ``tasks`` (names, as :func:`make` takes them), a line each under a header:
+    observation and action sizes, horizon (steps), step duration ``dt`` (seconds), and whether
+    the reward and the termination are given or learned by the world model. Each task is made
+    (and closed) to read them."""
+    made = []
+    for name in tasks:
+        env, task = make(name)
+        env.close()
+        made.append(task)
+    width = max(12, *(len(task.name) for task in made))
+    lines = [f"{'task':<{width}} {'obs':>4} {'act':>4} {'horizon':>8} {'dt':>6}  reward   done"]
+    for task in made:
+        given = ["given" if fn is not None else "learned" for fn in (task.reward_fn, task.done_fn)]
+        lines.append(
+            f"{task.name:<{width}} {task.obs_dim:>4} {task.act_dim:>4} {task.horizon:>8} {task.dt:>6.3f}  {given[0]:<8} {given[1]}"
+        )
+    return "\n".join(lines)
+
+
 def path_name(name: str) -> str:
     """``name`` as one file or directory name: every run of characters other than letters,
     digits, ``.``, ``_`` and ``-`` becomes ``-`` (``mypkg.tasks:POINT`` -> ``mypkg.tasks-POINT``)."""
@@ -74,6 +94,7 @@ def path_name(name: str) -> str:
 __all__ = [
     "Task",
     "TaskSpec",
+    "describe",
     "make",
     "names",
     "never_done",
