@@ -140,29 +140,19 @@ def sweep(o: Options) -> None:
     process owns is left to it ("running elsewhere", exit code 3). Ctrl-C (SIGINT) or SIGTERM
     stops the sweep and its runs at once (exit code 130 or 143); the same command resumes them.
     """
-    from rp1.config.sources import (
-        given_overrides,
-        method_goes_with_task,
-        parse_names,
-        parse_seeds,
-        tasks_importable_from_cwd,
-    )
+    from rp1.config.sources import given_overrides, parse_seeds, sweep_cells
     from rp1.sweep.driver import run_sweep
     from rp1.sweep.executors import Backend
     from rp1.sweep.plan import SweepRequest
 
     check_writable_dir(o.out)
-    tasks = parse_names(o.envs)
-    if o.methods is not None and not tasks:
-        raise method_goes_with_task(many=True)
-    if tasks:
-        tasks_importable_from_cwd()
+    presets, tasks, methods = sweep_cells(o.presets, o.envs, o.methods)
     request = SweepRequest(
-        parse_names(o.presets),
+        presets,
         parse_seeds(o.seeds),
         o.out,
         envs=tasks,
-        methods=parse_names(o.methods) or SweepRequest.methods,
+        methods=methods,
         budget=o.budget,
         overrides=given_overrides(o.set, horizon=o.horizon),
         scale=o.scale,

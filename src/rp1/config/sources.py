@@ -183,6 +183,30 @@ def parse_names(text: str | None) -> list[str]:
     return [name.strip() for name in (text or "").split(",") if name.strip()]
 
 
+def sweep_cells(
+    presets: str | None, envs: str | None, methods: str | None
+) -> tuple[list[str], list[str], list[str]]:
+    """The presets, tasks and methods of `rp1 sweep --presets P --envs T --methods M`.
+
+    Args:
+        presets: Comma-separated preset names, or `None`.
+        envs: Comma-separated tasks (each crossed with each method), or `None`; a
+            `package.module:attribute` may be a module of the working directory.
+        methods: Comma-separated methods, or `None` for `rp1`; a ConfigError without `envs`.
+
+    Returns:
+        The lists of names; the sweep's runs are every preset's and every (task, method)'s.
+    """
+    from rp1.config.methods import DEFAULT_METHOD
+
+    tasks = parse_names(envs)
+    if methods is not None and not tasks:
+        raise method_goes_with_task(many=True)
+    if tasks:
+        tasks_importable_from_cwd()
+    return parse_names(presets), tasks, parse_names(methods) or [DEFAULT_METHOD]
+
+
 def runs_root(root: Path) -> Path:
     """``root``, a tree of run directories to read; ConfigError where it is no directory."""
     if not root.is_dir():
