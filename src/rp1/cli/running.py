@@ -108,18 +108,14 @@ def train(o: Options) -> None:
                 options=run_options(o),
                 lock=lock,
             )
-        if finished:
-            if not o.quiet:
-                curve = out / CURVE if (out / CURVE).is_file() else None
-                click.echo(
-                    f"{out} holds this run, finished: nothing to do (--overwrite starts it afresh)"
-                )
-                click.echo(run_summary(out, curve))
-            return
-        # by the owner: no other process draws it meanwhile
-        curve = write_learning_curve(out, cfg.preset)
-    if not o.quiet:
-        click.echo(run_summary(out, curve))
+        # drawn by the owner: no other process draws it meanwhile
+        curve = None if finished else write_learning_curve(out, cfg.preset)
+    if o.quiet:
+        return
+    if finished:
+        click.echo(f"{out} holds this run, finished: nothing to do (--overwrite starts it afresh)")
+        curve = out / CURVE if (out / CURVE).is_file() else None
+    click.echo(run_summary(out, curve))
 
 
 def run_options(o: Options) -> RunOptions:
