@@ -42,8 +42,8 @@ from rp1.dynamics.fit import (
     ROUND_ROBIN,
     SHUFFLE,
     Dealer,
-    FitProgram,
     FitState,
+    FitStatics,
     improved_any,
     model_weights,
     train_epochs,
@@ -101,10 +101,10 @@ def fit_calls(
 
     def epoch(dealer: Dealer) -> Callable:
         lr = np.float32(1e-3)
-        program = FitProgram(
+        statics = FitStatics(
             BATCH, check_every=1, max_checks=1, dealing=dealer, stop_on=improved_any
         )
-        return lambda: train_epochs(state, model, train, 1, lr, program)
+        return lambda: train_epochs(state, model, train, 1, lr, statics)
 
     return FitCalls(
         model=model,

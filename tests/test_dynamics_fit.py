@@ -192,7 +192,7 @@ def test_padding_rows_do_not_affect_the_fit(small_store):
 
 def count_fit_traces(monkeypatch) -> list[int]:
     """Every trace of the fit's compiled loop from here on (:func:`helpers.count_traces`)."""
-    return count_traces(monkeypatch, FIT_MODULE, "fit_loop", static_argnames=("program",))
+    return count_traces(monkeypatch, FIT_MODULE, "fit_loop", static_argnames=("statics",))
 
 
 @pytest.mark.slow

@@ -374,26 +374,26 @@ DEALINGS: dict[Dealing, Dealer] = {SHUFFLE: shuffled_epochs, ROUND_ROBIN: dealt_
 """The dealing each value of ``model.dealing`` selects (the module docstring)."""
 
 
-@functools.partial(jax.jit, static_argnames=("program",))
+@functools.partial(jax.jit, static_argnames=("statics",))
 def train_epochs(
     state: FitState,
     model: Ensemble,
     train: Dataset,
     n_epochs: jax.Array,
     lr: jax.Array,
-    program: FitProgram,
+    statics: FitStatics,
 ) -> tuple[FitState, jax.Array]:
-    """The fit's compiled call: train every member for ``n_epochs <= program.check_every`` epochs
+    """The fit's compiled call: train every member for ``n_epochs <= statics.check_every`` epochs
     over ``train`` (the rest of the compiled ``check_every`` epochs are skipped), minibatches of
-    ``program.batch_size`` rows dealt to the members by ``program.dealing`` (one of
+    ``statics.batch_size`` rows dealt to the members by ``statics.dealing`` (one of
     :data:`DEALINGS`), Adam with learning rate ``lr`` (a float32 scalar, traced). Returns the new
     state and each epoch's mean training loss per member ``[check_every, M]`` over the rows it
     trained on (zeros for skipped epochs, and for a member that trained on no row in an epoch).
-    Compiled once per dataset bucket and ``program``."""
-    epochs = program.check_every
+    Compiled once per dataset bucket and ``statics``."""
+    epochs = statics.check_every
     optimizer = make_model_optimizer(lr)
     members = member_count(state.weights.dynamics)
-    epoch = program.dealing(optimizer, model, train, program.batch_size, members)
+    epoch = statics.dealing(optimizer, model, train, statics.batch_size, members)
 
     def skip(carry: EpochCarry) -> tuple[EpochCarry, jax.Array]:
         return carry, jnp.zeros((members,))
@@ -512,7 +512,7 @@ class FitLimits(NamedTuple):
 
 
 @dataclass(frozen=True)
-class FitProgram:
+class FitStatics:
     """What is compiled into :func:`fit_loop` (a static argument, hashable): minibatches of
     ``batch_size`` rows, a check every ``check_every`` epochs, a history of ``max_checks + 1`` rows
     (``max_checks ≥ ⌈max_epochs / check_every⌉``), the ``dealing`` and the ``stop_on`` rule."""
@@ -524,8 +524,8 @@ class FitProgram:
     stop_on: ImprovementRule
 
     @classmethod
-    def of(cls, settings: FitSettings) -> FitProgram:
-        """The program of ``settings``."""
+    def of(cls, settings: FitSettings) -> FitStatics:
+        """The static arguments of ``settings``."""
         return cls(
             batch_size=settings.batch_size,
             check_every=settings.check_every,
@@ -535,7 +535,7 @@ class FitProgram:
         )
 
 
-@functools.partial(jax.jit, static_argnames=("program",))
+@functools.partial(jax.jit, static_argnames=("statics",))
 def fit_loop(
     model: Ensemble,
     opt_state: optax.OptState,
@@ -543,15 +543,15 @@ def fit_loop(
     train: Dataset,
     val: Dataset,
     limits: FitLimits,
-    program: FitProgram,
+    statics: FitStatics,
 ) -> FitLoop:
     """The whole of a fit's training, one compiled ``lax.while_loop`` of checks: validate
     ``model``'s weights (:func:`_validation_losses`), then repeat ``min(check_every, max_epochs −
     epochs)`` epochs (:func:`train_epochs`) and a check (:func:`_check`) while fewer than
     ``max_epochs`` epochs are trained, fewer than ``patience`` checks in a row improved nothing
-    (``stop_on``) and every loss is finite. Compiled once per dataset bucket and ``program``."""
+    (``stop_on``) and every loss is finite. Compiled once per dataset bucket and ``statics``."""
     weights, (lr, max_epochs, patience) = model_weights(model), limits
-    check_every = program.check_every
+    check_every = statics.check_every
     losses = _validation_losses(weights, model, val)
     state = FitState(weights, opt_state, weights, losses, key, jnp.zeros((), jnp.int32))
     members = losses.dynamics.shape[0]
@@ -561,7 +561,7 @@ def fit_loop(
         epochs=zero,
         stale=zero,
         checks=zero,
-        history=jnp.zeros((program.max_checks + 1, members)).at[0].set(losses.dynamics),
+        history=jnp.zeros((statics.max_checks + 1, members)).at[0].set(losses.dynamics),
         train_losses=jnp.zeros((check_every, members)),
         trained=zero,
         losses=losses,
@@ -573,14 +573,14 @@ def fit_loop(
 
     def check(loop: FitLoop) -> FitLoop:
         n = jnp.minimum(check_every, max_epochs - loop.epochs)
-        state, train_losses = train_epochs(loop.state, model, train, n, lr, program)
+        state, train_losses = train_epochs(loop.state, model, train, n, lr, statics)
         state, losses, improved = _check(state, model, val)
         trained = jnp.arange(check_every)[:, None] < n
         checks = loop.checks + 1
         return FitLoop(
             state=state,
             epochs=loop.epochs + n,
-            stale=jnp.where(program.stop_on(improved), 0, loop.stale + 1),
+            stale=jnp.where(statics.stop_on(improved), 0, loop.stale + 1),
             checks=checks,
             history=loop.history.at[checks].set(losses.dynamics),
             train_losses=train_losses,
@@ -662,7 +662,7 @@ def fit(
         np.float32(settings.lr), np.int32(settings.max_epochs), np.int32(settings.patience)
     )
     train, val = jax.device_put((train, val))
-    loop = fit_loop(model, opt_state, key, train, val, limits, program=FitProgram.of(settings))
+    loop = fit_loop(model, opt_state, key, train, val, limits, statics=FitStatics.of(settings))
     # the fit's one read from the device: everything but the weights and Adam's states
     seen, best = jax.device_get((loop.replace(state=None), loop.state.best_losses))
     _raise_if_stopped_by_a_non_finite_loss(seen)
