@@ -32,7 +32,7 @@ from rp1.rundir.files import (
     find_run_dirs,
     read_run_config,
 )
-from rp1.rundir.provenance import CONTINUED_BY, program_mismatch
+from rp1.rundir.lockstep import CONTINUED_BY, program_mismatch
 from rp1.sweep.plan import FAIL, SweepRequest, plan_sweep, run_action
 from rp1.train import run_training
 

@@ -37,6 +37,7 @@ from rp1.rundir.files import (
     SEEDS_PER_PROCESS,
     RunDir,
 )
+from rp1.rundir.lockstep import sealed_program
 from rp1.rundir.sealed import seal, unseal
 from rp1.train import run_training
 
@@ -278,11 +279,11 @@ def test_a_checkpoint_seals_a_run_alone(tmp_path):
     config = resolve(PRESET, seed=1, budget=BUDGET, overrides=TINY).to_dict()
     run.prepare(config)
     run.save_checkpoint({})
-    assert RunDir(run.path).sealed_program() == 1
+    assert sealed_program(RunDir(run.path)) == 1
     head = {"config": json.dumps(config), "agent": {}, "chunks": []}
     run.checkpoint_path.write_bytes(seal(head))
-    assert RunDir(run.path).sealed_program() is None
+    assert sealed_program(RunDir(run.path)) is None
     for size in ("3", 0, True):
         run.checkpoint_path.write_bytes(seal({**head, SEEDS_PER_PROCESS: size}))
         with pytest.raises(DamagedFile, match=r"program size .* is not a positive integer"):
-            RunDir(run.path).sealed_program()
+            sealed_program(RunDir(run.path))

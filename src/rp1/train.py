@@ -26,7 +26,7 @@ from rp1.core.storage import check_writable_dir
 from rp1.outputs.writer import RunOptions, RunOutputs
 from rp1.rundir.files import DONE, RunDir
 from rp1.rundir.lock import RunLock, owning
-from rp1.rundir.provenance import program_mismatch
+from rp1.rundir.lockstep import check_program
 from rp1.rundir.provenance import record as record_environment
 from rp1.rundir.saves import BackgroundSaves
 
@@ -301,22 +301,11 @@ def clock_time(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
-def check_program(run: RunDir) -> None:
-    """``ConfigError`` if the run in ``run`` was made in a program of several seeds (by rp1 0.2.x's
-    ``--seeds-per-process N``, which continues it): the size its checkpoint seals
-    (:meth:`RunDir.sealed_program`), or for a checkpoint sealed before sizes were or a run
-    without one, its record's (:func:`rp1.rundir.provenance.program_mismatch`). A run alone
-    computes it with other kernels."""
-    mismatch = program_mismatch(run.path, run.sealed_program() if run.has_checkpoint() else None)
-    if mismatch:
-        raise ConfigError(mismatch)
-
-
 def restore_state(agent: Agent[S], saved: dict, run: RunDir) -> S:
     """``agent.restore(saved)``; :class:`~rp1.core.errors.DamagedFile` naming the checkpoint if it
     does not fit the agent (a missing entry, an array of another shape or dtype, inf or NaN in an
     array, metadata of the wrong type), and ``ConfigError`` if the run was made in a program of
-    several seeds (:func:`check_program`)."""
+    several seeds (:func:`rp1.rundir.lockstep.check_program`)."""
     check_program(run)
     try:
         return agent.restore(saved)

@@ -6,7 +6,7 @@ recorded in its ``environment.json`` (:mod:`rp1.rundir.provenance`), and on ``XL
 XLA's thread count, recorded there too; on how its ensemble was
 trained (config ``model.dealing``); on the size of the program it ran in (a seed in a batch of
 ``seeds_per_process`` seeds computes other last bits than alone, and than in a batch of another
-size: rp1 0.2.x's ``--seeds-per-process N``); and the report scores its fair measures from its evaluation
+size: rp1 0.2.x's ``--seeds-per-process N``, the lockstep runs of :mod:`rp1.rundir.lockstep`); and the report scores its fair measures from its evaluation
 grid or, for a run without one, from ``metrics.csv`` (:mod:`rp1.report.fair`). Runs that
 differ in any of these are different experiments, however alike their configs.
 

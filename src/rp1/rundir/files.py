@@ -173,9 +173,8 @@ SEEDS_PER_PROCESS = "seeds_per_process"
 """How many seeds the run was computed with in one process, which decides its last bits: 1, a run
 alone (all this rp1 writes); ``N`` more, a run rp1 0.2.x computed with ``N`` seeds in one program
 (``--seeds-per-process N``). The checkpoint's entry beside the config, sealed with the state, so
-that the resume of such a run is refused whatever ``environment.json`` says
-(:func:`rp1.train.restore_state`); and the field of a record entry rp1 0.2.x wrote
-(:mod:`rp1.rundir.provenance`; 1 where it is missing)."""
+that the resume of such a run is refused whatever ``environment.json`` says; and the field of a
+record entry rp1 0.2.x wrote (1 where it is missing): :mod:`rp1.rundir.lockstep`."""
 FINISHED = "finished"
 CURVE = "learning_curve.png"
 POLICY_DIR = "policy"
@@ -568,20 +567,6 @@ class RunDir:
             raise DamagedFile(
                 f"checkpoint {file} is corrupt or not an rp1 checkpoint ({_cause(err)})"
             ) from None
-
-    def sealed_program(self) -> int | None:
-        """The size of the program the run's checkpoint was written in
-        (:data:`SEEDS_PER_PROCESS`, its checksum checked); ``None`` for a checkpoint written
-        before sizes were sealed. :class:`~rp1.core.errors.DamagedFile` naming the checkpoint if
-        it is not one or the size is not a positive integer."""
-        file = self.checkpoint_path
-        data, _ = unseal(self.read_file(CHECKPOINT, "checkpoint"), file, "checkpoint")
-        size = data.get(SEEDS_PER_PROCESS)
-        if size is not None and (type(size) is not int or size < 1):
-            raise DamagedFile(
-                f"checkpoint {file} is damaged: its program size {_quoted(repr(size))} is not a positive integer"
-            )
-        return size
 
     def mark_finished(self) -> None:
         """Write the ``finished`` marker of the bound config, atomically."""

@@ -47,7 +47,7 @@ from typing import Any
 
 from rp1._version import __version__
 from rp1.core.storage import write_atomically
-from rp1.rundir.files import CHECKPOINT, ENVIRONMENT, SEEDS_PER_PROCESS, RunDir
+from rp1.rundir.files import ENVIRONMENT, SEEDS_PER_PROCESS, RunDir
 
 PACKAGES = ("jax", "jaxlib", "flax", "numpy", "mujoco", "gymnasium", "optax")
 """The libraries whose versions a run's numbers depend on."""
@@ -126,7 +126,7 @@ def record(run_dir: str | os.PathLike, iteration: int) -> str | None:
     is appended unless the last entry's is the same.
     """
     file = Path(run_dir) / ENVIRONMENT
-    entries, damage = _read(RunDir(run_dir)) if iteration > 0 else ([], "")
+    entries, damage = read_record(RunDir(run_dir)) if iteration > 0 else ([], "")
     entries = [e for e in entries if e.get("from_iteration", 0) < iteration]
     here = environment()
     last = entries[-1] if entries else None
@@ -178,7 +178,7 @@ def changes_since(run_dir: str | os.PathLike, iteration: int) -> list[str] | Non
     """How this process's :func:`environment` differs from the one ``run_dir``'s record says ran
     its iteration ``iteration`` (the last entry from that iteration or before; :func:`changes`),
     or ``None`` where the record does not say (none, a damaged one, or none so early)."""
-    entries, _ = _read(RunDir(run_dir))
+    entries, _ = read_record(RunDir(run_dir))
     ran = [e for e in entries if e.get("from_iteration", 0) <= iteration]
     return changes(ran[-1], environment()) if ran else None
 
@@ -187,7 +187,7 @@ def recorded_from(run_dir: str | os.PathLike) -> int | None:
     """The first iteration ``run_dir``'s record covers (its first entry's ``from_iteration``: 0 for
     a run begun by an rp1 that records, the resume's iteration for one begun by an earlier rp1),
     or ``None`` where it has no record (none, or a damaged one)."""
-    entries, _ = _read(RunDir(run_dir))
+    entries, _ = read_record(RunDir(run_dir))
     return entries[0].get("from_iteration", 0) if entries else None
 
 
@@ -207,7 +207,7 @@ def _change(key: str, last: dict[str, Any], now: Any) -> str:
 
 def _compared(entry: dict[str, Any]) -> dict[str, Any]:
     """The fields of ``entry`` that its numbers depend on (the size of an rp1 0.2.x program,
-    :data:`SEEDS_PER_PROCESS`, is :func:`program_mismatch`'s to judge)."""
+    :data:`SEEDS_PER_PROCESS`, is :mod:`rp1.rundir.lockstep`'s to judge)."""
     return {
         key: value
         for key, value in entry.items()
@@ -215,39 +215,7 @@ def _compared(entry: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-CONTINUED_BY = "rp1 0.2.x with --seeds-per-process N, up to commit 23cde81"
-"""The releases that continue a run made with several seeds in one program."""
-
-
-def program_mismatch(run_dir: str | os.PathLike, sealed: int | None = None) -> str:
-    """Why the run in ``run_dir`` may not be resumed here (``""`` if it may): it ran with several
-    seeds in one program (rp1 0.2.x's ``--seeds-per-process N``, which computed in batches of
-    ``N`` with other kernels than a run alone, so a run alone would not continue it exactly), as
-    its checkpoint seals (``sealed``, :meth:`~rp1.rundir.files.RunDir.sealed_program`) or, for a
-    checkpoint sealed before sizes were (``None``), as its record's last entry says. A run of such
-    a checkpoint without a record, or with a damaged one, may continue."""
-    source = Path(run_dir) / (CHECKPOINT if sealed is not None else ENVIRONMENT)
-    was = sealed if sealed is not None else _recorded_program(RunDir(run_dir))
-    if was is None or was == 1:
-        return ""
-    return (
-        f"{run_dir} ran with {was} seeds in one program, which this rp1 no longer runs: "
-        f"{CONTINUED_BY.replace('N', str(was), 1)} resumes it ({source})"
-    )
-
-
-def _recorded_program(run: RunDir) -> int | None:
-    """The program size the last entry of ``run``'s record says (:data:`SEEDS_PER_PROCESS`; an
-    entry without it: 1), or ``None`` if it has no record, a damaged one or a size that is not a
-    positive integer."""
-    entries, _ = _read(run)
-    if not entries:
-        return None
-    was = entries[-1].get(SEEDS_PER_PROCESS, 1)
-    return was if isinstance(was, int) and was >= 1 else None
-
-
-def _read(run: RunDir) -> tuple[list[dict[str, Any]], str]:
+def read_record(run: RunDir) -> tuple[list[dict[str, Any]], str]:
     """The entries recorded in ``run``'s record (none if it has none), and what is wrong with it
     if it is damaged (``""`` if not): unreadable, a link out of the run directory, not JSON, or an
     entry that is not a map whose ``from_iteration`` is an integer. A damaged record gives no

@@ -18,7 +18,8 @@ from rp1.outputs.writer import RunOptions
 from rp1.report.curves import best_trained
 from rp1.report.runs_table import read_metrics
 from rp1.rundir.files import DONE, Held, RunDir, run_dir_under
-from rp1.train import check_program, continued_config
+from rp1.rundir.lockstep import check_program
+from rp1.train import continued_config
 
 RUN_LOG = "log.txt"
 FAIL = "fail"
@@ -146,7 +147,7 @@ def planned(cfg: Config, run_dir: Path) -> tuple[RunJob, str]:
     and that function's note; a :data:`FAIL` job if the directory holds a damaged file or
     results that no checkpoint continues.
     ConfigError if it would resume a run made with several seeds in one program
-    (:func:`rp1.train.check_program`)."""
+    (:func:`rp1.rundir.lockstep.check_program`)."""
     run = RunDir(run_dir)
     try:
         cfg, note = continued_config(cfg, run)
