@@ -31,11 +31,6 @@ if TYPE_CHECKING:
     from rp1.config import Config
     from rp1.outputs.writer import RunOptions
 
-CONFIG_COLUMNS = ("key", "value", "range", "meaning")
-"""The header of ``rp1 config``'s table, a column per field of
-:class:`~rp1.config.reference.Entry`."""
-
-
 @command(
     *WHICH_RUN,
     *RUN_SETTINGS,
@@ -50,14 +45,14 @@ def config_command(o: Options) -> None:
     (paper scale unless --scale) with those options applied. Every key but preset, task, method and
     scale can be changed with --set key=value on rp1 train and rp1 sweep.
     """
-    from rp1.config.reference import entries, markdown_table
+    from rp1.config.reference import Entry, entries, markdown_table
     from rp1.config.sources import shown_config
 
     cfg = shown_config(o.preset, o.env, o.method, **run_settings(o))
     if o.markdown:
         click.echo(markdown_table(cfg))
     else:
-        click.echo(table([CONFIG_COLUMNS, *entries(cfg)], terminal_width()))
+        click.echo(table([Entry._fields, *entries(cfg)], terminal_width()))
 
 
 def run_settings(o: Options) -> dict:
