@@ -36,6 +36,11 @@ def option(row: str, help: str, **attrs: Any) -> Option:
     return Option(names, metavar=row.split()[-1], help=help, show_default=shown, **attrs)
 
 
+def out_dir(help: str, required: bool = False) -> Option:
+    """``--out DIR``: the directory a command writes to."""
+    return option("--out DIR", help, type=PATH, required=required)
+
+
 def choice(name: str, values: Sequence[str], help: str, default: str | None = None) -> Option:
     """The option ``name`` that takes one of ``values`` (its metavar lists them)."""
     row = f"{name} [{'|'.join(values)}]"
@@ -100,11 +105,7 @@ RUN_OPTIONS = (
 (rp1.outputs.writer.RunOptions)."""
 
 ONE_RUN = (
-    option(
-        "--out DIR",
-        "Run directory (default: runs/PRESET/seedK, runs/TASK-METHOD/seedK with --env).",
-        type=PATH,
-    ),
+    out_dir("Run directory (default: runs/PRESET/seedK, runs/TASK-METHOD/seedK with --env)."),
     option("--resume", "Continue the run in --out from its checkpoint."),
     option("--overwrite", "Delete the run in --out and start afresh."),
     option("--quiet", "No progress bar."),
@@ -128,11 +129,8 @@ MANY_RUNS = (
         "cells (every seed of a preset before the next) or seeds (seed k of every preset before seed k + 1, so a sweep stopped early leaves every cell the same seeds).",
         default=ORDERS[0],
     ),
-    option(
-        "--out DIR",
-        "Sweep directory: DIR/PRESET/seedK/ (DIR/TASK-METHOD/seedK/ for --envs).",
-        type=PATH,
-        required=True,
+    out_dir(
+        "Sweep directory: DIR/PRESET/seedK/ (DIR/TASK-METHOD/seedK/ for --envs).", required=True
     ),
     choice("--backend", BACKENDS, "local (a process per run) or ray.", default=BACKENDS[0]),
     option("--workers N", "Processes at a time (one run each).", type=int),

@@ -10,7 +10,7 @@ import json
 import click
 
 from rp1.cli.layout import HelpArgument, Options, command
-from rp1.cli.options import PATH, option
+from rp1.cli.options import PATH, option, out_dir
 from rp1.cli.tables import table, terminal_width
 from rp1.core.storage import check_writable_dir
 
@@ -62,7 +62,7 @@ def presets(o: Options) -> None:
 
 @command(
     ROOT,
-    option("--out DIR", "Output directory (default: ROOT/report).", type=PATH),
+    out_dir("Output directory (default: ROOT/report)."),
 )
 def report(o: Options) -> None:
     """Tables (Markdown + CSV) and figures (PNG) of the paper from run directories."""
@@ -94,12 +94,7 @@ def status(o: Options) -> None:
 
 @command(
     ROOT,
-    option(
-        "--out DIR",
-        "Where the copies go, each at its run's path under ROOT.",
-        type=PATH,
-        required=True,
-    ),
+    out_dir("Where the copies go, each at its run's path under ROOT.", required=True),
     option("--overwrite", "Replace copies already there that differ from their run."),
 )
 def export(o: Options) -> None:
@@ -124,10 +119,8 @@ def export(o: Options) -> None:
 
 
 @command(
-    option(
-        "--out DIR",
+    out_dir(
         "Directory for TASK.npz (src/rp1/dynamics/testsets replaces the shipped ones).",
-        type=PATH,
         required=True,
     ),
     option("--tasks TASKS", "Comma-separated paper tasks (default: all four)."),

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from rp1.config import Config
     from rp1.outputs.writer import RunOptions
 
+
 @command(
     *WHICH_RUN,
     *RUN_SETTINGS,
