@@ -33,7 +33,7 @@ from rp1.rundir.files import (
     read_run_config,
 )
 from rp1.rundir.lockstep import CONTINUED_BY, program_mismatch
-from rp1.sweep.plan import FAIL, SweepRequest, plan_sweep, run_action
+from rp1.sweep.plan import FAIL, SweepRequest, plan_sweep
 from rp1.train import run_training
 
 REPO = Path(__file__).resolve().parents[1]
@@ -199,9 +199,9 @@ def test_a_sweep_skips_or_refuses_a_committed_run_and_changes_no_byte_of_it(comm
     cfg = Config.from_dict(read_run_config(run))
     if held_or_refused(run) == "refused":  # a GPU pilot stopped by the clock: refused, named
         with pytest.raises(ResultsWithoutCheckpoint, match="no checkpoint"):
-            run_action(cfg, RunDir(run))
+            RunDir(run).action(cfg.to_dict())
     else:
-        assert run_action(cfg, RunDir(run)) == "skip"
+        assert RunDir(run).action(cfg.to_dict()) == "skip"
     assert snapshot(tmp_path) == before
 
 

@@ -5,7 +5,7 @@ sweep; the tree of run directories that ``report``, ``status`` and ``export`` re
 ``rp1 train``, ``rp1 config`` (:func:`shown_config`) and ``rp1 sweep`` resolve their options here, and so may a script:
 ``config_of("hopper-rp1", None, None, seed=3)`` is ``rp1 train --preset hopper-rp1 --seed 3``'s
 config. Where a run's directory goes is :func:`rp1.rundir.files.run_dir_under`'s; whether a run
-there is started, resumed, skipped or refused, :meth:`rp1.rundir.files.RunDir.held`'s. The errors
+there is started, resumed, skipped or refused, :meth:`rp1.rundir.files.RunDir.action`'s. The errors
 name the options a user gave (``--method``, ``--seeds``), which the Python API's arguments mirror.
 """
 

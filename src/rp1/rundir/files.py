@@ -272,6 +272,24 @@ class RunDir:
         config = self.continued(config)
         return self.other_config(config) == "" and self.held(config) in DONE
 
+    def action(self, config: dict[str, Any]) -> str:
+        """What a sweep does with the run of ``config`` here (its stored config read as
+        :meth:`read_config` reads it, migrated), as what the directory holds decides (:meth:`held`):
+        ``skip`` a finished run or a finished run's copy, ``resume`` a run with a checkpoint,
+        ``start`` one holding nothing a restart would not write again. ConfigError if it holds
+        another config or a ``finished`` marker written under another config;
+        :class:`~rp1.core.errors.ResultsWithoutCheckpoint` for results short of the budget that no
+        checkpoint continues."""
+        other = self.other_config(config)
+        if other:
+            raise ConfigError(
+                f"{self.path} holds a run of another config ({other}); choose another --out or the same settings"
+            )
+        held = self.held(config)
+        if held in DONE:
+            return "skip"
+        return "resume" if held is Held.CHECKPOINT else "start"
+
     def held(self, config: dict[str, Any]) -> Held:
         """What the directory holds for ``config`` (its stored config, if any, already checked to
         read as ``config``), read before anything is written: see :class:`Held`. ConfigError for a

@@ -17,7 +17,7 @@ from rp1.core.errors import ConfigError, DamagedFile, ResultsWithoutCheckpoint
 from rp1.outputs.writer import RunOptions
 from rp1.report.curves import best_trained
 from rp1.report.runs_table import read_metrics
-from rp1.rundir.files import DONE, Held, RunDir, run_dir_under
+from rp1.rundir.files import RunDir, run_dir_under
 from rp1.rundir.lockstep import check_program
 from rp1.train import continued_config
 
@@ -143,7 +143,7 @@ def plan_sweep(request: SweepRequest) -> list[RunJob]:
 
 def planned(cfg: Config, run_dir: Path) -> tuple[RunJob, str]:
     """The job of ``cfg`` in ``run_dir`` (its config
-    as it continues a run held there, :func:`rp1.train.continued_config`, and :func:`run_action`)
+    as it continues a run held there, :func:`rp1.train.continued_config`, and :meth:`RunDir.action`)
     and that function's note; a :data:`FAIL` job if the directory holds a damaged file or
     results that no checkpoint continues.
     ConfigError if it would resume a run made with several seeds in one program
@@ -151,31 +151,12 @@ def planned(cfg: Config, run_dir: Path) -> tuple[RunJob, str]:
     run = RunDir(run_dir)
     try:
         cfg, note = continued_config(cfg, run)
-        job = RunJob(cfg, run_dir, run_action(cfg, run))
+        job = RunJob(cfg, run_dir, run.action(cfg.to_dict()))
         if job.action == "resume":
             check_program(run)
         return job, note
     except (DamagedFile, ResultsWithoutCheckpoint) as refused:
         return RunJob(cfg, run_dir, FAIL, problem=str(refused)), ""
-
-
-def run_action(cfg: Config, run: RunDir) -> str:
-    """``skip``, ``resume`` or ``start`` for ``cfg`` in ``run`` (its stored config read as
-    :meth:`RunDir.read_config` reads it, migrated), as what it holds decides
-    (:meth:`RunDir.held`): a finished run or a finished run's copy is skipped, a run with a
-    checkpoint resumed, one holding nothing a restart would not write again started afresh.
-    ConfigError if it holds another config or a ``finished`` marker written under another
-    config; :class:`~rp1.core.errors.ResultsWithoutCheckpoint` for results short of the budget
-    that no checkpoint continues."""
-    other = run.other_config(cfg.to_dict())
-    if other:
-        raise ConfigError(
-            f"{run.path} holds a run of another config ({other}); choose another --out or the same settings"
-        )
-    held = run.held(cfg.to_dict())
-    if held in DONE:
-        return "skip"
-    return "resume" if held is Held.CHECKPOINT else "start"
 
 
 def best_return(run_dir: Path) -> float | None:

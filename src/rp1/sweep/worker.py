@@ -28,7 +28,7 @@ from rp1.core.signals import exit_on_signals
 from rp1.report.run_curve import write_learning_curve
 from rp1.rundir.files import RunDir
 from rp1.rundir.lock import RunInUse, RunLock
-from rp1.sweep.plan import ELSEWHERE, RunJob, RunOutcome, best_return, run_action
+from rp1.sweep.plan import ELSEWHERE, RunJob, RunOutcome, best_return
 from rp1.train import run_training
 
 SINGLE_THREAD_XLA_FLAG = "--xla_cpu_multi_thread_eigen=false"
@@ -69,7 +69,7 @@ def execute_run(job: RunJob, stop_on_signals: bool = False) -> RunOutcome:
 def _train_owned(job: RunJob, lock: RunLock, started: float) -> RunOutcome:
     """Train the run of ``job``, whose ``lock`` is held: its outcome."""
     try:
-        job = replace(job, action=run_action(job.cfg, RunDir(job.run_dir)))
+        job = replace(job, action=RunDir(job.run_dir).action(job.cfg.to_dict()))
     except Exception as error:
         _log(job, f"{log_head(job, 'failed')} at {now()}: {one_line(error)}")
         return job.outcome("failed", one_line(error), time.perf_counter() - started)
