@@ -240,6 +240,21 @@ def test_quick_preset_is_rp1_at_small_scale_and_scale_comes_before_set():
     ).model.hidden == (64, 64)
 
 
+def test_first_preset_is_the_10e5_columns_small_rp1_run_with_the_quick_budget():
+    """``<task>-first`` is the config of the 10⁵ column's runs (``<task>-rp1 --scale small --set
+    model.dealing=round-robin``) but for its budget and name: the quick preset, round-robin."""
+    from dataclasses import replace
+
+    column = resolve(
+        "halfcheetah-rp1", scale="small", budget=10_000, overrides={"model.dealing": "round-robin"}
+    )
+    assert resolve("halfcheetah-first") == replace(column, preset="halfcheetah-first")
+    quick = resolve("halfcheetah-quick")
+    assert resolve(
+        "halfcheetah-first", overrides={"model.dealing": quick.model.dealing}
+    ) == replace(quick, preset="halfcheetah-first")
+
+
 def hand_g(obs, act, next_obs, finals, biases, refreshed: bool) -> float:
     """G of algorithm.md §6 in NumPy (float64) for an ensemble whose members output the constant ``y_j =
     biases[j]``, right after the first phase ``obs, act, next_obs`` (all the data there is): the

@@ -146,6 +146,9 @@ batches (its policy changes no more often; a 1,000-sample grid would evaluate mo
 QUICK = "quick"
 """The suffix of the presets ``<task>-quick`` (:func:`rp1.config.presets.quick_config`), which no
 method may be named."""
+FIRST = "first"
+"""The suffix of the presets ``<task>-first`` (:func:`rp1.config.presets.first_config`), which no
+method may be named."""
 
 METHODS_VARIABLE = "RP1_METHODS"
 """The environment variable that names rows of one's own, ``package.module:ATTRIBUTE[,…]``, each
@@ -247,7 +250,7 @@ def _checked(row: object, known: dict[str, Method], source: str) -> Method:
             not isinstance(row.name, str) or not NAME.fullmatch(row.name),
             f"a name must match {NAME.pattern}",
         ),
-        (row.name in (MODEL_FREE, QUICK), f"the presets <task>-{row.name} are rp1's"),
+        (row.name in (MODEL_FREE, QUICK, FIRST), f"the presets <task>-{row.name} are rp1's"),
         (
             known.get(row.name, row) != row,
             f"another row has this name ({known.get(row.name, row).label})",

@@ -1,6 +1,7 @@
 """Scales (``paper``, ``small``) and the preset registry: ``<task>-<method>`` for the paper's tasks
 and every model-based method (:func:`rp1.config.methods.model_based_methods`, rows of one's own
-included), ``<task>-quick`` (RP1 at small scale, 10⁴ samples) and ``<task>-modelfree``."""
+included), ``<task>-quick`` (RP1 at small scale, 10⁴ samples), ``<task>-first`` (the same with the
+10⁵ runs' round-robin fit) and ``<task>-modelfree``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
+from rp1.config.defaults import ROUND_ROBIN
 from rp1.config.methods import (
+    FIRST,
     METHOD_TABLE,
     MODEL_FREE,
     QUICK,
@@ -61,6 +64,14 @@ def quick_config(task: str, preset: str) -> Config:
     return with_scale(method_config(task, RP1, preset, budget=QUICK_BUDGET), "small")
 
 
+def first_config(task: str, preset: str) -> Config:
+    """:func:`quick_config` with the ensemble fit of every 10^5 run, ``model.dealing=round-robin``
+    (the authors' code's; about a quarter of ``shuffle``'s arithmetic): the candidates for README's
+    first command (benchmarks/RESULTS.md, issue 76's plan)."""
+    cfg = quick_config(task, preset)
+    return replace(cfg, model=replace(cfg.model, dealing=ROUND_ROBIN))
+
+
 def preset_registry() -> dict[str, tuple[str, typing.Callable[[], Config]]]:
     """``{name: (one-line description, config builder)}`` of every preset, built from the methods
     known when it is called."""
@@ -75,6 +86,10 @@ def preset_registry() -> dict[str, tuple[str, typing.Callable[[], Config]]]:
         presets[f"{task}-{QUICK}"] = (
             "RP1 at small scale (--scale small), 10^4 samples: minutes on a laptop CPU; some seeds learn little",
             partial(quick_config, task, f"{task}-{QUICK}"),
+        )
+        presets[f"{task}-{FIRST}"] = (
+            "RP1 at small scale with the 10^5 runs' round-robin ensemble fit, 10^4 samples",
+            partial(first_config, task, f"{task}-{FIRST}"),
         )
         presets[f"{task}-{MODEL_FREE}"] = (
             "PPO, model-free, in the real task: 10^6 steps (the paper's others: --budget 5000000, 10000000)",
