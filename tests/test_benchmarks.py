@@ -209,6 +209,46 @@ def test_sweep_chain_starts_only_the_runs_that_end_before_until_and_refuses_bad_
     assert bad.returncode == 2 and "minutes '1.5' of odd seed 2 is not a whole number" in bad.stderr
 
 
+def test_first_command_plan_runs_each_candidate_on_both_realisations_and_evaluates_afresh(tmp_path):
+    """benchmarks/first_command_plan.sh counts: a sweep per realisation and budget, XLA held to AVX2
+    in the second realisation only, each run's best policy evaluated afresh once (kept on a second
+    call, which resumes), and the counts read from those evaluations."""
+    log = tmp_path / "calls.txt"
+    fake = tmp_path / "rp1"
+    fake.write_text(
+        "#!/usr/bin/env bash\n"
+        f'echo "${{XLA_FLAGS:-none}} $*" >> {log}\n'
+        'if [ "$1" = sweep ]; then mkdir -p "${@: -1}/hopper-first/seed3"; else echo "{}"; fi\n'
+    )
+    fake.chmod(0o755)
+    plan = str(Path(__file__).resolve().parents[1] / "benchmarks" / "first_command_plan.sh")
+    env = {"PATH": "/usr/bin:/bin", "RP1": str(fake), "PYTHON": "echo"}
+    for _ in range(2):
+        out = subprocess.run(
+            ["bash", plan, "counts", str(tmp_path / "out"), "0-9"],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert out.returncode == 0, out.stderr
+    calls = log.read_text().splitlines()
+    sweeps = [c for c in calls if " sweep " in c]
+    assert len(sweeps) == 8 and len(calls) == 8 + 4  # evaluated once, not again
+    for realisation, flags in (("this-cpu", "none"), ("avx2-cap", "--xla_cpu_max_isa=AVX2")):
+        for budget in ("7000", "10000"):
+            where = tmp_path / "out" / realisation / budget
+            assert (
+                f"{flags} sweep --presets hopper-first,halfcheetah-first --seeds 0-9 --budget "
+                f"{budget} --workers 2 --out {where}"
+            ) in sweeps
+            run = where / "hopper-first" / "seed3"
+            assert f"{flags} evaluate {run} --seed 1000 --episodes 10 --json" in calls
+            assert (run / "evaluate-best-seed1000.json").read_text() == "{}\n"
+            assert f"{where} --afresh evaluate-best-seed1000.json" in out.stdout
+    usage = subprocess.run(["bash", plan, "count"], env=env, capture_output=True, text=True)
+    assert usage.returncode == 2 and "usage" in usage.stderr
+
+
 def write_evaluated_run(run: Path, returns: list[float], stds: list[float], episodes: int) -> None:
     """A run whose evaluations are ``returns`` ± ``stds`` over ``episodes`` episodes, one row each
     (the second unevaluated), 30 s of work a row."""
