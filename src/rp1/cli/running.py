@@ -28,7 +28,6 @@ from rp1.core.storage import check_writable_dir
 from rp1.rundir.lock import RunLock
 
 if TYPE_CHECKING:
-    from rp1.config import Config
     from rp1.outputs.writer import RunOptions
 
 
@@ -65,13 +64,6 @@ def run_settings(o: Options) -> dict:
     return {"seed": o.seed, "budget": o.budget, "overrides": overrides, "scale": o.scale}
 
 
-def run_config(o: Options) -> Config:
-    """The config of ``rp1 train``'s options ``o``."""
-    from rp1.config.sources import config_of
-
-    return config_of(o.preset, o.env, o.method, **run_settings(o))
-
-
 @command(*WHICH_RUN, *ONE_RUN, *RUN_SETTINGS, *RUN_OPTIONS)
 def train(o: Options) -> None:
     """Train one run: RP1 or a baseline, model-based or model-free.
@@ -80,12 +72,13 @@ def train(o: Options) -> None:
     stops the run at once (exit code 130 or 143); --resume continues it. A run directory has one
     owner: while another process trains there, this one exits 2 naming it.
     """
+    from rp1.config.sources import config_of
     from rp1.report.run_curve import write_learning_curve
     from rp1.report.run_summary import run_summary
     from rp1.rundir.files import CURVE, DEFAULT_ROOT, RunDir, run_dir_under
     from rp1.train import run_training
 
-    cfg = run_config(o)
+    cfg = config_of(o.preset, o.env, o.method, **run_settings(o))
     out = o.out or run_dir_under(DEFAULT_ROOT, cfg.preset, cfg.seed)
     again = "--resume instead of --overwrite" if o.overwrite else "--resume"
     check_writable_dir(out)
