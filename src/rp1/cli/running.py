@@ -73,8 +73,6 @@ def train(o: Options) -> None:
     owner: while another process trains there, this one exits 2 naming it.
     """
     from rp1.config.sources import config_of
-    from rp1.report.run_curve import write_learning_curve
-    from rp1.report.run_summary import run_summary
     from rp1.rundir.files import CURVE, DEFAULT_ROOT, RunDir, run_dir_under
     from rp1.train import run_training
 
@@ -97,6 +95,10 @@ def train(o: Options) -> None:
                 options=run_options(o),
                 lock=lock,
             )
+        # the report's modules (pandas, matplotlib) load once the run has trained, not before
+        from rp1.report.run_curve import write_learning_curve
+        from rp1.report.run_summary import run_summary
+
         # drawn by the owner: no other process draws it meanwhile
         curve = None if finished else write_learning_curve(out, cfg.preset)
     if o.quiet:
