@@ -249,6 +249,75 @@ def test_first_command_plan_runs_each_candidate_on_both_realisations_and_evaluat
     assert usage.returncode == 2 and "usage" in usage.stderr
 
 
+def test_commit_finished_runs_commits_a_finished_run_with_its_provenance_and_no_return(tmp_path):
+    """benchmarks/commit_finished_runs.sh, one pass: a run the chain's log says exited 0 and whose
+    lock is gone is copied and committed with one provenance line (ok: the expected commit and
+    flags); a run still locked, and one already committed, are left; no return is printed."""
+    repo, sweep = tmp_path / "repo", tmp_path / "sweep"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    for seed, locked in ((10, False), (11, True)):
+        run = sweep / "hopper-rp1" / f"seed{seed}"
+        (run / "policy").mkdir(parents=True)
+        for name in ("best", "last"):
+            (run / "policy" / f"{name}.msgpack").write_bytes(b"policy")
+        (run / "config.json").write_text("{}")
+        (run / "evaluations.csv").write_text("samples\n")
+        env = {
+            "commit": "6a13e10abc",
+            "device": "AMD EPYC",
+            "xla_flags": "",
+            "openblas_coretype": "Zen",
+        }
+        (run / "environment.json").write_text(json.dumps({"environments": [env]}))
+        (run / "metrics.csv").write_text(
+            "iteration,samples,eval_return,wall_s\n0,0,123.456,\n1,3000,987.654,60\n"
+        )
+        if locked:
+            (run / "lock").write_text("")
+    log = tmp_path / "chain1.log"
+    log.write_text(
+        "2026-12-06 01:00:00 hopper-rp1 seed 10: rp1 sweep exited 0\n"
+        "2026-12-06 01:00:00 hopper-rp1 seed 11: rp1 sweep exited 0\n"
+        "2026-12-06 01:00:00 hopper-vr seed 10: rp1 sweep exited 3\n"
+    )
+    script = str(Path(__file__).resolve().parents[1] / "benchmarks" / "commit_finished_runs.sh")
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "ONCE": "1",
+        "EXPECT_COMMIT": "6a13e10",
+        "EXPECT_CORETYPE": "Zen",
+        "PREFIX": "Replication: ",
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
+    for _ in range(2):  # the second pass finds it committed already
+        out = subprocess.run(
+            ["bash", script, str(sweep), "pending", str(log)],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert out.returncode == 0, out.stderr
+    pending = repo / "pending"
+    assert sorted(p.name for p in (pending / "hopper-rp1").iterdir()) == ["seed10"]
+    assert (pending / "hopper-rp1" / "seed10" / "policy" / "best.msgpack").read_bytes() == b"policy"
+    (line,) = (pending / "runs.md").read_text().splitlines()
+    assert line.endswith(
+        "`hopper-rp1` seed 10 finished: ok 1 min of work, 2 rows, 3000 samples, 6a13e10, "
+        "AMD EPYC, 1 environment(s)"
+    )
+    history = subprocess.run(
+        ["git", "log", "--format=%s"], cwd=repo, capture_output=True, text=True, check=True
+    )
+    assert history.stdout.splitlines() == [
+        "Replication: hopper-rp1 seed 10 finished (pending, unread)"
+    ]
+    assert "123.456" not in line + out.stdout and "987.654" not in line + out.stdout
+
+
 def write_evaluated_run(run: Path, returns: list[float], stds: list[float], episodes: int) -> None:
     """A run whose evaluations are ``returns`` ± ``stds`` over ``episodes`` episodes, one row each
     (the second unevaluated), 30 s of work a row."""
