@@ -48,6 +48,7 @@ counts() {
 
 timed() {
     local preset=$1 budget=$2 work start installed ended
+    unset RP1_JAX_CACHE XLA_FLAGS PIP_CACHE_DIR  # the caches a new user's machine has: none
     work=$(mktemp -d)
     git clone -q "$here/.." "$work/rp1"
     mkdir "$work/home"
