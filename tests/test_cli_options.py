@@ -1,13 +1,16 @@
 """The CLI's options as a user meets them: choices checked before anything runs, the old names of
 renamed options still working with one warning, `rp1 config` taking what shapes a config, a
-misspelt name answered with the closest, and `rp1 presets` in aligned columns that say what each
-method is."""
+misspelt name answered with the closest, the shell completing commands, options and choices, and
+`rp1 presets` in aligned columns that say what each method is."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
-from helpers import one_error, run_cli, run_cli_output
+from helpers import one_error, run_cli, run_cli_output, subprocess_env
 from rp1.cli.options import BACKENDS, ORDERS, POLICIES, SCALES
 
 
@@ -106,6 +109,23 @@ def test_a_misspelt_name_is_answered_with_the_closest(case, tmp_path, capsys):
     args, fragment = MISSPELT[case]
     args = [a.replace("OUT", str(tmp_path / "out")) for a in args]
     one_error(*run_cli(args, capsys), 2, fragment)
+
+
+def test_the_shell_completes_commands_options_and_choices():
+    """Click's completion, as docs/cli.md tells a shell to ask for it (``_RP1_COMPLETE``), in a
+    process of its own: click 8.0 ends it with ``os._exit``."""
+    for words, wanted in (
+        ("rp1 tr", "plain,train"),
+        ("rp1 train --sc", "plain,--scale"),
+        ("rp1 train --scale sm", "plain,small"),
+    ):
+        env = subprocess_env(
+            _RP1_COMPLETE="bash_complete", COMP_WORDS=words, COMP_CWORD=str(len(words.split()) - 1)
+        )
+        done = subprocess.run(
+            [sys.executable, "-m", "rp1"], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0 and done.stdout.split() == [wanted], (words, done)
 
 
 def test_an_unknown_preset_points_to_rp1_presets_without_listing_them(capsys):
