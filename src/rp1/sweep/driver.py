@@ -55,6 +55,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from rp1.core.errors import described
 from rp1.outputs.writer import RunOptions
 from rp1.sweep.executors import Backend, Executor, make_executor
 from rp1.sweep.plan import (
@@ -67,7 +68,6 @@ from rp1.sweep.plan import (
     plan_sweep,
     with_options,
 )
-from rp1.sweep.worker import one_line
 
 POLL_S = 0.5
 """How often (seconds) the progress display is refreshed while runs are under way."""
@@ -156,7 +156,7 @@ def collect(executor: Executor, handle: Any, job: RunJob) -> RunOutcome:
     try:
         return executor.result(handle)
     except Exception as error:
-        return job.outcome("failed", f"worker died: {one_line(error)}")
+        return job.outcome("failed", f"worker died: {described(error)}")
 
 
 def sweep_progress() -> Progress:

@@ -53,9 +53,9 @@ def execute_run(job: RunJob, stop_on_signals: bool = False) -> RunOutcome:
     try:
         lock.acquire()
     except RunInUse as busy:
-        return job.outcome(ELSEWHERE, one_line(busy))
+        return job.outcome(ELSEWHERE, described(busy))
     except Exception as error:  # the file system cannot lock, the directory cannot be made
-        return job.outcome("failed", one_line(error))
+        return job.outcome("failed", described(error))
     try:
         with (
             output_to(job.log),
@@ -71,8 +71,8 @@ def _train_owned(job: RunJob, lock: RunLock, started: float) -> RunOutcome:
     try:
         job = replace(job, action=RunDir(job.run_dir).action(job.cfg.to_dict()))
     except Exception as error:
-        _log(job, f"{log_head(job, 'failed')} at {now()}: {one_line(error)}")
-        return job.outcome("failed", one_line(error), time.perf_counter() - started)
+        _log(job, f"{log_head(job, 'failed')} at {now()}: {described(error)}")
+        return job.outcome("failed", described(error), time.perf_counter() - started)
     if job.action == "skip":  # finished by another process since planning
         return job.outcome("skipped")
     _log(job, f"{log_head(job, job.action)} at {now()}")
@@ -105,8 +105,8 @@ def _ended(job: RunJob, result: Path | Exception, started: float) -> RunOutcome:
             result = error
     if isinstance(result, Exception):
         trace = "" if isinstance(result, Rp1Error) else "".join(traceback.format_exception(result))
-        _log(job, f"{trace}{log_head(job, 'failed')} at {now()}: {one_line(result)}")
-        return job.outcome("failed", one_line(result), time.perf_counter() - started)
+        _log(job, f"{trace}{log_head(job, 'failed')} at {now()}: {described(result)}")
+        return job.outcome("failed", described(result), time.perf_counter() - started)
     wall_s = time.perf_counter() - started
     best = best_return(job.run_dir)
     _log(
@@ -182,11 +182,6 @@ def output_to(log: Path) -> Iterator[None]:
             for fd, copy in saved.items():
                 os.dup2(copy, fd)
                 os.close(copy)
-
-
-def one_line(error: BaseException) -> str:
-    """``Type: first line of the message`` (:func:`rp1.core.errors.described`)."""
-    return described(error)
 
 
 def worker_env(threads: int, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
