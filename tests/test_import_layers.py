@@ -198,6 +198,19 @@ def _rp1_without_jax(*args: str) -> str:
     return _script_output(NO_JAX, *args)
 
 
+@pytest.mark.parametrize("args", [[], ["--help"], ["--version"]])
+def test_rp1_help_and_version_load_no_config(args):
+    """``rp1`` alone, ``rp1 --help`` and ``rp1 --version`` print without the config (which loads
+    Gymnasium and MuJoCo): the commands import what they call in their bodies."""
+    script = (
+        "import sys\n"
+        "from rp1.cli import main\n"
+        "code = main(sys.argv[1:])\n"
+        "print(sorted(m for m in ('rp1.config', 'gymnasium', 'jax') if m in sys.modules), code)\n"
+    )
+    assert _script_output(script, *args).splitlines()[-1] == "[] 0"
+
+
 @pytest.mark.slow
 def test_the_config_imports_no_jax():
     """``rp1.config`` (schema, defaults, methods, presets, validation, migrations) sits below the

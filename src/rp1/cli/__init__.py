@@ -28,11 +28,11 @@ def _start(ctx: click.Context) -> None:
     """Before any command: import the methods of one's own that ``RP1_METHODS`` names
     (:data:`rp1.config.methods.METHODS_VARIABLE`), so that a name that does not import is one line
     and exit code 2 whatever the command; ``rp1`` alone prints the help."""
-    from rp1.config.methods import model_based_methods
-
-    if ctx.invoked_subcommand is None:
+    if ctx.invoked_subcommand is None:  # before importing the config: the help stays fast
         click.echo(ctx.get_help())
         return
+    from rp1.config.methods import model_based_methods
+
     model_based_methods()
 
 
