@@ -126,6 +126,12 @@ def test_the_shell_completes_commands_options_and_choices():
             [sys.executable, "-m", "rp1"], env=env, capture_output=True, text=True, timeout=60
         )
         assert done.returncode == 0 and done.stdout.split() == [wanted], (words, done)
+    for shell in ("bash", "zsh", "fish"):  # the script docs/cli.md has each shell load
+        env = subprocess_env(_RP1_COMPLETE=f"{shell}_source")
+        done = subprocess.run(
+            [sys.executable, "-m", "rp1"], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0 and "_RP1_COMPLETE" in done.stdout, (shell, done)
 
 
 def test_an_unknown_preset_points_to_rp1_presets_without_listing_them(capsys):
