@@ -189,7 +189,7 @@ def test_config_and_presets_wrap_to_the_terminal_width(command, columns, capsys,
 
 
 def test_a_table_wraps_its_text_beside_the_cells_where_it_has_room_else_under_them():
-    from rp1.cli.tables import INDENT, NARROWEST, table
+    from rp1.core.terminal import INDENT, NARROWEST, table
 
     rows = [("key", "meaning"), ("seed", "the seed every random stream is spawned from")]
     assert table(rows, None).splitlines()[1] == f"seed  {rows[1][1]}"

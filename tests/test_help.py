@@ -79,7 +79,7 @@ def check_invariants(name: str, text: str) -> None:
             assert not any(o in rows for o in param.opts), param.opts  # a deprecated name
             continue
         if param.param_type_name == "argument":
-            shown = param.metavar
+            shown = param.human_readable_name
             assert shown and METAVAR.fullmatch(shown), shown
             assert usage.endswith(shown if param.required else f"[{shown}]"), usage
             assert f"\n  {shown}  " in text.split("\nArguments:", 1)[1], text

@@ -1,8 +1,13 @@
 """The ``rp1`` command line.
 
-Every error a user can act on ends as one line ``rp1: error: …`` on stderr, with exit code 2 for
-bad input (:class:`rp1.core.errors.ConfigError`) and 1 for a file operation the machine failed
-(:class:`rp1.core.errors.StorageError`, or any ``OSError``). ``RP1_DEBUG=1`` shows the traceback.
+Every error a user can act on ends as one line ``rp1: error: …`` on stderr (``RP1_DEBUG=1`` shows
+its traceback instead) and its exit code: 2 for bad input (:class:`rp1.core.errors.ConfigError`, or
+a usage error click finds), 1 for a file operation the machine failed
+(:class:`rp1.core.errors.StorageError`, any ``OSError``, a write to stdout: :mod:`rp1.core.stdout`).
+A Ctrl-C while a command starts up (before a run stops on signals itself,
+:func:`rp1.core.signals.exit_on_signals`) is one line and exit code 130, as is a signal that
+:func:`rp1.core.signals.raise_on_signals` raises (:class:`~rp1.core.errors.Interrupted`; 143 for
+SIGTERM).
 
 A command parses its options, calls the library and prints; it imports what it calls inside its
 body, not at start-up, so that ``rp1 --help``, ``rp1 --version`` and a usage error stay fast: the
@@ -20,8 +25,8 @@ import click
 from rp1._version import __version__
 from rp1.cli import reading, running
 from rp1.cli.layout import Group
-from rp1.cli.stdout import open_stdout, stdout_failure
-from rp1.core.errors import Interrupted, Rp1Error, clipped
+from rp1.core.errors import Interrupted, Rp1Error, one_line
+from rp1.core.stdout import open_stdout, stdout_failure
 
 
 def _start(ctx: click.Context) -> None:
@@ -63,17 +68,8 @@ INTERRUPTED = 130  # 128 + SIGINT
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the console script; returns the exit code.
-
-    An :class:`~rp1.core.errors.Rp1Error` or ``OSError`` becomes one line ``rp1: error: …`` on stderr
-    and its exit code (``OSError``: 1); with ``RP1_DEBUG=1`` it propagates with its traceback. A
-    usage error that Click finds (an unknown option, a value of the wrong type) is one line and
-    exit code 2 too. A Ctrl-C while the command starts up (before a run stops on signals itself,
-    :func:`rp1.core.signals.exit_on_signals`) is one line and exit code 130, and so is a signal that
-    :func:`rp1.core.signals.raise_on_signals` raises (:class:`~rp1.core.errors.Interrupted`; 143 for SIGTERM).
-    A write to stdout that fails (a full disk, a reader gone, stdout closed) is one line and exit
-    code 1 (:mod:`rp1.cli.stdout`).
-    """
+    """Entry point of the console script: the command ``argv`` (default: the process's
+    arguments) run, its errors ended as the module says; returns the exit code."""
     open_stdout()
     debug = os.environ.get("RP1_DEBUG") == "1"
     try:
@@ -86,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         ctx = getattr(usage, "ctx", None)
         where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
-        click.echo(f"rp1: error: {_one_line(usage.format_message())}{where}", err=True)
+        click.echo(f"rp1: error: {one_line(usage.format_message())}{where}", err=True)
         return usage.exit_code
     except click.Abort as abort:  # Ctrl-C before a run installs its handler, or end of input
         if not isinstance(abort.__context__, KeyboardInterrupt):
@@ -99,19 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     except (Rp1Error, OSError) as err:
         if debug:
             raise
-        click.echo(f"rp1: error: {_one_line(err)}", err=True)
+        click.echo(f"rp1: error: {one_line(err)}", err=True)
         return err.exit_code if isinstance(err, Rp1Error) else 1
     return code if isinstance(code, int) else 0
-
-
-def _one_line(err: Exception | str) -> str:
-    """The message of ``err`` on one line; an ``OSError`` with its file and cause. A word longer
-    than :data:`~rp1.core.errors.QUOTE_LIMIT` characters (a huge value quoted back) is cut there."""
-    if isinstance(err, OSError) and not isinstance(err, Rp1Error) and err.strerror:
-        text = f"{err.filename}: {err.strerror}" if err.filename else err.strerror
-    else:
-        text = str(err)
-    return " ".join(clipped(word) for word in text.split())
 
 
 if __name__ == "__main__":

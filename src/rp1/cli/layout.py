@@ -3,7 +3,7 @@
 :func:`command` makes a function a command: its parameters are click's own, its help is its
 docstring, and it is called with one object holding a value per parameter. The help is click's
 plain layout on every click rp1 allows (``tests/test_help.py`` holds it): a usage line that names
-each argument by its metavar (``ROOT``, ``[TASK]`` when optional), the command's text, then
+each argument by its name in capitals (``ROOT``, ``[TASK]`` when optional), the command's text, then
 ``Arguments:`` (each with its help, which click's own arguments lack) and ``Options:``.
 
 Example::
@@ -31,10 +31,11 @@ Options = SimpleNamespace
 
 
 class HelpArgument(click.Argument):
-    """A positional argument with a line of help, shown under ``Arguments:``."""
+    """A positional argument with a line of help, shown under ``Arguments:``; help and usage name
+    it by its name in capitals (``ROOT``; ``[TASK]`` where it may be left out)."""
 
-    def __init__(self, name: str, metavar: str, help: str, **attrs: Any):
-        super().__init__([name], metavar=metavar, **attrs)
+    def __init__(self, name: str, help: str, **attrs: Any):
+        super().__init__([name], **attrs)
         self.help = help
 
 
@@ -61,22 +62,17 @@ class OldName(click.Option):
 
 
 class Command(click.Command):
-    """A command whose help names each argument by its metavar, in the usage line and in its
-    ``Arguments:`` section."""
-
-    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
-        """``[OPTIONS]``, then each argument: ``ROOT``, or ``[TASK]`` if it may be left out."""
-        arguments = [p for p in self.get_params(ctx) if isinstance(p, click.Argument)]
-        pieces = [self.options_metavar] if self.options_metavar else []
-        return pieces + [_usage(argument) for argument in arguments]
+    """A command whose help has an ``Arguments:`` section, each argument with its help."""
 
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """The usage line, the text, then ``Arguments:`` (each by its metavar, with its help) and
+        """The usage line, the text, then ``Arguments:`` (each by its name, with its help) and
         ``Options:`` (click's rows), on every click (8.5 writes arguments its own way)."""
         self.format_usage(ctx, formatter)
         self.format_help_text(ctx, formatter)
         params = [param for param in self.get_params(ctx) if not getattr(param, "hidden", False)]
-        arguments = [(str(p.metavar), p.help or "") for p in params if isinstance(p, HelpArgument)]
+        arguments = [
+            (p.human_readable_name, p.help or "") for p in params if isinstance(p, HelpArgument)
+        ]
         options = [
             r for p in params if isinstance(p, click.Option) and (r := p.get_help_record(ctx))
         ]
@@ -84,10 +80,6 @@ class Command(click.Command):
             if rows:
                 with formatter.section(title):
                     formatter.write_dl(rows)
-
-
-def _usage(argument: click.Argument) -> str:
-    return str(argument.metavar) if argument.required else f"[{argument.metavar}]"
 
 
 class Group(click.Group):

@@ -11,25 +11,15 @@ import click
 
 from rp1.cli.layout import HelpArgument, Options, command
 from rp1.cli.options import PATH, option, out_dir
-from rp1.cli.tables import table, terminal_width
 from rp1.core.storage import check_writable_dir
+from rp1.core.terminal import table, terminal_width
 
-ROOT = HelpArgument("root", "ROOT", "A tree of run directories.", type=PATH)
-
-ANY_TASK = """\
-Any other task runs with --env instead of --preset (and --method, default rp1):
-  a Gymnasium id with a 1-D Box observation and bounded 1-D Box actions
-    rp1 train --env Pendulum-v1 --method rp1 --scale small [--horizon H]   (H: its time limit)
-  or a task of your own, an rp1.envs.TaskSpec at package.module:attribute
-    rp1 train --env mypackage.tasks:POINT --method greedy --scale small
-Reward and termination a task does not give are learned by the world model.
-`rp1 envs ID` shows one task of any kind; see docs/extending.md."""
+ROOT = HelpArgument("root", "A tree of run directories.", type=PATH)
 
 
 @command(
     HelpArgument(
-        "name",
-        "TASK",
+        "task",
         "Show only this task (a paper task, a Gymnasium id or package.module:attribute).",
         required=False,
     )
@@ -42,11 +32,9 @@ def envs(o: Options) -> None:
     from rp1 import envs as registry
     from rp1.config.sources import tasks_importable_from_cwd
 
-    if o.name:
+    if o.task:
         tasks_importable_from_cwd()
-    click.echo(registry.describe([o.name] if o.name else registry.names()))
-    if not o.name:
-        click.echo(f"\n{ANY_TASK}")
+    click.echo(registry.describe([o.task] if o.task else None))
 
 
 @command()
@@ -109,13 +97,7 @@ def export(o: Options) -> None:
 
     runs_root(o.root)
     check_writable_dir(o.out)
-    done = export_runs(o.root, o.out, o.overwrite)
-    for note in done.left_out:
-        click.echo(note)
-    click.echo(
-        f"exported {len(done.written)} runs to {o.out}; {len(done.unchanged)} already there as "
-        f"they are, {len(done.left_out)} left out"
-    )
+    click.echo(export_runs(o.root, o.out, o.overwrite).describe(o.out))
 
 
 @command(

@@ -22,9 +22,9 @@ from rp1.cli.options import (
     choice,
     option,
 )
-from rp1.cli.tables import table, terminal_width
 from rp1.core.signals import exit_on_signals, raise_on_signals
 from rp1.core.storage import check_writable_dir
+from rp1.core.terminal import table, terminal_width
 from rp1.rundir.lock import RunLock
 
 if TYPE_CHECKING:
@@ -160,7 +160,7 @@ VIDEO_FILE = option(
 
 
 @command(
-    HelpArgument("run", "RUN", "A run directory.", type=PATH),
+    HelpArgument("run", "A run directory.", type=PATH),
     choice(
         "--policy",
         POLICIES,

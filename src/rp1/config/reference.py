@@ -1,5 +1,5 @@
 """Every config key with its value, range and meaning, from the schema: what ``rp1 config`` prints
-(:func:`entries`, laid out by :mod:`rp1.cli.tables`) and the documentation's configuration page
+(:func:`entries`, laid out by :mod:`rp1.core.terminal`) and the documentation's configuration page
 holds (:func:`markdown_table`).
 
 Each key's range and meaning are declared once, with its default, in :mod:`rp1.config.schema`

@@ -47,6 +47,17 @@ def described(err: BaseException) -> str:
     return f"{type(err).__name__}: {clipped(lines[0])}" if lines else type(err).__name__
 
 
+def one_line(err: BaseException | str) -> str:
+    """The message of ``err`` on one line, as ``rp1: error: …`` shows it; an ``OSError`` that is
+    no :class:`Rp1Error` as its file and cause. A word longer than :data:`QUOTE_LIMIT` characters
+    (a huge value quoted back) is cut there (:func:`clipped`)."""
+    if isinstance(err, OSError) and not isinstance(err, Rp1Error) and err.strerror:
+        text = f"{err.filename}: {err.strerror}" if err.filename else err.strerror
+    else:
+        text = str(err)
+    return " ".join(clipped(word) for word in text.split())
+
+
 class Rp1Error(Exception):
     """An error a user can act on; its message names the value or file and the cause.
 

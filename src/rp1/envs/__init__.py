@@ -65,13 +65,25 @@ def make(
     return build(name, spec_of(name), seed, horizon, render)
 
 
-def describe(tasks: list[str]) -> str:
+ANY_TASK = """\
+Any other task runs with --env instead of --preset (and --method, default rp1):
+  a Gymnasium id with a 1-D Box observation and bounded 1-D Box actions
+    rp1 train --env Pendulum-v1 --method rp1 --scale small [--horizon H]   (H: its time limit)
+  or a task of your own, an rp1.envs.TaskSpec at package.module:attribute
+    rp1 train --env mypackage.tasks:POINT --method greedy --scale small
+Reward and termination a task does not give are learned by the world model.
+`rp1 envs ID` shows one task of any kind; see docs/extending.md."""
+"""How to run a task that is not one of the paper's (``rp1 envs`` prints it)."""
+
+
+def describe(tasks: list[str] | None = None) -> str:
     """A table of ``tasks`` (names, as :func:`make` takes them), a line each under a header:
     observation and action sizes, horizon (steps), step duration ``dt`` (seconds), and whether
     the reward and the termination are given or learned by the world model. Each task is made
-    (and closed) to read them."""
+    (and closed) to read them. ``None``: the paper's tasks (:func:`names`), then how to run any
+    other (:data:`ANY_TASK`), as ``rp1 envs`` prints them."""
     made = []
-    for name in tasks:
+    for name in names() if tasks is None else tasks:
         env, task = make(name)
         env.close()
         made.append(task)
@@ -82,7 +94,7 @@ def describe(tasks: list[str]) -> str:
         lines.append(
             f"{task.name:<{width}} {task.obs_dim:>4} {task.act_dim:>4} {task.horizon:>8} {task.dt:>6.3f}  {given[0]:<8} {given[1]}"
         )
-    return "\n".join(lines)
+    return "\n".join(lines) + (f"\n\n{ANY_TASK}" if tasks is None else "")
 
 
 def path_name(name: str) -> str:
@@ -92,6 +104,7 @@ def path_name(name: str) -> str:
 
 
 __all__ = [
+    "ANY_TASK",
     "Task",
     "TaskSpec",
     "describe",

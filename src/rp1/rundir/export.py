@@ -46,6 +46,15 @@ class Export(NamedTuple):
     unchanged: list[Path]
     left_out: list[str]
 
+    def describe(self, out: Path) -> str:
+        """``rp1 export``'s report of an export to ``out``: the note of each run left out, then
+        how many runs were written, already there and left out."""
+        counts = (
+            f"exported {len(self.written)} runs to {out}; {len(self.unchanged)} already there as "
+            f"they are, {len(self.left_out)} left out"
+        )
+        return "\n".join([*self.left_out, counts])
+
 
 def finished(run: Path) -> bool:
     """Whether ``run`` reached its budget under the config its ``config.json`` holds;
