@@ -4,7 +4,10 @@ comparison the original did not decide is no claim."""
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
+import pytest
 
 from rp1.report.replication import (
     MISSING,
@@ -14,6 +17,7 @@ from rp1.report.replication import (
     REVERSED,
     reading,
     replication_readings,
+    same_difference_p,
 )
 
 HOLDS = "holds"
@@ -21,8 +25,9 @@ HOLDS_BUT = "holds, but only because Greedy fell below its untrained policy"
 INCONCLUSIVE = "inconclusive: differences from −2.35 to 11.75 are consistent with the data"
 
 
-def claims(rows: list[tuple[str, str, str, float]]) -> pd.DataFrame:
-    """A claims.csv frame of (id, task, metric, verdict, diff) rows at 10⁵ samples, small scale."""
+def claims(rows: list[tuple[str, str, str, str, float]]) -> pd.DataFrame:
+    """A claims.csv frame of (id, task, metric, verdict, diff) rows at 10⁵ samples, small scale,
+    each difference's standard error 10 (Welch's t = diff / 10)."""
     return pd.DataFrame(
         [
             {
@@ -36,6 +41,7 @@ def claims(rows: list[tuple[str, str, str, float]]) -> pd.DataFrame:
                 "diff": diff,
                 "diff_low": diff - 1,
                 "diff_high": diff + 1,
+                "t": diff / 10,
                 "p_holm": 0.01,
             }
             for id_, task, metric, verdict, diff in rows
@@ -86,3 +92,28 @@ def test_readings_pair_the_same_comparison_in_the_originals_order():
         first["verdict_replication"] == INCONCLUSIVE and read.iloc[1]["verdict_replication"] == ""
     )
     assert list(read["claim"]) == [f"claim {i}" for i in read["id"]]
+
+
+def test_the_two_seed_ranges_difference_is_tested_as_two_blocks():
+    assert same_difference_p(50.0, 5.0, 50.0, 2.0) == pytest.approx(
+        1.0
+    )  # one difference, whatever the errors
+    assert same_difference_p(50.0, 5.0, -50.0, -5.0) < 1e-6  # 100 apart, standard error √200
+    close, far = same_difference_p(50.0, 5.0, 40.0, 4.0), same_difference_p(50.0, 5.0, 20.0, 2.0)
+    assert 0.05 < close < 1.0 and far < close
+    assert same_difference_p(50.0, 5.0, 40.0, 4.0) == same_difference_p(40.0, 4.0, 50.0, 5.0)
+    for t in (0.0, float("nan")):  # no standard error to read: no test
+        assert math.isnan(same_difference_p(50.0, 5.0, 0.0, t))
+
+
+def test_each_reading_carries_the_p_that_both_ranges_give_one_difference():
+    original = claims([("rp1-vs-greedy", "hopper", "auc", HOLDS, 170.0)])
+    replication = claims(
+        [
+            ("rp1-vs-greedy", "hopper", "auc", HOLDS, 170.0),
+            ("rp1-vs-vr", "hopper", "auc", HOLDS, 90.0),
+        ]
+    )
+    read = replication_readings(original, replication)
+    assert read["same_p"].iloc[0] == pytest.approx(1.0)
+    assert math.isnan(read["same_p"].iloc[1])  # the original lacks it

@@ -141,8 +141,8 @@ def test_a_replication_reads_each_claim_against_the_fresh_seeds_verdict(tmp_path
     )
     table = render("{{replication laptop-scale controls 10000 rp1-vs-greedy}}", reports)
     lines = table.splitlines()
-    assert lines[0] == "| claim | task | measure | laptop-scale | controls | reading |"
-    readings = [line.rsplit("|", 2)[1].strip() for line in lines[2:]]
+    assert lines[0] == "| claim | task | measure | laptop-scale | controls | reading | p, one Δ |"
+    readings = [line.split("|")[-3].strip() for line in lines[2:]]
     assert readings == ["replicated", "not replicated", "reversed", "no claim"]
     assert "| holds, Δ 243 [158, 320] | holds, Δ −5 [158, 320] |" in lines[2]
     with pytest.raises(PlaceholderError, match="no verdict of rp1-vs-vr at 10000"):

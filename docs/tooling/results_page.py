@@ -25,8 +25,9 @@ A page is made from a template (:data:`PAGES`): Markdown whose numbers are place
   (``realisations.csv``), after a line counting them.
 - ``replication ORIGINAL REPLICATION SAMPLES ID[,ID…] [tasks=T,…] [scale=S]``: a claim of the
   original report read against the same comparison in its replication (fresh seeds, reported on
-  their own): a row per comparison, both verdicts in brief, and whether the original's "holds"
-  is replicated, not replicated or reversed (:mod:`rp1.report.replication`).
+  their own): a row per comparison, both verdicts in brief, whether the original's "holds"
+  is replicated, not replicated or reversed, and the p that both seed ranges give one difference
+  (:mod:`rp1.report.replication`).
 - ``provenance REPORT [mixed]``: where each cell's runs come from (``provenance.csv``), only the
   mixed cells with ``mixed``.
 - ``returns REPORT SAMPLES [REPORT SAMPLES …] [methods=M,…] [scale=S]``: the returns of the
@@ -495,7 +496,8 @@ def realisations_placeholder(reports: Reports, words: list[str], options: dict[s
 def replication_placeholder(reports: Reports, words: list[str], options: dict[str, str]) -> str:
     """A ``replication`` placeholder's table: each comparison ``ID[,ID…]`` at SAMPLES in the
     original report and in its replication (:func:`rp1.report.replication.replication_readings`),
-    both verdicts in brief, and the reading (replicated, not replicated, reversed, no claim)."""
+    both verdicts in brief, the reading (replicated, not replicated, reversed, no claim) and the p
+    that the two seed ranges give one difference (``same_p``)."""
     if len(words) != 4:
         raise PlaceholderError("replication needs ORIGINAL REPLICATION SAMPLES ID[,ID…]")
     *names, samples, ids = words
@@ -522,7 +524,7 @@ def replication_placeholder(reports: Reports, words: list[str], options: dict[st
         return brief_verdict(pd.Series({field: row[f"{field}{suffix}"] for field in fields}))
 
     return markdown_table(
-        ["claim", "task", "measure", names[0], names[1], "reading"],
+        ["claim", "task", "measure", names[0], names[1], "reading", "p, one Δ"],
         [
             [
                 row["claim"],
@@ -531,6 +533,7 @@ def replication_placeholder(reports: Reports, words: list[str], options: dict[st
                 side(row, ""),
                 side(row, "_replication"),
                 row["reading"],
+                p_text(row["same_p"]),
             ]
             for _, row in read.iterrows()
         ],
