@@ -19,7 +19,7 @@ USAGE = {
     "sweep: missing --out": (["sweep", "--presets", "hopper-quick"], "--out"),
     "evaluate: not an integer": (["evaluate", "RUN", "--episodes", "1e20"], "--episodes"),
     "evaluate: no run": (["evaluate"], "Missing argument 'RUN'"),  # as the help names it
-    "report: no root": (["report"], "Missing argument 'ROOT'"),
+    "report: no root": (["report"], "Missing argument 'ROOT...'"),
     "envs: extra argument": (["envs", "a", "b"], "b"),
     "presets: unknown option": (["presets", "--x"], "--x"),
 }

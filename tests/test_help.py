@@ -79,8 +79,8 @@ def check_invariants(name: str, text: str) -> None:
             assert not any(o in rows for o in param.opts), param.opts  # a deprecated name
             continue
         if param.param_type_name == "argument":
-            shown = param.human_readable_name
-            assert shown and METAVAR.fullmatch(shown), shown
+            assert METAVAR.fullmatch(param.human_readable_name), param.human_readable_name
+            shown = param.human_readable_name + ("..." if param.nargs == -1 else "")  # one or more
             assert usage.endswith(shown if param.required else f"[{shown}]"), usage
             assert f"\n  {shown}  " in text.split("\nArguments:", 1)[1], text
             continue

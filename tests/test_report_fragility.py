@@ -131,7 +131,7 @@ def test_a_verdict_whose_cells_mix_blocks_says_each_blocks_difference_and_their_
                 {"commit": commit, "cpu_features": cpu},
             )
     loaded, runs, _, claims = judged(tmp_path)
-    rows = cell_provenance.run_provenance(tmp_path, loaded.metrics, runs.grid, kept=True)
+    rows = cell_provenance.run_provenance(loaded.dirs, loaded.metrics, runs.grid, kept=True)
     found = blocks.block_columns(claims, runs, rows).set_index(["task", "metric"])
     hopper = found.loc[("hopper", "return_at")]
     assert hopper["blocks"] == "aaaaaaa, AVX-512: 3 vs 3, Δ 204.7; bbbbbbb, AVX2: 3 vs 3, Δ 0.3"
@@ -150,7 +150,7 @@ def test_a_block_one_side_lacks_is_listed_but_not_tested(tmp_path):
         write_environment(tmp_path / "hopper-rp1" / f"seed{seed}", {"commit": "ab"[seed // 2] * 40})
         write_environment(tmp_path / "hopper-vr" / f"seed{seed}", {"commit": "b" * 40})
     loaded, runs, _, claims = judged(tmp_path)
-    rows = cell_provenance.run_provenance(tmp_path, loaded.metrics, runs.grid, kept=True)
+    rows = cell_provenance.run_provenance(loaded.dirs, loaded.metrics, runs.grid, kept=True)
     found = blocks.block_columns(claims, runs, rows)
     text = found.loc[found["metric"] == "return_at", "blocks"].iloc[0]
     assert text == "aaaaaaa, not recorded: 2 vs 0; bbbbbbb, not recorded: 2 vs 4, Δ 300.5"
@@ -165,7 +165,7 @@ def test_cells_made_on_other_commits_share_no_block_and_the_verdict_says_so(tmp_
         write_environment(tmp_path / "hopper-rp1" / f"seed{seed}", {"commit": "a" * 40})
         write_environment(tmp_path / "hopper-vr" / f"seed{seed}", {"commit": "b" * 40})
     loaded, runs, _, claims = judged(tmp_path)
-    rows = cell_provenance.run_provenance(tmp_path, loaded.metrics, runs.grid, kept=True)
+    rows = cell_provenance.run_provenance(loaded.dirs, loaded.metrics, runs.grid, kept=True)
     found = blocks.block_columns(claims, runs, rows)
     row = next(found[found["metric"] == "return_at"].itertuples())
     assert row.blocks == "aaaaaaa, not recorded: 3 vs 0; bbbbbbb, not recorded: 0 vs 3"
@@ -182,7 +182,7 @@ def test_provenance_shows_the_xla_settings_a_run_recorded(tmp_path):
     write_environment(tmp_path / "hopper-rp1" / "seed0", {"xla_flags": flags, "xla_threads": 2})
     write_environment(tmp_path / "hopper-rp1" / "seed1", {"xla_flags": "", "xla_threads": 2})
     loaded, runs, _, _ = judged(tmp_path)
-    rows = cell_provenance.run_provenance(tmp_path, loaded.metrics, runs.grid, kept=True)
+    rows = cell_provenance.run_provenance(loaded.dirs, loaded.metrics, runs.grid, kept=True)
     by_run = rows.set_index("run")["xla"]
     assert by_run["hopper-rp1/seed0"] == f"{flags}, 2 threads"
     assert by_run["hopper-rp1/seed1"] == "no flags, 2 threads"

@@ -123,7 +123,7 @@ def test_each_cell_states_its_provenance_and_a_mixed_cell_is_marked(tmp_path):
         {"commit": COMMIT_A, "cpu_features": ZEN5, "openblas_coretype": ""},
     )
     loaded, runs, _, claims = judged(tmp_path)
-    rows = cell_provenance.run_provenance(tmp_path, loaded.metrics, runs.grid, kept=True)
+    rows = cell_provenance.run_provenance(loaded.dirs, loaded.metrics, runs.grid, kept=True)
     by_run = rows.set_index("run")
     assert by_run.loc["hopper-greedy/seed1", "commit"] == "bbbbbbb-modified+aaaaaaa"
     assert by_run.loc["hopper-greedy/seed2", "commit"] == cell_provenance.NOT_RECORDED
@@ -163,7 +163,7 @@ def test_a_cell_of_runs_alone_and_in_a_program_is_refused_before_anything_is_wri
         write_environment(tmp_path / "hopper-rp1" / f"seed{seed}", {"seeds_per_process": 2})
     write_environment(tmp_path / "hopper-greedy" / "seed0", {"seeds_per_process": 1})
     loaded, runs, _, _ = judged(tmp_path)
-    rows = cell_provenance.run_provenance(tmp_path, loaded.metrics, runs.grid, kept=True)
+    rows = cell_provenance.run_provenance(loaded.dirs, loaded.metrics, runs.grid, kept=True)
     cell_provenance.check_programs(
         rows
     )  # Greedy: alone and not recorded, which is not held against it

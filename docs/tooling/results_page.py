@@ -43,7 +43,7 @@ A page is made from a template (:data:`PAGES`): Markdown whose numbers are place
   decimal by default).
 
 ``python docs/tooling/results_page.py`` writes the pages; ``--remake [NAME …]`` first makes
-those reports (all by default) again from their runs, as ``rp1 report ROOT --out docs/NAME``
+those reports (all by default) again from their runs, as ``rp1 report ROOT… --out docs/NAME``
 would; ``--check`` writes nothing and exits 1 where a page is not what its template and the
 reports give. A placeholder that names no report, file, row or column, or whose ``expect`` does
 not hold, stops it with one line saying which (exit 2).
@@ -76,8 +76,8 @@ REPORTS: dict[str, str] = {
     "gpu-pilot": "docs/gpu-pilot/runs",
     "pilot-1e5": "benchmarks/runs/pilot1e5",
 }
-"""The committed reports, by name: each is ``rp1 report ROOT --out docs/NAME`` of the runs under
-ROOT (relative to the repository)."""
+"""The committed reports, by name: each is ``rp1 report ROOT… --out docs/NAME`` of the runs under
+its roots (relative to the repository, separated by spaces)."""
 
 
 class Page(NamedTuple):
@@ -680,8 +680,11 @@ def remake(names: list[str], repository: Path) -> None:
     from rp1.report.write import write_report
 
     for name in names:
-        root, out = repository / REPORTS[name], repository / "docs" / name
-        written = write_report(root, out)
+        roots, out = (
+            [repository / root for root in REPORTS[name].split()],
+            repository / "docs" / name,
+        )
+        written = write_report(roots, out)
         print(f"{name}: wrote {len(written)} files to {out}")
 
 

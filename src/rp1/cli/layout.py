@@ -38,6 +38,11 @@ class HelpArgument(click.Argument):
         super().__init__([name], **attrs)
         self.help = help
 
+    @property
+    def shown(self) -> str:
+        """How the help names it: ``ROOT``, or ``ROOT...`` where it takes one or more values."""
+        return self.human_readable_name + ("..." if self.nargs == -1 else "")
+
 
 class OldName(click.Option):
     """The old name of a renamed option, hidden from help: a value given under it goes to the
@@ -70,9 +75,7 @@ class Command(click.Command):
         self.format_usage(ctx, formatter)
         self.format_help_text(ctx, formatter)
         params = [param for param in self.get_params(ctx) if not getattr(param, "hidden", False)]
-        arguments = [
-            (p.human_readable_name, p.help or "") for p in params if isinstance(p, HelpArgument)
-        ]
+        arguments = [(p.shown, p.help or "") for p in params if isinstance(p, HelpArgument)]
         options = [
             r for p in params if isinstance(p, click.Option) and (r := p.get_help_record(ctx))
         ]

@@ -49,18 +49,24 @@ def presets(o: Options) -> None:
 
 
 @command(
-    ROOT,
-    out_dir("Output directory (default: ROOT/report)."),
+    HelpArgument(
+        "root",
+        "Trees of run directories, one or more: with several, one report of all their runs, each named by its tree's folder and its path there.",
+        type=PATH,
+        nargs=-1,
+        required=True,
+    ),
+    out_dir("Output directory (default: ROOT/report; needed with several ROOTs)."),
 )
 def report(o: Options) -> None:
     """Tables (Markdown + CSV) and figures (PNG) of the paper from run directories."""
-    from rp1.config.sources import runs_root
+    from rp1.config.sources import report_out, runs_root
     from rp1.report.write import report_summary, write_report
 
-    root = runs_root(o.root)
-    out = o.out or root / "report"
+    roots = [runs_root(root) for root in o.root]
+    out = report_out(roots, o.out)
     check_writable_dir(out)
-    click.echo(report_summary(write_report(root, out), out))
+    click.echo(report_summary(write_report(roots, out), out))
 
 
 @command(ROOT, option("--json", "Print one JSON list, an object per run."))

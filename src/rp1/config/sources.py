@@ -212,3 +212,13 @@ def runs_root(root: Path) -> Path:
     if not root.is_dir():
         raise ConfigError(f"no such directory: {root}")
     return root
+
+
+def report_out(roots: list[Path], out: Path | None) -> Path:
+    """Where ``rp1 report`` of ``roots`` writes: ``out``, or the one root's ``report`` folder;
+    ConfigError for several roots and no ``out``."""
+    if out is not None:
+        return out
+    if len(roots) > 1:
+        raise ConfigError("a report of several roots needs --out DIR: it belongs to none of them")
+    return roots[0] / "report"

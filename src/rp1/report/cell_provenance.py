@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -149,10 +149,10 @@ def xla_settings(entry: dict) -> str:
 
 
 def run_provenance(
-    root: Path, metrics: pd.DataFrame, grid: pd.DataFrame, kept: bool
+    dirs: Mapping[str, Path], metrics: pd.DataFrame, grid: pd.DataFrame, kept: bool
 ) -> pd.DataFrame:
-    """:data:`RUN_COLUMNS` of every run of ``metrics`` (a report's metrics table, of runs under
-    ``root``), one row per run in run order; ``grid``: the same runs on their grid
+    """:data:`RUN_COLUMNS` of every run of ``metrics`` (a report's metrics table, of runs in
+    ``dirs``, by name), one row per run in run order; ``grid``: the same runs on their grid
     (:func:`~rp1.report.fair.policy_grid`), which says how each is scored; ``kept``: whether
     they are the runs the report keeps or other realisations.
     ``cpu`` is the run's recorded extensions (several joined by ``+``), as :func:`cpu_labels`
@@ -164,7 +164,7 @@ def run_provenance(
     scoring = grid.groupby("run")["source"].first()
     rows = []
     for run, row in first.iterrows():
-        entries = read_environments(root / str(run))
+        entries = read_environments(dirs[str(run)])
         source = scoring.get(run)
         rows.append(
             (

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -51,9 +52,9 @@ HEADER_NUMBERS: tuple[str, ...] = ("seed", "budget", "phase_cap", "eval_every", 
 
 
 class LoadedRuns(NamedTuple):
-    """The runs found under a root.
+    """The runs found under one or more roots.
 
-    ``metrics``: one row per metrics row, columns ``run`` (path relative to the root), ``preset``,
+    ``metrics``: one row per metrics row, columns ``run`` (its name, :func:`named_run_dirs`), ``preset``,
     ``task``, ``scale``, ``method``, ``dealing`` (config ``model.dealing``: how the ensemble's
     minibatches were dealt), ``seed``, ``budget`` (real samples), ``phase_cap`` (real
     samples; config ``collect.phase_cap``, NaN if absent), ``eval_every`` (real samples; config
@@ -66,6 +67,7 @@ class LoadedRuns(NamedTuple):
     ``notes``: one line per run directory or row left out, and why.
     ``others`` and ``other_evaluations``: the same tables of the duplicates left out
     (:func:`drop_duplicates`): other realisations of the kept runs' seeds.
+    ``dirs``: the directory of each run of ``metrics`` and ``others``, by its name.
     """
 
     metrics: pd.DataFrame
@@ -73,6 +75,7 @@ class LoadedRuns(NamedTuple):
     evaluations: pd.DataFrame
     others: pd.DataFrame
     other_evaluations: pd.DataFrame
+    dirs: dict[str, Path]
 
 
 def scale_order(scale: str) -> tuple[bool, str]:
@@ -228,10 +231,9 @@ def with_header(table: pd.DataFrame, header: dict) -> pd.DataFrame:
     return table.assign(**header)[[*header, *table.columns]]
 
 
-def load_run(root: Path, run_dir: Path) -> Run:
-    """One run's metrics and grid with its config and ``reached`` broadcast onto every row, and
-    notes on rows left out."""
-    name = run_dir.relative_to(root).as_posix()
+def load_run(name: str, run_dir: Path) -> Run:
+    """The run in ``run_dir``, named ``name``: its metrics and grid with its config and ``reached``
+    broadcast onto every row, and notes on rows left out."""
     metrics, notes = read_metrics(run_dir, name)
     evaluations, grid_notes = read_evaluations(run_dir, name)
     header = {"run": name, **read_config(run_dir)}
@@ -286,20 +288,43 @@ def drop_duplicates(runs: list[Run]) -> tuple[list[Run], list[Run], list[str]]:
     return kept, others, notes
 
 
-def load_runs(root: Path) -> LoadedRuns:
-    """All runs under ``root`` as tidy tables (see :class:`LoadedRuns`).
+def named_run_dirs(roots: Sequence[Path]) -> dict[str, Path]:
+    """Every run directory under ``roots`` (:func:`~rp1.rundir.files.find_run_dirs`, in order), by
+    its name in a report: its path under its root (``hopper-rp1/seed0``), after the root's folder
+    name where there are several (``pilot1e5/hopper-rp1/seed0``). ConfigError for no root, two
+    roots of one folder name, or a root that holds no run directory."""
+    if not roots:
+        raise ConfigError("no root to read runs from")
+    folders = [Path(root).resolve().name for root in roots]
+    if len(roots) > 1 and len(set(folders)) < len(folders):
+        raise ConfigError(
+            f"roots {', '.join(map(str, roots))}: two have one folder name, which would name "
+            "their runs alike (a run's name starts with its root's folder name)"
+        )
+    named = {}
+    for root, folder in zip(roots, folders, strict=True):
+        for run_dir in find_run_dirs(Path(root)):
+            name = run_dir.relative_to(root).as_posix()
+            named[f"{folder}/{name}" if len(roots) > 1 else name] = run_dir
+    return named
+
+
+def load_runs(roots: Path | Sequence[Path]) -> LoadedRuns:
+    """All runs under ``roots`` (a root, or several) as tidy tables (see :class:`LoadedRuns`),
+    each run named as :func:`named_run_dirs` names it.
 
     Runs with no metrics rows yet are left out with a note; so are runs written by a newer rp1 (a
     config schema this one does not know), runs whose ``config.json``, ``metrics.csv`` or
     ``evaluations.csv`` is malformed (a key or column missing or of the wrong type, a file that is
     not text), unusable rows of either file (see :func:`parse_table`) and duplicates (see
-    :func:`drop_duplicates`). Raises ConfigError when ``root`` holds no run directory at all.
+    :func:`drop_duplicates`), across roots as within one. Raises ConfigError when a root holds no
+    run directory at all.
     """
-    run_dirs = find_run_dirs(root)
+    run_dirs = named_run_dirs([roots] if isinstance(roots, (str, Path)) else list(roots))
     runs, notes = [], []
-    for run_dir in run_dirs:
+    for name, run_dir in run_dirs.items():
         try:
-            run = load_run(root, run_dir)
+            run = load_run(name, run_dir)
         except ConfigError as bad:  # a config of a newer rp1 (NewerSchema), a malformed file
             notes.append(f"{' '.join(str(bad).split())} — left out")
             continue
@@ -307,7 +332,7 @@ def load_runs(root: Path) -> LoadedRuns:
         if run.metrics.empty:
             metrics_notes = [note for note in run.notes if f": {METRICS} line" in note]
             rows = "no usable metrics rows" if metrics_notes else "no metrics rows yet"
-            notes.append(f"{run_dir.relative_to(root).as_posix()}: {rows} — left out")
+            notes.append(f"{name}: {rows} — left out")
         else:
             runs.append(run)
     runs, others, duplicate_notes = drop_duplicates(runs)
@@ -318,6 +343,7 @@ def load_runs(root: Path) -> LoadedRuns:
         evaluations=concat([run.evaluations for run in runs], EVALUATION_COLUMNS),
         others=concat([run.metrics for run in others], metric_columns),
         other_evaluations=concat([run.evaluations for run in others], EVALUATION_COLUMNS),
+        dirs=run_dirs,
     )
 
 

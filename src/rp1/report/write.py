@@ -9,6 +9,7 @@ linking them into the output folder, which ends with the definitions of its numb
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from string import Template
@@ -368,8 +369,10 @@ def report_summary(written: list[Path], out: Path) -> str:
     return "\n".join(lines)
 
 
-def write_report(root: Path, out: Path) -> list[Path]:
-    """Write the report of every run directory under ``root`` into ``out`` (created if needed).
+def write_report(roots: Path | Sequence[Path], out: Path) -> list[Path]:
+    """Write the report of every run directory under ``roots`` (a root, or several, whose runs are
+    then named after their roots' folders: :func:`~rp1.report.runs_table.named_run_dirs`) into
+    ``out`` (created if needed).
 
     Files: ``table{1,2,3,4,5,6}.md`` / ``.csv`` / ``_fair.csv`` / ``_ttests.csv``,
     ``table_model.md`` / ``.csv`` / ``_ttests.csv``, ``claims.md`` / ``.csv``,
@@ -379,20 +382,19 @@ def write_report(root: Path, out: Path) -> list[Path]:
     ``diag_<task>.png``, ``phases.csv`` / ``.md`` and ``index.md`` (tables, figures and summaries
     only where there are runs for them; a table that can compare nothing is left out with a note
     in index.md, :func:`left_out`). Returns the paths written, ``index.md`` last. Raises
-    ConfigError when ``root`` holds no run directory (a malformed one is left out with a note) or a
+    ConfigError when a root holds no run directory (a malformed one is left out with a note) or a
     cell whose runs ran in programs of different sizes (:func:`provenance.check_programs`), before
     anything is written; every file is written atomically, and a file the machine fails to write
     is a StorageError naming it.
     """
-    root = Path(root)
-    loaded = load_runs(root)
+    loaded = load_runs(roots)
     metrics, out = loaded.metrics, Path(out)
     runs = run_tables(metrics, loaded.evaluations)
     others = policy_grid(loaded.others, loaded.other_evaluations)
     runs_from = pd.concat(
         [
-            cell_provenance.run_provenance(root, metrics, runs.grid, kept=True),
-            cell_provenance.run_provenance(root, loaded.others, others, kept=False),
+            cell_provenance.run_provenance(loaded.dirs, metrics, runs.grid, kept=True),
+            cell_provenance.run_provenance(loaded.dirs, loaded.others, others, kept=False),
         ],
         ignore_index=True,
     )
