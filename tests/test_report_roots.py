@@ -54,18 +54,22 @@ def test_several_roots_are_one_report_as_if_they_were_folders_of_one_tree(tmp_pa
         assert list(runs["commit"].unique()) == ["second"]  # seeds 0-2 of the second: realisations
 
 
-def test_one_root_names_its_runs_by_their_paths_alone(tmp_path):
+def test_one_root_names_its_runs_by_their_paths_several_after_their_folders(tmp_path):
     write_run(tmp_path / "sweep", "hopper", "rp1", 0, [0], [1.0])
     assert list(named_run_dirs([tmp_path / "sweep"])) == ["hopper-rp1/seed0"]
-    assert list(named_run_dirs([tmp_path / "sweep", tmp_path / "sweep" / "hopper-rp1"])) == [
+    write_run(tmp_path / "other", "hopper", "rp1", 0, [0], [1.0])
+    assert list(named_run_dirs([tmp_path / "sweep", tmp_path / "other"])) == [
         "sweep/hopper-rp1/seed0",
-        "hopper-rp1/seed0",
+        "other/hopper-rp1/seed0",
     ]
 
 
-def test_roots_of_one_folder_name_none_or_one_without_runs_are_refused(tmp_path):
+def test_roots_that_overlap_share_a_folder_name_or_hold_no_runs_are_refused(tmp_path):
     for side in ("a", "b"):
         write_run(tmp_path / side / "runs", "hopper", "rp1", 0, [0], [1.0])
+    for roots in ([tmp_path / "a", tmp_path / "a" / "runs"], [tmp_path / "b", tmp_path / "b"]):
+        with pytest.raises(ConfigError, match=r"(inside|one folder with) root .* read twice"):
+            named_run_dirs(roots)
     with pytest.raises(ConfigError, match="one folder name"):
         named_run_dirs([tmp_path / "a" / "runs", tmp_path / "b" / "runs"])
     with pytest.raises(ConfigError, match="no root"):

@@ -13,6 +13,7 @@ so a last line without one is unfinished even when its fields look whole (``12.3
 from __future__ import annotations
 
 import csv
+import itertools
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -291,11 +292,19 @@ def drop_duplicates(runs: list[Run]) -> tuple[list[Run], list[Run], list[str]]:
 def named_run_dirs(roots: Sequence[Path]) -> dict[str, Path]:
     """Every run directory under ``roots`` (:func:`~rp1.rundir.files.find_run_dirs`, in order), by
     its name in a report: its path under its root (``hopper-rp1/seed0``), after the root's folder
-    name where there are several (``pilot1e5/hopper-rp1/seed0``). ConfigError for no root, two
-    roots of one folder name, or a root that holds no run directory."""
+    name where there are several (``pilot1e5/hopper-rp1/seed0``). ConfigError for no root, a root
+    inside another (its runs would be read twice), two roots of one folder name, or a root that
+    holds no run directory."""
     if not roots:
         raise ConfigError("no root to read runs from")
-    folders = [Path(root).resolve().name for root in roots]
+    resolved = [Path(root).resolve() for root in roots]
+    for inner, outer in itertools.permutations(range(len(roots)), 2):
+        within = "one folder with" if resolved[inner] == resolved[outer] else "inside"
+        if within != "inside" or resolved[outer] in resolved[inner].parents:
+            raise ConfigError(
+                f"root {roots[inner]} is {within} root {roots[outer]}: its runs would be read twice"
+            )
+    folders = [root.name for root in resolved]
     if len(roots) > 1 and len(set(folders)) < len(folders):
         raise ConfigError(
             f"roots {', '.join(map(str, roots))}: two have one folder name, which would name "
