@@ -68,7 +68,7 @@ class LoadedRuns(NamedTuple):
     ``notes``: one line per run directory or row left out, and why.
     ``others`` and ``other_evaluations``: the same tables of the duplicates left out
     (:func:`drop_duplicates`): other realisations of the kept runs' seeds.
-    ``dirs``: the directory of each run of ``metrics`` and ``others``, by its name.
+    ``dirs``: the directory of every run found, by its name (those left out too).
     """
 
     metrics: pd.DataFrame
