@@ -22,8 +22,18 @@
 #                                             # (resumes), then paper-scale seeds 0-9 to SEEDS_BUDGET
 #                                             # (10^4), SEEDS_PAPER_S (120) seconds: samples reached,
 #                                             # wall times and the run files to $OUT
+#   bash benchmarks/gpu_check.sh cell S       # issue 72's standing order: the cells of Table 1 at
+#                                             # paper scale to 10^4 (CELL_BUDGET), in the issue's
+#                                             # order (CELLS), each seeds 0-9 (CELL_SEEDS) as ten
+#                                             # processes sharing the GPU (CELL_WORKERS), one after
+#                                             # the other for at most S (540) seconds in all; a cell
+#                                             # benchmarks/runs/paper1e4 (CELLS_DONE) holds whole is
+#                                             # skipped. Each cell's time and device to
+#                                             # $OUT/cells.txt, its finished runs (result files and
+#                                             # kept policies, as rp1 export copies them) to
+#                                             # $OUT/cells/; an unfinished cell starts afresh next time
 #
-# PRESET_ARGS (default empty: paper scale) is added to every train command of the last three, e.g.
+# PRESET_ARGS (default empty: paper scale) is added to every train command of the last four, e.g.
 # '--scale small' to try the script on a CPU, or '--checkpoint-every 60' to measure a run that
 # checkpoints about once a minute against one that checkpoints every iteration.
 set -uo pipefail
@@ -135,8 +145,26 @@ seeds)
       done; } 2>&1 | tee "$OUT/seeds_paper.txt"
     tar -czf "$OUT/seeds.tar.gz" -C /tmp --exclude checkpoint --exclude policy --exclude lock seeds
     ;;
+cell)
+    cells=/tmp/cells seeds=${CELL_SEEDS:-0-9}
+    { nvidia-smi --query-gpu=name,memory.total --format=csv,noheader; git rev-parse --short HEAD; } \
+        2>&1 | tee "$OUT/cells.txt"
+    for preset in ${CELLS:-halfcheetah-rp1 halfcheetah-greedy hopper-rp1 hopper-greedy halfcheetah-vr hopper-vr}; do
+        held=$(find "${CELLS_DONE:-benchmarks/runs/paper1e4}/$preset" -name metrics.csv 2>/dev/null | wc -l)
+        [ "$held" -ge "$(python3 -c "from rp1.config.sources import parse_seeds; print(len(parse_seeds('$seeds')))")" ] && continue
+        left=$((${2:-540} - SECONDS))
+        [ "$left" -ge 60 ] || break
+        start=$(date -u +%H:%M:%S) && began=$SECONDS
+        timeout -s INT "$left" python3 -m rp1 sweep --presets "$preset" --seeds "$seeds" \
+            --budget "${CELL_BUDGET:-10000}" --workers "${CELL_WORKERS:-10}" --out "$cells" \
+            $PRESET_ARGS > "/tmp/cells-$preset.log" 2>&1
+        echo "$preset seeds $seeds: rp1 sweep exited $? at $(date -u +%H:%M:%S) UTC, started $start, $((SECONDS - began)) s" | tee -a "$OUT/cells.txt"
+    done
+    [ -d "$cells" ] && { python3 -m rp1 status "$cells"; python3 -m rp1 export "$cells" --out "$OUT/cells"; } \
+        2>&1 | tee -a "$OUT/cells.txt"
+    ;;
 *)
-    echo "usage: gpu_check.sh suite | determinism | chunks [SECONDS] | profile | concurrency | pilot [SECONDS] | seeds [SECONDS]" >&2
+    echo "usage: gpu_check.sh suite | determinism | chunks [SECONDS] | profile | concurrency | pilot [SECONDS] | seeds [SECONDS] | cell [SECONDS]" >&2
     exit 2
     ;;
 esac
