@@ -147,11 +147,12 @@ seeds)
     ;;
 cell)
     cells=/tmp/cells seeds=${CELL_SEEDS:-0-9}
+    wanted=$(python3 -c "from rp1.config.sources import parse_seeds; print(len(parse_seeds('$seeds')))")
     { nvidia-smi --query-gpu=name,memory.total --format=csv,noheader; git rev-parse --short HEAD; } \
         2>&1 | tee "$OUT/cells.txt"
     for preset in ${CELLS:-halfcheetah-rp1 halfcheetah-greedy hopper-rp1 hopper-greedy halfcheetah-vr hopper-vr}; do
         held=$(find "${CELLS_DONE:-benchmarks/runs/paper1e4}/$preset" -name metrics.csv 2>/dev/null | wc -l)
-        [ "$held" -ge "$(python3 -c "from rp1.config.sources import parse_seeds; print(len(parse_seeds('$seeds')))")" ] && continue
+        [ "$held" -ge "$wanted" ] && continue
         left=$((${2:-540} - SECONDS))
         [ "$left" -ge 60 ] || break
         start=$(date -u +%H:%M:%S) && began=$SECONDS

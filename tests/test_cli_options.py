@@ -111,26 +111,27 @@ def test_a_misspelt_name_is_answered_with_the_closest(case, tmp_path, capsys):
     one_error(*run_cli(args, capsys), 2, fragment)
 
 
+def completion(**variables: str) -> subprocess.CompletedProcess:
+    """``rp1`` with click's completion ``variables`` set, in a process of its own: click 8.0 ends
+    completion with ``os._exit``."""
+    env = subprocess_env(**variables)
+    return subprocess.run(
+        [sys.executable, "-m", "rp1"], env=env, capture_output=True, text=True, timeout=60
+    )
+
+
 def test_the_shell_completes_commands_options_and_choices():
-    """Click's completion, as docs/cli.md tells a shell to ask for it (``_RP1_COMPLETE``), in a
-    process of its own: click 8.0 ends it with ``os._exit``."""
+    """Click's completion, as docs/cli.md tells a shell to ask for it (``_RP1_COMPLETE``)."""
     for words, wanted in (
         ("rp1 tr", "plain,train"),
         ("rp1 train --sc", "plain,--scale"),
         ("rp1 train --scale sm", "plain,small"),
     ):
-        env = subprocess_env(
-            _RP1_COMPLETE="bash_complete", COMP_WORDS=words, COMP_CWORD=str(len(words.split()) - 1)
-        )
-        done = subprocess.run(
-            [sys.executable, "-m", "rp1"], env=env, capture_output=True, text=True, timeout=60
-        )
+        cword = str(len(words.split()) - 1)
+        done = completion(_RP1_COMPLETE="bash_complete", COMP_WORDS=words, COMP_CWORD=cword)
         assert done.returncode == 0 and done.stdout.split() == [wanted], (words, done)
     for shell in ("bash", "zsh", "fish"):  # the script docs/cli.md has each shell load
-        env = subprocess_env(_RP1_COMPLETE=f"{shell}_source")
-        done = subprocess.run(
-            [sys.executable, "-m", "rp1"], env=env, capture_output=True, text=True, timeout=60
-        )
+        done = completion(_RP1_COMPLETE=f"{shell}_source")
         assert done.returncode == 0 and "_RP1_COMPLETE" in done.stdout, (shell, done)
 
 

@@ -299,10 +299,11 @@ def named_run_dirs(roots: Sequence[Path]) -> dict[str, Path]:
         raise ConfigError("no root to read runs from")
     resolved = [Path(root).resolve() for root in roots]
     for inner, outer in itertools.permutations(range(len(roots)), 2):
-        within = "one folder with" if resolved[inner] == resolved[outer] else "inside"
-        if within != "inside" or resolved[outer] in resolved[inner].parents:
+        same = resolved[inner] == resolved[outer]
+        if same or resolved[outer] in resolved[inner].parents:
+            where = "one folder with" if same else "inside"
             raise ConfigError(
-                f"root {roots[inner]} is {within} root {roots[outer]}: its runs would be read twice"
+                f"root {roots[inner]} is {where} root {roots[outer]}: its runs would be read twice"
             )
     folders = [root.name for root in resolved]
     if len(roots) > 1 and len(set(folders)) < len(folders):
