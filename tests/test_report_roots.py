@@ -91,3 +91,17 @@ def test_a_report_of_several_roots_needs_out_and_each_root_must_be_a_directory(t
     code, _, err = run_cli_output(["report", "--out", tmp_path / "out"], capsys)
     assert code == 2 and "Missing argument 'ROOT...'" in err[0]
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_rp1_report_of_two_roots_writes_one_report_naming_runs_by_their_roots(tmp_path, capsys):
+    """docs/cli.md's example, ``rp1 report sweeps/laptop sweeps/cluster --out DIR``: one report,
+    and a seed both roots hold kept once (the first root's, the runs being alike)."""
+    two_sweeps(tmp_path)
+    out = tmp_path / "both"
+    code, printed, err = run_cli_output(
+        ["report", tmp_path / "first", tmp_path / "second", "--out", out], capsys
+    )
+    assert code == 0 and printed.startswith("wrote ") and (out / "index.md").is_file(), err
+    index = (out / "index.md").read_text(encoding="utf-8")
+    assert "second/hopper-rp1/seed0: duplicate of first/hopper-rp1/seed0" in index
