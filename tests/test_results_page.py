@@ -145,6 +145,8 @@ def test_a_replication_reads_each_claim_against_the_fresh_seeds_verdict(tmp_path
     readings = [line.split("|")[-3].strip() for line in lines[2:]]
     assert readings == ["replicated", "not replicated", "reversed", "no claim"]
     assert "| holds, Δ 243 [158, 320] | holds, Δ −5 [158, 320] |" in lines[2]
+    # an undecided verdict shows the difference its data allow, as a decided one does
+    assert "| inconclusive, Δ 243 [158, 320] | holds, Δ −5 [158, 320] | no claim |" in lines[5]
     with pytest.raises(PlaceholderError, match="no verdict of rp1-vs-vr at 10000"):
         render("{{replication laptop-scale controls 10000 rp1-vs-vr}}", reports)
     with pytest.raises(PlaceholderError, match="replication needs ORIGINAL REPLICATION"):

@@ -25,7 +25,7 @@ A page is made from a template (:data:`PAGES`): Markdown whose numbers are place
   (``realisations.csv``), after a line counting them.
 - ``replication ORIGINAL REPLICATION SAMPLES ID[,ID…] [tasks=T,…] [scale=S]``: a claim of the
   original report read against the same comparison in its replication (fresh seeds, reported on
-  their own): a row per comparison, both verdicts in brief, whether the original's "holds"
+  their own): a row per comparison, both verdicts in brief (each with Δ and its interval), whether the original's "holds"
   is replicated, not replicated or reversed, and the p that both seed ranges give one difference
   (:mod:`rp1.report.replication`).
 - ``provenance REPORT [mixed]``: where each cell's runs come from (``provenance.csv``), only the
@@ -75,6 +75,8 @@ REPORTS: dict[str, str] = {
     "controls": "docs",
     "gpu-pilot": "docs/gpu-pilot/runs",
     "pilot-1e5": "benchmarks/runs/pilot1e5",
+    "replication-1e5": "benchmarks/runs/replication1e5",
+    "pooled-1e5": "benchmarks/runs/pilot1e5 benchmarks/runs/replication1e5",
 }
 """The committed reports, by name: each is ``rp1 report ROOT… --out docs/NAME`` of the runs under
 its roots (relative to the repository, separated by spaces)."""
@@ -245,11 +247,13 @@ def claim_field(row: pd.Series, field: str) -> str:
     return formatted(number, None)
 
 
-def brief_verdict(row: pd.Series) -> str:
+def brief_verdict(row: pd.Series, every: bool = False) -> str:
     """A verdict in a few words, for a small table: its kind, Δ with its interval rounded to whole
-    units where it decides, the worse method's fall where that is why it decides."""
+    units where it decides (``every``: whatever it says, where the report has them), the worse
+    method's fall where that is why it decides."""
     kind = verdict_kind(row["verdict"])
-    if kind not in (HOLDS, FAILS, EQUIVALENT):
+    decides = kind in (HOLDS, FAILS, EQUIVALENT)
+    if not decides and not (every and pd.notna(row["diff"]) and pd.notna(row["diff_low"])):
         return kind
     whole = lambda number: formatted(number, ".0f")  # noqa: E731
     text = f"{kind}, Δ {whole(row['diff'])} [{whole(row['diff_low'])}, {whole(row['diff_high'])}]"
@@ -496,8 +500,9 @@ def realisations_placeholder(reports: Reports, words: list[str], options: dict[s
 def replication_placeholder(reports: Reports, words: list[str], options: dict[str, str]) -> str:
     """A ``replication`` placeholder's table: each comparison ``ID[,ID…]`` at SAMPLES in the
     original report and in its replication (:func:`rp1.report.replication.replication_readings`),
-    both verdicts in brief, the reading (replicated, not replicated, reversed, no claim) and the p
-    that the two seed ranges give one difference (``same_p``)."""
+    both verdicts in brief, each with Δ and its interval (an inconclusive one too, so that a claim
+    not replicated shows what the fresh seeds allow), the reading (replicated, not replicated,
+    reversed, no claim) and the p that the two seed ranges give one difference (``same_p``)."""
     if len(words) != 4:
         raise PlaceholderError("replication needs ORIGINAL REPLICATION SAMPLES ID[,ID…]")
     *names, samples, ids = words
@@ -517,11 +522,13 @@ def replication_placeholder(reports: Reports, words: list[str], options: dict[st
     read = replication_readings(*frames)
 
     def side(row: pd.Series, suffix: str) -> str:
-        """One report's verdict in brief (:func:`brief_verdict`), ``—`` where it has none."""
+        """One report's verdict in brief with its Δ and interval, decided or not
+        (:func:`brief_verdict`), ``—`` where it has none."""
         if not row[f"verdict{suffix}"]:
             return "—"
         fields = ("verdict", "diff", "diff_low", "diff_high")
-        return brief_verdict(pd.Series({field: row[f"{field}{suffix}"] for field in fields}))
+        verdict = pd.Series({field: row[f"{field}{suffix}"] for field in fields})
+        return brief_verdict(verdict, every=True)
 
     return markdown_table(
         ["claim", "task", "measure", names[0], names[1], "reading", "p, one Δ"],
