@@ -1,8 +1,9 @@
-"""The trained run shipped in the repository (``trained/hopper-quick-seed0``, README's "Use a
-trained run") works from a fresh clone: it holds a run's result files and its two policies and
-nothing else, no committed report reads it, and ``rp1 evaluate`` replays its best policy's
-recorded evaluation (to the bit where this machine's environment is the one that made it; CPUs
-differ in the last bits of XLA's and MuJoCo's arithmetic, so elsewhere only the protocol)."""
+"""The trained runs shipped in the repository (``trained/``: README's first command's
+``hopper-quick-seed0``, and a 10⁵ RP1 run per task of the replication, docs/trained-runs.md) work
+from a fresh clone: each holds a run's result files and its two policies and nothing else, no
+committed report reads it, and ``rp1 evaluate`` replays its best policy's recorded evaluation (to
+the bit where this machine's environment is the one that made it; CPUs differ in the last bits of
+XLA's and MuJoCo's arithmetic, so elsewhere only the protocol)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ from helpers import (
 )
 
 SHIPPED = ROOT / "trained" / "hopper-quick-seed0"
+"""README's first command's run, which the examples use."""
+SHIPPED_RUNS = sorted(path for path in (ROOT / "trained").iterdir() if path.is_dir())
 SHIPPED_FILES = {
     "config.json",
     "metrics.csv",
@@ -35,60 +38,71 @@ SHIPPED_FILES = {
     "policy/best.msgpack",
     "policy/last.msgpack",
 }
-"""What the shipped run keeps of its directory: no checkpoint, lock or video."""
+"""What a shipped run keeps of its directory: no checkpoint, lock or video."""
+each_run = pytest.mark.parametrize("run", SHIPPED_RUNS, ids=lambda path: path.name)
 
 
-def best_row() -> dict[str, str]:
-    """The row of the shipped run's metrics.csv whose evaluation of a trained policy (iteration
+def best_row(run: Path = SHIPPED) -> dict[str, str]:
+    """The row of a shipped run's metrics.csv whose evaluation of a trained policy (iteration
     ≥ 1) is the best, the first of equals."""
-    with (SHIPPED / "metrics.csv").open(newline="") as f:
+    with (run / "metrics.csv").open(newline="") as f:
         rows = [row for row in csv.DictReader(f) if int(row["iteration"]) >= 1]
     return max(rows, key=lambda row: float(row["eval_return"]))
 
 
-def test_the_shipped_run_is_its_results_and_policies_only():
-    files = {str(path.relative_to(SHIPPED)) for path in SHIPPED.rglob("*") if path.is_file()}
+def test_the_shipped_runs_are_the_first_commands_and_one_10e5_rp1_run_per_replicated_task():
+    names = [run.name for run in SHIPPED_RUNS]
+    assert names == ["halfcheetah-rp1-seed11", "hopper-quick-seed0", "hopper-rp1-seed18"]
+
+
+@each_run
+def test_a_shipped_run_is_its_results_and_policies_only(run):
+    files = {str(path.relative_to(run)) for path in run.rglob("*") if path.is_file()}
     assert files == SHIPPED_FILES
-    assert sum((SHIPPED / name).stat().st_size for name in files) < 500_000
+    assert sum((run / name).stat().st_size for name in files) < 500_000
 
 
-def test_no_committed_report_reads_the_shipped_run():
+@each_run
+def test_no_committed_report_reads_a_shipped_run(run):
     from results_page import REPORTS
 
-    assert [root for root in REPORTS.values() if SHIPPED.is_relative_to(ROOT / root)] == []
+    roots = [root for roots in REPORTS.values() for root in roots.split()]
+    assert [root for root in roots if run.is_relative_to(ROOT / root)] == []
 
 
-def test_its_best_policy_is_the_best_evaluation_its_metrics_record():
+@each_run
+def test_its_best_policy_is_the_best_evaluation_its_metrics_record(run):
     import rp1
 
-    config = json.loads((SHIPPED / "config.json").read_text())
-    assert (config["preset"], config["seed"], config["budget"]) == ("hopper-quick", 0, 7000)
-    policy = rp1.load_policy(SHIPPED)
-    row = best_row()
+    config = json.loads((run / "config.json").read_text())
+    assert run.name == f"{config['preset']}-seed{config['seed']}"  # named by what it ran
+    policy = rp1.load_policy(run)
+    row = best_row(run)
     assert (policy.iteration, policy.samples) == (int(row["iteration"]), int(row["samples"]))
     assert policy.eval_return == float(row["eval_return"])
 
 
 @pytest.mark.slow
-def test_rp1_evaluate_replays_its_recorded_evaluation():
+@each_run
+def test_rp1_evaluate_replays_its_recorded_evaluation(run):
     """In a process with the XLA and OpenBLAS settings the run recorded, so that where the CPU is
     the one that made it the replay is the recorded evaluation to the bit."""
     from rp1.rundir.provenance import environment
 
-    made_in = json.loads((SHIPPED / "environment.json").read_text())["environments"][-1]
+    made_in = json.loads((run / "environment.json").read_text())["environments"][-1]
     done = subprocess.run(
-        [sys.executable, "-m", "rp1", "evaluate", str(SHIPPED), "--json"],
+        [sys.executable, "-m", "rp1", "evaluate", str(run), "--json"],
         env={**subprocess_env(), **made_in_env(made_in)},
         capture_output=True,
         text=True,
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    config = json.loads((SHIPPED / "config.json").read_text())
+    config = json.loads((run / "config.json").read_text())
     assert result["replayed"] and result["policy"] == "best"
     assert result["episodes"] == len(result["returns"]) == config["eval_episodes"]
     assert all(r is not None and math.isfinite(r) for r in result["returns"])
-    assert result["recorded_return"] == float(best_row()["eval_return"])
+    assert result["recorded_return"] == float(best_row(run)["eval_return"])
     # the evaluating process's record: this machine's, with the settings it was given
     there = {**environment(), **{field: made_in[field] for field in SETTINGS_VARIABLES}}
     if not environment_differences(made_in, there):
