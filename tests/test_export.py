@@ -108,8 +108,9 @@ def test_a_copy_carries_the_runs_policies_and_loads_them(tmp_path):
     earlier rp1, which kept none"."""
     import rp1
 
-    out = tmp_path / "out"
-    done = export_runs(SHIPPED.parent, out)
+    tree, out = tmp_path / "runs", tmp_path / "out"
+    shutil.copytree(SHIPPED, tree / SHIPPED.name)  # trained/ holds other runs too
+    done = export_runs(tree, out)
     copy = out / SHIPPED.name
     assert done.written == [copy] and done.left_out == []
     for name in POLICIES:
