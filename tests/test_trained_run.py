@@ -50,9 +50,16 @@ def best_row(run: Path = SHIPPED) -> dict[str, str]:
     return max(rows, key=lambda row: float(row["eval_return"]))
 
 
+BUDGETS = {
+    "halfcheetah-rp1-seed11": 100_000,
+    "hopper-quick-seed0": 7000,
+    "hopper-rp1-seed18": 100_000,
+}
+"""Each shipped run's budget: README's first command's 7,000 samples, the replication's 10⁵."""
+
+
 def test_the_shipped_runs_are_the_first_commands_and_one_10e5_rp1_run_per_replicated_task():
-    names = [run.name for run in SHIPPED_RUNS]
-    assert names == ["halfcheetah-rp1-seed11", "hopper-quick-seed0", "hopper-rp1-seed18"]
+    assert [run.name for run in SHIPPED_RUNS] == sorted(BUDGETS)
 
 
 @each_run
@@ -76,6 +83,7 @@ def test_its_best_policy_is_the_best_evaluation_its_metrics_record(run):
 
     config = json.loads((run / "config.json").read_text())
     assert run.name == f"{config['preset']}-seed{config['seed']}"  # named by what it ran
+    assert config["budget"] == BUDGETS[run.name]
     policy = rp1.load_policy(run)
     row = best_row(run)
     assert (policy.iteration, policy.samples) == (int(row["iteration"]), int(row["samples"]))

@@ -25,9 +25,9 @@ A page is made from a template (:data:`PAGES`): Markdown whose numbers are place
   (``realisations.csv``), after a line counting them.
 - ``replication ORIGINAL REPLICATION SAMPLES ID[,ID…] [tasks=T,…] [scale=S]``: a claim of the
   original report read against the same comparison in its replication (fresh seeds, reported on
-  their own): a row per comparison, both verdicts in brief (each with Δ and its interval), whether the original's "holds"
-  is replicated, not replicated or reversed, and the p that both seed ranges give one difference
-  (:mod:`rp1.report.replication`).
+  their own): a row per comparison, both verdicts in brief (each with Δ and its interval),
+  whether the original's "holds" is replicated, not replicated or reversed, and the p that both
+  seed ranges give one difference (:mod:`rp1.report.replication`).
 - ``provenance REPORT [mixed]``: where each cell's runs come from (``provenance.csv``), only the
   mixed cells with ``mixed``.
 - ``returns REPORT SAMPLES [REPORT SAMPLES …] [methods=M,…] [scale=S]``: the returns of the
