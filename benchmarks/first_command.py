@@ -24,7 +24,8 @@ return and ``s`` being its first evaluation's (``metrics.csv`` row 0).
 ``--figure OUT.png`` (one preset, its runs finished) draws README's picture of the command: each
 seed's evaluation returns (thin lines, as its ``learning_curve.png`` draws them) over the seeds'
 band (the 25th to 75th percentile and the median of the return of the policy in force on the
-evaluation grid, as ``rp1 train`` draws a preset's reference seeds), titled with the count.
+evaluation grid, as ``rp1 train`` draws a preset's reference seeds), titled with the count (and the
+count afresh, with ``--afresh``).
 
 Usage::
 
@@ -132,11 +133,10 @@ def seeds_figure(root: Path, preset: str, table: pd.DataFrame, path: Path) -> Pa
         )
         label = "each seed's evaluation return" if k == 0 else None
         ax.plot(rows["samples"], rows["eval_return"], color="C0", lw=0.8, alpha=0.6, label=label)
-    above = int(table["clearly_above"].sum())
-    ax.set_title(
-        f"{preset}, {len(table)} seeds: {above} end clearly above their untrained policy",
-        fontsize="medium",
-    )
+    title = f"{preset}, {len(table)} seeds: {int(table['clearly_above'].sum())} end clearly above"
+    if "afresh_clearly_above" in table:
+        title += f", {int(table['afresh_clearly_above'].sum())} best policies afresh"
+    ax.set_title(f"{title}\n(over their untrained policy)", fontsize="medium")
     ax.set_xlabel("real samples")
     ax.set_ylabel("return (mean of the evaluation episodes)")
     ax.legend(fontsize="small", loc="upper left")
