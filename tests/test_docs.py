@@ -46,11 +46,12 @@ TINY_QUICK_BUDGET = 2000
 
 QUICKSTART_SECTIONS = ("Quickstart", "Use a trained run")
 """README's sections whose shell commands the tests run (each takes seconds at tiny sizes)."""
-FIRST_COMMAND = "rp1 train --preset hopper-quick --budget 7000 --out runs/hopper-quick"
-"""README's first command after its install (benchmarks/RESULTS.md, "README's first command")."""
-QUICK_RUN = "runs/hopper-quick"
+FIRST_COMMAND = "rp1 train --preset halfcheetah-first --out runs/halfcheetah-first"
+"""README's first command after its install (benchmarks/RESULTS.md, "README's first command, again
+(issue 76)"); ``<task>-first`` runs to the quick presets' budget."""
+QUICK_RUN = "runs/halfcheetah-first"
 """The run README's first command makes, which later examples use."""
-SHIPPED_RUN = "trained/hopper-quick-seed0"
+SHIPPED_RUN = "trained/halfcheetah-first-seed0"
 """The trained run a clone holds (tests/test_trained_run.py), which later examples use too."""
 
 
@@ -112,7 +113,6 @@ def quick_run(tmp_path_factory) -> tuple[Path, str]:
 
     command = first_commands()[0].rsplit("&& .venv/bin/", 1)[1]
     assert command == FIRST_COMMAND, command
-    command = command.replace("--budget 7000", f"--budget {TINY_QUICK_BUDGET}")
     cwd = tmp_path_factory.mktemp("quickstart")
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(presets.SCALES, "small", TINY_SMALL)
@@ -139,6 +139,17 @@ def test_readme_starts_with_the_two_commands():
     step = [line for line in ci if line.startswith(("python3 -m venv", ".venv/bin/pip install"))]
     pytest_line = next(line for line in ci if line.startswith(".venv/bin/python -m pytest"))
     assert tests == " && ".join([*step[:2], pytest_line]), (tests, step, pytest_line)
+
+
+def test_readmes_output_block_is_what_the_shipped_run_of_the_first_command_printed():
+    """README's quickstart shows the first lines of ``rp1 train``'s summary for the run a clone
+    ships (the first command's seed 0): what its files and its preset's reference give today."""
+    from rp1.report.run_summary import run_summary
+
+    shown = [b for b in blocks(README) if b.section == "Quickstart" and b.language == "text"]
+    assert len(shown) == 1, shown
+    lines = shown[0].code.strip().splitlines()
+    assert lines == run_summary(ROOT / SHIPPED_RUN, curve=None).splitlines()[: len(lines)]
 
 
 @pytest.mark.slow

@@ -16,7 +16,7 @@ from rp1.rundir.files import CONFIG, FINISHED, METRICS, RESULT_FILES
 
 POLICIES = ("policy/best.msgpack", "policy/last.msgpack")
 """The kept policies of a run, by their path in it."""
-SHIPPED = ROOT / "trained" / "hopper-quick-seed0"
+SHIPPED = ROOT / "trained" / "halfcheetah-first-seed0"
 """A finished run with its policies and without its checkpoint (README's "Use a trained run")."""
 
 

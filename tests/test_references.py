@@ -206,8 +206,9 @@ def test_the_shipped_references_read_back_and_name_their_preset():
 
 # --- a reference that cannot be read: one warning, the run's files as without it ------------------
 
-SHIPPED = Path(__file__).resolve().parents[1] / "trained" / "hopper-quick-seed0"
-"""A finished run of hopper-quick to 7,000 samples, whose preset ships a reference of that budget."""
+SHIPPED = Path(__file__).resolve().parents[1] / "trained" / "halfcheetah-first-seed0"
+"""A finished run of halfcheetah-first to 10,000 samples, whose preset ships a reference of that
+budget (README's first command's seed 0)."""
 
 DAMAGES = {
     "not JSON": b'{"preset": "hopper-quick", "seeds": [0, 1',
@@ -239,10 +240,10 @@ def test_a_damaged_reference_leaves_the_runs_curve_and_summary_as_without_it(
     monkeypatch.setattr(references, "WARNED", set(), raising=False)
     run = Path(shutil.copytree(SHIPPED, tmp_path / "run"))
     (run / CURVE).unlink()
-    damaged = tmp_path / "refs" / "hopper-quick-7000.json"
+    damaged = tmp_path / "refs" / "halfcheetah-first-10000.json"
     damaged.parent.mkdir()
     damaged.write_bytes(DAMAGES["not JSON"])
-    curve = write_learning_curve(run, "hopper-quick", damaged.parent)
+    curve = write_learning_curve(run, "halfcheetah-first", damaged.parent)
     summary = run_summary(run, curve, damaged.parent)
     assert curve == run / CURVE and curve.is_file()
     assert summary.splitlines()[0].startswith("best evaluation return ")

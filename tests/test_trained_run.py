@@ -1,5 +1,5 @@
 """The trained runs shipped in the repository (``trained/``: README's first command's
-``hopper-quick-seed0``, and a 10⁵ RP1 run per task of the replication, docs/trained-runs.md) work
+``halfcheetah-first-seed0``, and a 10⁵ RP1 run per task of the replication, docs/trained-runs.md) work
 from a fresh clone: each holds a run's result files and its two policies and nothing else, no
 committed report reads it, and ``rp1 evaluate`` replays its best policy's recorded evaluation (to
 the bit where this machine's environment is the one that made it; CPUs differ in the last bits of
@@ -25,7 +25,7 @@ from helpers import (
     subprocess_env,
 )
 
-SHIPPED = ROOT / "trained" / "hopper-quick-seed0"
+SHIPPED = ROOT / "trained" / "halfcheetah-first-seed0"
 """README's first command's run, which the examples use."""
 SHIPPED_RUNS = sorted(path for path in (ROOT / "trained").iterdir() if path.is_dir())
 SHIPPED_FILES = {
@@ -51,11 +51,11 @@ def best_row(run: Path = SHIPPED) -> dict[str, str]:
 
 
 BUDGETS = {
+    "halfcheetah-first-seed0": 10_000,
     "halfcheetah-rp1-seed11": 100_000,
-    "hopper-quick-seed0": 7000,
     "hopper-rp1-seed18": 100_000,
 }
-"""Each shipped run's budget: README's first command's 7,000 samples, the replication's 10⁵."""
+"""Each shipped run's budget: README's first command's 10,000 samples, the replication's 10⁵."""
 
 
 def test_the_shipped_runs_are_the_first_commands_and_one_10e5_rp1_run_per_replicated_task():
@@ -125,9 +125,9 @@ def test_a_policy_prints_as_a_summary_not_its_weights():
     assert shown == repr(policy) and len(shown) < 400  # its weights: tens of thousands
     row = best_row()
     for part in (
-        "task='hopper'",
+        "task='halfcheetah'",
         f"obs_dim={policy.obs_dim}, act_dim={policy.act_dim}, hidden=(32, 32)",
-        "preset='hopper-quick', seed=0, which='best'",
+        "preset='halfcheetah-first', seed=0, which='best'",
         f"iteration={row['iteration']}, samples={row['samples']}",
         str(SHIPPED / "policy" / "best.msgpack"),
     ):

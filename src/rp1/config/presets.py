@@ -66,8 +66,9 @@ def quick_config(task: str, preset: str) -> Config:
 
 def first_config(task: str, preset: str) -> Config:
     """:func:`quick_config` with the ensemble fit of every 10^5 run, ``model.dealing=round-robin``
-    (the authors' code's; about a quarter of ``shuffle``'s arithmetic): the candidates for README's
-    first command (benchmarks/RESULTS.md, issue 76's plan)."""
+    (the authors' code's; about a quarter of ``shuffle``'s arithmetic). ``halfcheetah-first`` is
+    README's first command, chosen among the Hopper and HalfCheetah ones by the plan in
+    benchmarks/RESULTS.md (issue 76)."""
     cfg = quick_config(task, preset)
     return replace(cfg, model=replace(cfg.model, dealing=ROUND_ROBIN))
 
