@@ -3,7 +3,7 @@
 from a fresh clone: each holds a run's result files and its two policies and nothing else, no
 committed report reads it, and ``rp1 evaluate`` replays its best policy's recorded evaluation (to
 the bit where this machine's environment is the one that made it; CPUs differ in the last bits of
-XLA's and MuJoCo's arithmetic, so elsewhere only the protocol)."""
+XLA's and MuJoCo's arithmetic, so elsewhere only the protocol), as docs/trained-runs.md shows it."""
 
 from __future__ import annotations
 
@@ -155,3 +155,53 @@ def test_its_best_policy_deleted_rp1_evaluate_names_the_file_and_the_evaluations
         "run was copied: restore it from a copy that has it (rp1 export copies it), or --policy "
         "last evaluates its last policy"
     )
+
+
+PAGE = ROOT / "docs" / "trained-runs.md"
+
+
+def shown_outputs(page: Path = PAGE) -> list[tuple[str, list[str]]]:
+    """Each ``$ rp1 evaluate trained/…`` line of ``page``'s text blocks, with the output lines
+    shown after it (up to the next ``$`` line or the block's end)."""
+    shown: list[tuple[str, list[str]]] = []
+    in_text = False
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            in_text = line == "```text" and not in_text
+        elif in_text and line.startswith("$ rp1 evaluate trained/"):
+            shown.append((line[2:], []))
+        elif in_text and shown and not line.startswith("$ "):
+            shown[-1][1].append(line)
+    return shown
+
+
+def test_the_page_shows_an_evaluation_of_each_shipped_run():
+    shown = {command.split()[2] for command, _ in shown_outputs()}
+    assert shown == {f"trained/{run.name}" for run in SHIPPED_RUNS}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("command", "lines"), shown_outputs(), ids=[c.split()[2] for c, _ in shown_outputs()]
+)
+def test_the_pages_evaluate_outputs_are_what_rp1_evaluate_prints(command, lines):
+    """docs/trained-runs.md shows what ``rp1 evaluate`` prints for a shipped run: its first line
+    (the policy, from the run's files) everywhere, every line shown where this machine's
+    environment is the one that made the run (elsewhere the replay's last bits may differ)."""
+    from rp1.rundir.provenance import environment
+
+    run = ROOT / command.split()[2]
+    made_in = json.loads((run / "environment.json").read_text())["environments"][-1]
+    done = subprocess.run(
+        [sys.executable, "-m", "rp1", *command.split()[1:]],
+        env={**subprocess_env(), **made_in_env(made_in)},
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    printed = done.stdout.splitlines()
+    assert lines and printed[0] == lines[0]
+    there = {**environment(), **{field: made_in[field] for field in SETTINGS_VARIABLES}}
+    if not environment_differences(made_in, there):
+        assert printed[: len(lines)] == lines
