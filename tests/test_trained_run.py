@@ -90,30 +90,38 @@ def test_its_best_policy_is_the_best_evaluation_its_metrics_record(run):
     assert policy.eval_return == float(row["eval_return"])
 
 
+def evaluate_as_made(run: Path, *args: str) -> tuple[subprocess.CompletedProcess, bool]:
+    """``rp1 evaluate RUN ARGS`` (``run`` absolute or relative to the repository, as given) in a
+    process with the XLA and OpenBLAS settings the run recorded, exit code 0; and whether this machine's environment, with those settings, is the one that
+    made the run (where it is, the replay is the recorded evaluation to the bit)."""
+    from rp1.rundir.provenance import environment
+
+    made_in = json.loads((ROOT / run / "environment.json").read_text())["environments"][-1]
+    done = subprocess.run(
+        [sys.executable, "-m", "rp1", "evaluate", str(run), *args],
+        env={**subprocess_env(), **made_in_env(made_in)},
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    there = {**environment(), **{field: made_in[field] for field in SETTINGS_VARIABLES}}
+    return done, not environment_differences(made_in, there)
+
+
 @pytest.mark.slow
 @each_run
 def test_rp1_evaluate_replays_its_recorded_evaluation(run):
     """In a process with the XLA and OpenBLAS settings the run recorded, so that where the CPU is
     the one that made it the replay is the recorded evaluation to the bit."""
-    from rp1.rundir.provenance import environment
-
-    made_in = json.loads((run / "environment.json").read_text())["environments"][-1]
-    done = subprocess.run(
-        [sys.executable, "-m", "rp1", "evaluate", str(run), "--json"],
-        env={**subprocess_env(), **made_in_env(made_in)},
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stderr
+    done, as_made = evaluate_as_made(run, "--json")
     result = json.loads(done.stdout)
     config = json.loads((run / "config.json").read_text())
     assert result["replayed"] and result["policy"] == "best"
     assert result["episodes"] == len(result["returns"]) == config["eval_episodes"]
     assert all(r is not None and math.isfinite(r) for r in result["returns"])
     assert result["recorded_return"] == float(best_row(run)["eval_return"])
-    # the evaluating process's record: this machine's, with the settings it was given
-    there = {**environment(), **{field: made_in[field] for field in SETTINGS_VARIABLES}}
-    if not environment_differences(made_in, there):
+    if as_made:
         assert result["mean"] == result["recorded_return"]
 
 
@@ -175,33 +183,23 @@ def shown_outputs(page: Path = PAGE) -> list[tuple[str, list[str]]]:
     return shown
 
 
+SHOWN = shown_outputs()
+"""docs/trained-runs.md's ``rp1 evaluate`` commands, each with the output it shows."""
+
+
 def test_the_page_shows_an_evaluation_of_each_shipped_run():
-    shown = {command.split()[2] for command, _ in shown_outputs()}
+    shown = {command.split()[2] for command, _ in SHOWN}
     assert shown == {f"trained/{run.name}" for run in SHIPPED_RUNS}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("command", "lines"), shown_outputs(), ids=[c.split()[2] for c, _ in shown_outputs()]
-)
+@pytest.mark.parametrize(("command", "lines"), SHOWN, ids=[c.split()[2] for c, _ in SHOWN])
 def test_the_pages_evaluate_outputs_are_what_rp1_evaluate_prints(command, lines):
     """docs/trained-runs.md shows what ``rp1 evaluate`` prints for a shipped run: its first line
     (the policy, from the run's files) everywhere, every line shown where this machine's
     environment is the one that made the run (elsewhere the replay's last bits may differ)."""
-    from rp1.rundir.provenance import environment
-
-    run = ROOT / command.split()[2]
-    made_in = json.loads((run / "environment.json").read_text())["environments"][-1]
-    done = subprocess.run(
-        [sys.executable, "-m", "rp1", *command.split()[1:]],
-        env={**subprocess_env(), **made_in_env(made_in)},
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr
+    done, as_made = evaluate_as_made(Path(command.split()[2]), *command.split()[3:])
     printed = done.stdout.splitlines()
     assert lines and printed[0] == lines[0]
-    there = {**environment(), **{field: made_in[field] for field in SETTINGS_VARIABLES}}
-    if not environment_differences(made_in, there):
+    if as_made:
         assert printed[: len(lines)] == lines
